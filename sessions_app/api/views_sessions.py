@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sessions_app.api.filters import SessionFilter
+from sessions_app.api.serializers_sessions import (
+    SessionCreateSerializer,
+    SessionSerializer,
+    SessionUpdateSerializer,
+)
+from sessions_app.api.tenancy import TenantGenericAPIView
+from sessions_app.models import ChatSession
+from sessions_app.selectors.sessions import session_get
+from sessions_app.services.sessions import session_create, session_delete, session_update
+
+
+class SessionListView(TenantGenericAPIView):
+    queryset = ChatSession.objects.all()
+    serializer_class = SessionSerializer
+    filterset_class = SessionFilter
+
+    @extend_schema(responses=SessionSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(SessionSerializer(page, many=True).data)
+
+    @extend_schema(request=SessionCreateSerializer, responses={201: SessionSerializer})
+    def post(self, request: Request) -> Response:
+        payload = SessionCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        session = session_create(tenant=self.tenant, **payload.validated_data)
+        return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(TenantGenericAPIView):
+    serializer_class = SessionSerializer
+
+    def _session(self, session_id: Any) -> ChatSession:
+        return session_get(tenant=self.tenant, session_id=session_id)
+
+    @extend_schema(responses=SessionSerializer)
+    def get(self, request: Request, session_id: str) -> Response:
+        return Response(SessionSerializer(self._session(session_id)).data)
+
+    @extend_schema(request=SessionUpdateSerializer, responses=SessionSerializer)
+    def patch(self, request: Request, session_id: str) -> Response:
+        session = self._session(session_id)
+        payload = SessionUpdateSerializer(data=request.data, partial=True)
+        payload.is_valid(raise_exception=True)
+        session = session_update(session=session, **payload.validated_data)
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, session_id: str) -> Response:
+        session_delete(session=self._session(session_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,19 @@
+"""Sessions app models, one module per concept."""
+
+from sessions_app.models.context import SessionComponent, SessionSelection
+from sessions_app.models.idempotency import IdempotencyRecord
+from sessions_app.models.sessions import ChatSession, SessionStatus
+from sessions_app.models.tenancy import ApiKey, Tenant
+from sessions_app.models.turns import ChatTurn, TurnStep
+
+__all__ = [
+    "ApiKey",
+    "ChatSession",
+    "ChatTurn",
+    "IdempotencyRecord",
+    "SessionComponent",
+    "SessionSelection",
+    "SessionStatus",
+    "Tenant",
+    "TurnStep",
+]

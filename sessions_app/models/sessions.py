@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from sessions_app.models.fields import money_field, token_field
+from sessions_app.models.tenancy import Tenant
+
+
+class SessionStatus(models.TextChoices):
+    OPENED = "opened", "opened"
+    ACTIVE = "active", "active"
+    COMPACTED = "compacted", "compacted"
+    ARCHIVED = "archived", "archived"
+    EXPIRED = "expired", "expired"
+
+
+class ChatSession(models.Model):
+    """One conversation of one user with one agent: its context, its totals, its budget."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sessions")
+    user_id = models.CharField(max_length=255)
+    agent_id = models.CharField(max_length=255)
+    status = models.CharField(
+        max_length=16, choices=SessionStatus.choices, default=SessionStatus.OPENED
+    )
+    state = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    external_session_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: none given
+
+    # What the agent is looking at.
+    focus_mpn = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: no focus
+    last_query = models.TextField(null=True, blank=True)  # noqa: DJ001 - null: no search yet
+    last_filters = models.JSONField(null=True, blank=True)
+    query_history = models.JSONField(
+        default=list, blank=True, help_text="The last queries with their filters, newest last."
+    )
+    last_results = models.JSONField(
+        default=list, blank=True, help_text="MPNs of the last stored results, in order."
+    )
+
+    # Totals, moved with F() by the services that record turns.
+    turn_count = models.IntegerField(default=0)
+    last_turn_number = models.IntegerField(default=0)
+    total_input_tokens = token_field()
+    total_output_tokens = token_field()
+    total_cached_tokens = token_field()
+    total_reasoning_tokens = token_field()
+    total_cost_usd = money_field(default=0)
+    total_calls = models.IntegerField(default=0)
+    total_errors = models.IntegerField(default=0)
+    unpriced_calls = models.IntegerField(default=0)
+    total_duration_ms = models.BigIntegerField(default=0)
+
+    # Budget.
+    budget_tokens = models.BigIntegerField(null=True, blank=True)
+    budget_usd = money_field(null=True, blank=True)
+    budget_exceeded_at = models.DateTimeField(null=True, blank=True)
+
+    # Runaway detection (set by analytics through sessions_app.services).
+    runaway_at = models.DateTimeField(null=True, blank=True)
+    runaway_reason = models.CharField(max_length=64, blank=True, default="")
+    runaway_detail = models.JSONField(default=dict, blank=True)
+    runaway_blocked = models.BooleanField(default=False)
+
+    # Compaction thresholds; null means the settings' default.
+    compact_max_turns = models.IntegerField(null=True, blank=True)
+    compact_max_tokens = models.IntegerField(null=True, blank=True)
+    compact_keep_last_turns = models.IntegerField(null=True, blank=True)
+
+    ttl_seconds = models.IntegerField()
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_active_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "chat_session"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "user_id", "-created_at"], name="session_tenant_user"),
+            models.Index(fields=["tenant", "agent_id", "-created_at"], name="session_tenant_agent"),
+            models.Index(fields=["tenant", "external_session_id"], name="session_tenant_ext"),
+            models.Index(fields=["status", "expires_at"], name="session_status_expiry"),
+            models.Index(fields=["tenant", "-created_at"], name="session_tenant_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(total_input_tokens__gte=0)
+                & models.Q(total_output_tokens__gte=0),
+                name="session_tokens_non_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.agent_id} {self.id}"
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.total_input_tokens) + int(self.total_output_tokens)

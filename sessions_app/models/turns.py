@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from django.db import models
+
+from sessions_app.models.fields import money_field, token_field
+from sessions_app.models.sessions import ChatSession
+from sessions_app.models.tenancy import Tenant
+
+
+class ChatTurn(models.Model):
+    """One exchange: the user's message, the agent's answer, and what it cost."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="turns")
+    turn_number = models.IntegerField()
+    user_message = models.TextField(blank=True, default="")
+    assistant_response = models.TextField(blank=True, default="")
+    intent_data = models.JSONField(default=dict, blank=True)
+    reasoning = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    state_before = models.JSONField(default=dict, blank=True)
+    state_after = models.JSONField(default=dict, blank=True)
+    context_before = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Focus, last results, query and cart before this turn, for rollback.",
+    )
+
+    input_tokens = token_field()
+    output_tokens = token_field()
+    cached_tokens = token_field()
+    reasoning_tokens = token_field()
+    cost_usd = money_field(default=0)
+    call_count = models.IntegerField(default=0)
+    error_count = models.IntegerField(default=0)
+    unpriced_calls = models.IntegerField(default=0)
+    duration_ms = models.IntegerField(default=0)
+
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: none sent
+    compacted = models.BooleanField(default=False)
+    rolled_back = models.BooleanField(default=False)
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "chat_turn"
+        ordering = ["session", "turn_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "turn_number"], name="turn_number_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="turn_tenant_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_number} of {self.session_id}"
+
+
+class TurnStep(models.Model):
+    """One LLM (or tool) call inside a turn. Session, user and agent are copied here at
+    write time: they never change, and spend rollups over millions of steps then need
+    no join."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    turn = models.ForeignKey(ChatTurn, on_delete=models.CASCADE, related_name="steps")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    agent_id = models.CharField(max_length=255)
+    step_order = models.IntegerField()
+    step_type = models.CharField(max_length=64)
+    model = models.CharField(max_length=200, blank=True, default="")
+    input_tokens = token_field(help_text="All input tokens, cached ones included.")
+    output_tokens = token_field(help_text="All output tokens, reasoning ones included.")
+    cached_tokens = token_field(help_text="Input tokens read from the provider's cache.")
+    cache_write_tokens = token_field(help_text="Input tokens written to the provider's cache.")
+    reasoning_tokens = token_field(help_text="Output tokens spent on hidden reasoning.")
+    cost_usd = money_field(null=True, blank=True, help_text="Null when the model has no price.")
+    price_missing = models.BooleanField(default=False)
+    duration_ms = models.IntegerField(default=0)
+    success = models.BooleanField(default=True)
+    error = models.TextField(null=True, blank=True)  # noqa: DJ001 - the API says error: null
+    usage_raw = models.JSONField(null=True, blank=True, help_text="The provider's usage object.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "turn_step"
+        ordering = ["turn", "step_order"]
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "step_order"], name="step_order_unique"),
+            models.CheckConstraint(
+                condition=models.Q(input_tokens__gte=0)
+                & models.Q(output_tokens__gte=0)
+                & models.Q(cached_tokens__gte=0)
+                & models.Q(cache_write_tokens__gte=0)
+                & models.Q(reasoning_tokens__gte=0),
+                name="step_tokens_non_negative",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "created_at"], name="step_tenant_created"),
+            models.Index(fields=["created_at", "id"], name="step_created_id"),
+            models.Index(fields=["session", "created_at"], name="step_session_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step_type} #{self.step_order} ({self.model})"

@@ -1,0 +1,5 @@
+"""Browser pages (server-rendered)."""
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []

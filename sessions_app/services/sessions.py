@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.models import ChatSession, Tenant
+
+UNSET: Any = object()
+
+
+@transaction.atomic
+def session_create(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    agent_id: str,
+    state: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    ttl_seconds: int | None = None,
+    budget_tokens: int | None = None,
+    budget_usd: Decimal | None = None,
+    external_session_id: str | None = None,
+) -> ChatSession:
+    """A new session; budgets default to the tenant's, the TTL to the settings'."""
+    now = timezone.now()
+    ttl = ttl_seconds or settings.ENGRAM_SESSION_TTL_SECONDS
+    return ChatSession.objects.create(
+        tenant=tenant,
+        user_id=user_id,
+        agent_id=agent_id,
+        state=state or {},
+        metadata=metadata or {},
+        ttl_seconds=ttl,
+        expires_at=now + timedelta(seconds=ttl),
+        last_active_at=now,
+        budget_tokens=budget_tokens if budget_tokens is not None else tenant.default_budget_tokens,
+        budget_usd=budget_usd if budget_usd is not None else tenant.default_budget_usd,
+        external_session_id=external_session_id,
+    )
+
+
+@transaction.atomic
+def session_update(
+    *,
+    session: ChatSession,
+    state: dict[str, Any] = UNSET,
+    metadata: dict[str, Any] = UNSET,
+    ttl_seconds: int = UNSET,
+    budget_tokens: int | None = UNSET,
+    budget_usd: Decimal | None = UNSET,
+    external_session_id: str | None = UNSET,
+) -> ChatSession:
+    """Changes only what is given; a new TTL counts from now."""
+    changed: list[str] = []
+    for name, value in (
+        ("state", state),
+        ("metadata", metadata),
+        ("budget_tokens", budget_tokens),
+        ("budget_usd", budget_usd),
+        ("external_session_id", external_session_id),
+    ):
+        if value is not UNSET:
+            setattr(session, name, value)
+            changed.append(name)
+    if ttl_seconds is not UNSET:
+        session.ttl_seconds = ttl_seconds
+        session.expires_at = timezone.now() + timedelta(seconds=ttl_seconds)
+        changed += ["ttl_seconds", "expires_at"]
+    if changed:
+        session.save(update_fields=[*changed, "updated_at"])
+    return session
+
+
+def session_delete(*, session: ChatSession) -> None:
+    session.delete()

@@ -1,0 +1,76 @@
+"""Health, the OpenAPI schema and docs, the key command, production settings."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from rest_framework.test import APIClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_database_broker_and_embedder() -> None:
+    response = Client().get("/healthz")
+    assert response.status_code == 200, response.content
+    checks = response.json()["checks"]
+    assert {name: check["ok"] for name, check in checks.items()} == {
+        "database": True,
+        "broker": True,
+        "embedder": True,
+    }
+    assert "pgvector" in checks["database"]["detail"]
+    assert "384" in checks["embedder"]["detail"]
+
+
+@pytest.mark.django_db
+def test_schema_and_docs_are_served_without_a_cdn() -> None:
+    client = Client()
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert schema.status_code == 200
+    assert "/api/v1/sessions" in schema.json()["paths"]
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    html = docs.content.decode()
+    external = [url for url in re.findall(r'(?:src|href)="([^"]+)"', html) if "//" in url]
+    assert external == []
+    assert "swagger-ui" in html
+
+
+@pytest.mark.django_db
+def test_create_api_key_command_prints_a_working_key() -> None:
+    out, err = StringIO(), StringIO()
+    call_command("create_api_key", "--tenant", "initech", stdout=out, stderr=err)
+    secret = out.getvalue().strip()
+    assert secret.startswith("eng_")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert client.get("/api/v1/sessions").status_code == 200
+
+
+def test_check_deploy_is_clean_with_production_settings() -> None:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "DJANGO_SECRET_KEY": "x" * 30 + "-production-like-secret-0123456789abcdefghij",
+        "DJANGO_ALLOWED_HOSTS": "engram.example.com",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING" not in result.stderr
+    assert "no issues" in result.stdout
