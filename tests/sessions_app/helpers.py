@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from rest_framework.test import APIClient
+
+from analytics_app.models import ModelPrice
 
 SEED_STEPS = [
     {"step_type": "intent", "model": "gemini-1.5-flash", "input_tokens": 150,
@@ -53,3 +56,18 @@ def post_turn(
     return api.post(
         f"/api/v1/sessions/{session_id}/turns", body or turn_body(), format="json", **headers
     )
+
+
+def expected_cost(steps: list[dict]) -> Decimal:
+    """From the price rows, not a magic number: the formula in analytics_app.pricing."""
+    total = Decimal(0)
+    for step in steps:
+        price = ModelPrice.objects.filter(model=step["model"]).order_by("-valid_from").first()
+        assert price is not None, f"no seeded price for {step['model']}"
+        cached = step.get("cached_tokens", 0)
+        total += (
+            Decimal(step["input_tokens"] - cached) * price.input_per_million
+            + Decimal(cached) * (price.cached_input_per_million or price.input_per_million)
+            + Decimal(step["output_tokens"]) * price.output_per_million
+        ) / Decimal(1_000_000)
+    return total

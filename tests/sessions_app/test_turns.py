@@ -11,33 +11,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from analytics_app.models import ModelPrice
 from sessions_app.models import ChatSession, ChatTurn, SessionComponent, TurnStep
 from tests.sessions_app.helpers import (
     SEED_STEPS,
     assert_error,
     create_session,
+    expected_cost,
     post_turn,
     turn_body,
 )
 
 pytestmark = pytest.mark.django_db
 MICRO = Decimal("0.000001")
-
-
-def expected_cost(steps: list[dict]) -> Decimal:
-    """From the price rows, not a magic number: the formula in analytics_app.pricing."""
-    total = Decimal(0)
-    for step in steps:
-        price = ModelPrice.objects.filter(model=step["model"]).order_by("-valid_from").first()
-        assert price is not None, f"no seeded price for {step['model']}"
-        cached = step.get("cached_tokens", 0)
-        total += (
-            Decimal(step["input_tokens"] - cached) * price.input_per_million
-            + Decimal(cached) * (price.cached_input_per_million or price.input_per_million)
-            + Decimal(step["output_tokens"]) * price.output_per_million
-        ) / Decimal(1_000_000)
-    return total
 
 
 def test_seed_000_turn_and_session_totals(api: APIClient) -> None:
