@@ -22,6 +22,7 @@ from sessions_app.api.serializers_turns import (
 )
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
+from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.budgets import budget_check
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_list
@@ -61,6 +62,7 @@ class TurnCursorPagination(CursorPagination):
 
 
 class TurnListView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
     serializer_class = TurnSerializer
     pagination_class = TurnCursorPagination
 
@@ -126,6 +128,7 @@ class TurnListView(TenantGenericAPIView):
 
 
 class TurnRollbackView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
     serializer_class = RollbackResultSerializer
 
     @extend_schema(
@@ -144,6 +147,7 @@ class TurnRollbackView(TenantGenericAPIView):
 
 
 class BudgetCheckView(TenantGenericAPIView):
+    queryset = ChatSession.objects.all()
     serializer_class = BudgetCheckSerializer
 
     @extend_schema(

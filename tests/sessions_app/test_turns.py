@@ -173,3 +173,29 @@ def test_delete_session_cascades_turns_and_steps(api: APIClient) -> None:
     assert not TurnStep.objects.filter(session_id=session["id"]).exists()
     assert ChatTurn.objects.filter(session_id=other["id"]).count() == 1
     assert TurnStep.objects.filter(session_id=other["id"]).count() == 3
+
+
+def test_turn_recorded_is_sent_after_commit_with_ids(
+    api: APIClient, django_capture_on_commit_callbacks
+) -> None:
+    from sessions_app.hooks import turn_recorded
+
+    heard: list[dict] = []
+
+    def receiver(**kwargs) -> None:
+        heard.append(kwargs)
+
+    turn_recorded.connect(receiver)
+    try:
+        session = create_session(api)
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            response = post_turn(api, session["id"])
+        assert heard == []  # nothing before commit
+        for callback in callbacks:
+            callback()
+    finally:
+        turn_recorded.disconnect(receiver)
+    turn = ChatTurn.objects.get(pk=response.json()["turn"]["id"])
+    assert [(h["turn_id"], str(h["session_id"]), h["tenant_id"]) for h in heard] == [
+        (turn.pk, session["id"], turn.tenant_id)
+    ]
