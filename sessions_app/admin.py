@@ -111,7 +111,7 @@ class ChatTurnAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     raw_id_fields = ["tenant", "session"]
     date_hierarchy = "created_at"
     show_full_result_count = False
-    list_select_related = ["tenant"]
+    list_select_related = ["tenant", "session"]
     inlines = [TurnStepInline]
 
 
@@ -133,6 +133,7 @@ class TurnStepAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "created_at",
     ]
     list_filter = ["price_missing", "success", "step_type", "tenant"]
+    list_select_related = ["turn"]
     search_fields = ["model", "agent_id", "user_id", "=session__id"]
     raw_id_fields = ["tenant", "turn", "session"]
     date_hierarchy = "created_at"

@@ -93,6 +93,8 @@ def _build_steps(
                 )
             )
         )
+        if cost is None and not step.model and counts == TokenCounts():
+            cost = Decimal(0)  # a tool call: no LLM, nothing to price
         rows.append(
             TurnStep(
                 tenant_id=session.tenant_id,
