@@ -21,4 +21,19 @@ class Periodic:
     description: str
 
 
-SCHEDULE: list[Periodic] = []
+SCHEDULE: list[Periodic] = [
+    Periodic(
+        name="sessions: expire, archive or delete",
+        task="sessions_app.expire_sessions",
+        every=300,
+        expires=240,
+        description="Expire sessions past their TTL; archive or delete them after retention.",
+    ),
+    Periodic(
+        name="sessions: purge idempotency keys",
+        task="sessions_app.purge_idempotency_records",
+        every=3600,
+        expires=1800,
+        description="Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS.",
+    ),
+]

@@ -6,7 +6,14 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from sessions_app.models import ApiKey, ChatSession, Tenant
+from sessions_app.models import (
+    ApiKey,
+    ChatSession,
+    ChatTurn,
+    IdempotencyRecord,
+    Tenant,
+    TurnStep,
+)
 from sessions_app.services.api_keys import api_key_create, api_key_revoke
 
 
@@ -59,5 +66,86 @@ class ChatSessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["status", "tenant"]
     search_fields = ["=id", "user_id", "agent_id", "external_session_id"]
     raw_id_fields = ["tenant"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+
+
+class TurnStepInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = TurnStep
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = [
+        "step_order",
+        "step_type",
+        "model",
+        "input_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+        "price_missing",
+        "duration_ms",
+        "success",
+    ]
+    readonly_fields = fields
+
+
+@admin.register(ChatTurn)
+class ChatTurnAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "id",
+        "session",
+        "turn_number",
+        "tenant",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "call_count",
+        "unpriced_calls",
+        "rolled_back",
+        "created_at",
+    ]
+    list_filter = ["rolled_back", "compacted", "tenant"]
+    search_fields = ["=session__id", "idempotency_key", "user_message"]
+    raw_id_fields = ["tenant", "session"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    list_select_related = ["tenant", "session"]
+    inlines = [TurnStepInline]
+
+
+@admin.register(TurnStep)
+class TurnStepAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "id",
+        "turn",
+        "step_order",
+        "step_type",
+        "model",
+        "agent_id",
+        "user_id",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "price_missing",
+        "success",
+        "created_at",
+    ]
+    list_filter = ["price_missing", "success", "step_type", "tenant"]
+    list_select_related = ["turn"]
+    search_fields = ["model", "agent_id", "user_id", "=session__id"]
+    raw_id_fields = ["tenant", "turn", "session"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["key", "tenant", "scope", "status", "response_status", "created_at"]
+    list_filter = ["status", "tenant"]
+    search_fields = ["key", "scope"]
+    raw_id_fields = ["tenant"]
+    readonly_fields = ["request_hash", "response_body", "created_at"]
     date_hierarchy = "created_at"
     show_full_result_count = False

@@ -1,3 +1,7 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from analytics_app.api import views
+
+urlpatterns = [
+    path("usage", views.UsageView.as_view(), name="usage"),
+]

@@ -45,8 +45,9 @@ def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     if isinstance(detail, dict):
         for key, value in detail.items():
             name = f"{prefix}.{key}" if prefix else str(key)
-            if key == "non_field_errors" and not prefix:
-                name = "non_field_errors"
+            if key == "non_field_errors":
+                # An error about a nested object or list as a whole names that object.
+                name = prefix or "non_field_errors"
             out.update(_flatten_fields(value, name))
     elif isinstance(detail, list):
         if all(not isinstance(item, (dict, list)) for item in detail):

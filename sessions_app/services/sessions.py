@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.models import ChatSession, Tenant
+from sessions_app.services.lifecycle import session_assert_writable, session_touch
 
 UNSET: Any = object()
 
@@ -55,7 +56,9 @@ def session_update(
     budget_usd: Decimal | None = UNSET,
     external_session_id: str | None = UNSET,
 ) -> ChatSession:
-    """Changes only what is given; a new TTL counts from now."""
+    """Changes only what is given. Like every write, it moves the expiry forward (a new
+    TTL counts from now), and an expired session answers 410."""
+    session_assert_writable(session=session)
     changed: list[str] = []
     for name, value in (
         ("state", state),
@@ -69,10 +72,9 @@ def session_update(
             changed.append(name)
     if ttl_seconds is not UNSET:
         session.ttl_seconds = ttl_seconds
-        session.expires_at = timezone.now() + timedelta(seconds=ttl_seconds)
-        changed += ["ttl_seconds", "expires_at"]
-    if changed:
-        session.save(update_fields=[*changed, "updated_at"])
+        changed.append("ttl_seconds")
+    changed += session_touch(session=session)
+    session.save(update_fields=[*changed, "updated_at"])
     return session
 
 

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from analytics_app.selectors.usage import GROUPS
+from sessions_app.api.fields import money_output_field
+
+MAX_WINDOW_DAYS = 366
+DEFAULT_WINDOW_DAYS = 30
+
+
+class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]
+    """`2025-01-31` (a whole UTC day) or an ISO 8601 date-time with offset."""
+
+    def to_internal_value(self, data: Any) -> date | datetime:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Expected YYYY-MM-DD or an ISO 8601 date-time.")
+        try:
+            if len(data) == 10:
+                return date.fromisoformat(data)
+            parsed = datetime.fromisoformat(data.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise serializers.ValidationError(
+                "Expected YYYY-MM-DD or an ISO 8601 date-time."
+            ) from exc
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+    def to_representation(self, value: Any) -> str:
+        return str(value.isoformat())
+
+
+class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    group_by = serializers.ChoiceField(
+        choices=list(GROUPS), help_text="day, model, agent, user, step_type or session."
+    )
+    # `from` is a Python keyword: declared below under its API name.
+    to = DateOrDateTimeField(
+        required=False,
+        help_text="End: a date (inclusive, whole UTC day) or a date-time (exclusive). "
+        "Default: now.",
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+        fields = super().get_fields()
+        fields["from"] = DateOrDateTimeField(
+            required=False,
+            help_text="Start: a date (from 00:00 UTC) or a date-time, inclusive. "
+            f"Default: {DEFAULT_WINDOW_DAYS} days before `to`.",
+        )
+        return fields
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        end_raw = attrs.get("to")
+        if end_raw is None:
+            end = timezone.now()
+        elif isinstance(end_raw, datetime):
+            end = end_raw
+        else:
+            end = datetime.combine(end_raw + timedelta(days=1), time.min, tzinfo=UTC)
+        start_raw = attrs.get("from")
+        if start_raw is None:
+            start = end - timedelta(days=DEFAULT_WINDOW_DAYS)
+        elif isinstance(start_raw, datetime):
+            start = start_raw
+        else:
+            start = datetime.combine(start_raw, time.min, tzinfo=UTC)
+        if start >= end:
+            raise serializers.ValidationError({"from": ["Must be before `to`."]})
+        if end - start > timedelta(days=MAX_WINDOW_DAYS):
+            raise serializers.ValidationError(
+                {"from": [f"The window may span at most {MAX_WINDOW_DAYS} days."]}
+            )
+        return {"group_by": attrs["group_by"], "start": start, "end": end}
+
+
+class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    key = serializers.CharField(help_text="The group: a date, model, agent, user, step type…")
+    input_tokens = serializers.IntegerField(help_text="All input tokens, cached included.")
+    output_tokens = serializers.IntegerField(help_text="All output tokens, reasoning included.")
+    cached_tokens = serializers.IntegerField(help_text="Input tokens read from cache.")
+    cache_write_tokens = serializers.IntegerField(help_text="Input tokens written to cache.")
+    reasoning_tokens = serializers.IntegerField(help_text="Reasoning tokens.")
+    total_tokens = serializers.IntegerField(help_text="Input + output.")
+    cost_usd = money_output_field(help_text="USD of the priced calls.")
+    calls = serializers.IntegerField(help_text="Steps recorded.")
+    errors = serializers.IntegerField(help_text="Steps that failed.")
+    unpriced_calls = serializers.IntegerField(help_text="Steps whose model has no price.")
+
+
+class UsageTotalsSerializer(UsageRowSerializer):
+    key = None  # type: ignore[assignment]
+
+
+class UsageReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    group_by = serializers.CharField(help_text="The dimension grouped by.")
+    start = serializers.DateTimeField(help_text="Window start, inclusive.")
+    end = serializers.DateTimeField(help_text="Window end, exclusive.")
+    rows = UsageRowSerializer(many=True, help_text="One row per group.")
+    totals = UsageTotalsSerializer(help_text="Sums over the whole window.")
+    truncated = serializers.BooleanField(help_text="True when only the top groups are listed.")

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from analytics_app.api.serializers import UsageQuerySerializer, UsageReportSerializer
+from analytics_app.selectors.usage import GROUPS, usage_report
+from sessions_app.api.tenancy import TenantAPIView
+
+
+class UsageView(TenantAPIView):
+    @extend_schema(
+        summary="Tokens and cost grouped by day, model, agent, user, step_type or session",
+        parameters=[
+            OpenApiParameter("group_by", str, enum=list(GROUPS), required=True),
+            OpenApiParameter(
+                "from",
+                OpenApiTypes.STR,
+                description="YYYY-MM-DD (00:00 UTC) or ISO date-time, inclusive.",
+            ),
+            OpenApiParameter(
+                "to",
+                OpenApiTypes.STR,
+                description="YYYY-MM-DD (whole day, inclusive) or ISO date-time, exclusive.",
+            ),
+        ],
+        responses={
+            200: UsageReportSerializer,
+            400: OpenApiResponse(description="invalid: bad group_by, dates or window > 366 d"),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = UsageQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        report = usage_report(tenant=self.tenant, **query.validated_data)
+        return Response(UsageReportSerializer(report).data)

@@ -1,0 +1,268 @@
+"""Turn recording, the turn log, rollback and the budget check: request and response
+shapes. Token counts are normalised here, at the edge (see `sessions_app.usage`)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from sessions_app.api.fields import money_output_field, token_count_field
+from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
+from sessions_app.models import ChatTurn, TurnStep
+from sessions_app.services.turns import StepInput, TurnRecorded
+from sessions_app.usage import UsageError, step_token_counts
+
+MAX_STEPS_PER_TURN = 500
+MAX_TEXT = 200_000
+MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+
+
+class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    step_type = serializers.CharField(
+        max_length=64, help_text="What the call did: intent, filter, search, response…"
+    )
+    model = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The model called, as the provider names it; blank for a tool call.",
+    )
+    input_tokens = token_count_field(
+        required=False,
+        allow_null=True,
+        help_text="All input tokens, cached ones included. Required unless `usage` is given.",
+    )
+    output_tokens = token_count_field(
+        required=False,
+        allow_null=True,
+        help_text="All output tokens, reasoning included. Required unless `usage` is given.",
+    )
+    cached_tokens = token_count_field(
+        required=False, allow_null=True, help_text="Input tokens read from the prompt cache."
+    )
+    cache_write_tokens = token_count_field(
+        required=False, allow_null=True, help_text="Input tokens written to the prompt cache."
+    )
+    reasoning_tokens = token_count_field(
+        required=False, allow_null=True, help_text="Output tokens spent on hidden reasoning."
+    )
+    usage = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "The provider's own usage object (OpenAI Chat/Responses, Anthropic, Gemini), "
+            "normalised by Engram. Explicit counts beside it must agree with it."
+        ),
+    )
+    duration_ms = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=MAX_DURATION_MS,
+        help_text="Wall-clock time of the call in milliseconds.",
+    )
+    success = serializers.BooleanField(
+        required=False, default=True, help_text="False if the call failed."
+    )
+    error = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=10_000,
+        default=None,
+        help_text="The error, when the call failed.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            counts = step_token_counts(explicit=attrs, usage=attrs.get("usage"))
+        except UsageError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]}) from exc
+        return {**attrs, "counts": counts}
+
+    def to_step_input(self, attrs: dict[str, Any]) -> StepInput:
+        return StepInput(
+            step_type=attrs["step_type"],
+            model=attrs.get("model", ""),
+            counts=attrs["counts"],
+            duration_ms=attrs.get("duration_ms", 0),
+            success=attrs.get("success", True),
+            error=attrs.get("error"),
+            usage_raw=attrs.get("usage"),
+        )
+
+
+class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    user_message = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        help_text="What the user said.",
+    )
+    assistant_response = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        help_text="What the agent answered.",
+    )
+    intent_data = serializers.DictField(
+        required=False, default=dict, help_text="The classified intent and its slots."
+    )
+    reasoning = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        help_text="The agent's reasoning, if it keeps one.",
+    )
+    metadata = serializers.DictField(required=False, default=dict, help_text="Free-form metadata.")
+    state = serializers.DictField(
+        required=False, help_text="The session's new state; replaces it. Omit to keep it."
+    )
+    duration_ms = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_DURATION_MS,
+        help_text="Wall-clock time of the turn; defaults to the sum of the steps'.",
+    )
+    steps = StepInputSerializer(
+        many=True,
+        max_length=MAX_STEPS_PER_TURN,
+        help_text="Every LLM or tool call of the turn, in order. May be empty.",
+    )
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = dict(self.validated_data)
+        step_serializer = StepInputSerializer()
+        data["steps"] = [step_serializer.to_step_input(step) for step in data["steps"]]
+        return data
+
+
+_STEP_HELP = {
+    "step_order": "1-based position of the call in the turn.",
+    "step_type": "What the call did.",
+    "model": "The model called.",
+    "input_tokens": "All input tokens, cached ones included.",
+    "output_tokens": "All output tokens, reasoning ones included.",
+    "cached_tokens": "Input tokens read from the prompt cache.",
+    "cache_write_tokens": "Input tokens written to the prompt cache.",
+    "reasoning_tokens": "Output tokens spent on hidden reasoning.",
+    "price_missing": "True when the model has no price; then cost_usd is null.",
+    "duration_ms": "Wall-clock time of the call.",
+    "success": "False if the call failed.",
+    "error": "The error, when the call failed.",
+    "created_at": "When the step was recorded.",
+}
+
+
+class TurnStepSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    cost_usd = money_output_field(allow_null=True, help_text="USD; null when unpriced.")
+
+    class Meta:
+        model = TurnStep
+        fields = [*_STEP_HELP, "cost_usd"]
+        read_only_fields = fields
+        extra_kwargs = {name: {"help_text": text} for name, text in _STEP_HELP.items()}
+
+
+_TURN_HELP = {
+    "id": "The turn's id.",
+    "turn_number": "1-based, unique in the session, never reused.",
+    "user_message": "What the user said.",
+    "assistant_response": "What the agent answered.",
+    "intent_data": "The classified intent.",
+    "reasoning": "The agent's reasoning.",
+    "metadata": "Free-form metadata.",
+    "state_before": "The session's state before the turn.",
+    "state_after": "The session's state after the turn.",
+    "input_tokens": "Sum of the steps' input tokens.",
+    "output_tokens": "Sum of the steps' output tokens.",
+    "cached_tokens": "Sum of the steps' cached input tokens.",
+    "reasoning_tokens": "Sum of the steps' reasoning tokens.",
+    "call_count": "Number of steps.",
+    "error_count": "Steps that failed.",
+    "unpriced_calls": "Steps whose model has no price.",
+    "duration_ms": "Wall-clock time of the turn.",
+    "idempotency_key": "The Idempotency-Key it was recorded with.",
+    "compacted": "True once summarised by compaction.",
+    "rolled_back": "True if a rollback undid this turn.",
+    "rolled_back_at": "When it was rolled back.",
+    "created_at": "When it was recorded.",
+}
+
+
+class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    cost_usd = money_output_field(help_text="USD, the sum of the priced steps.")
+    steps = TurnStepSerializer(many=True, read_only=True, help_text="The calls, in order.")
+
+    class Meta:
+        model = ChatTurn
+        fields = [*_TURN_HELP, "cost_usd", "steps"]
+        read_only_fields = fields
+        extra_kwargs = {name: {"help_text": text} for name, text in _TURN_HELP.items()}
+
+
+class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.CharField(help_text="budget_exceeded or price_missing.")
+    message = serializers.CharField(help_text="What happened, for a human.")
+
+
+class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField(help_text="The session's id.")
+    status = serializers.CharField(help_text="opened, active, compacted, expired, archived.")
+    expires_at = serializers.DateTimeField(help_text="When it expires without further writes.")
+
+
+class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    turn = TurnSerializer(help_text="The recorded turn with its steps.")
+    session = SessionBriefSerializer(help_text="The session after the turn.")
+    totals = serializers.SerializerMethodField(help_text="The session's new totals.")
+    budget = serializers.SerializerMethodField(help_text="The session's budget state.")
+    warnings = TurnWarningSerializer(many=True, help_text="budget_exceeded, price_missing.")
+
+    @extend_schema_field(serializers.DictField())
+    def get_totals(self, result: TurnRecorded) -> dict[str, Any]:
+        return session_totals(result.session)
+
+    @extend_schema_field(serializers.DictField())
+    def get_budget(self, result: TurnRecorded) -> dict[str, Any]:
+        return budget_state(result.session)
+
+
+class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    session = SessionSerializer(help_text="The session as restored.")
+    restored_from_turn = serializers.IntegerField(help_text="State is as before this turn.")
+    rolled_back_turns = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Turn numbers now marked rolled back."
+    )
+
+
+class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    estimated_tokens = token_count_field(
+        help_text="Input + output tokens the agent is about to spend."
+    )
+    estimated_usd = serializers.DecimalField(
+        required=False,
+        max_digits=14,
+        decimal_places=6,
+        min_value=Decimal(0),
+        help_text="USD the agent is about to spend, if it knows.",
+    )
+
+
+class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    allowed = serializers.BooleanField(help_text="Always true on a 200; a 429 means no.")
+    estimated_tokens = serializers.IntegerField(help_text="As sent.")
+    tokens_remaining_after = serializers.IntegerField(
+        allow_null=True, help_text="Tokens left after the estimate; null: no token budget."
+    )
+    budget = serializers.DictField(help_text="The session's budget state.")

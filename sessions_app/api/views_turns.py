@@ -1,0 +1,180 @@
+"""The turn log: record (idempotent), list, roll back; and the budget pre-flight check."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sessions_app.api.serializers_sessions import budget_state
+from sessions_app.api.serializers_turns import (
+    BudgetCheckResultSerializer,
+    BudgetCheckSerializer,
+    RollbackResultSerializer,
+    TurnCreateSerializer,
+    TurnRecordedSerializer,
+    TurnSerializer,
+)
+from sessions_app.api.tenancy import TenantGenericAPIView
+from sessions_app.errors import BudgetExceeded, InvalidInput
+from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.selectors.budgets import budget_check
+from sessions_app.selectors.sessions import session_get
+from sessions_app.selectors.turns import turn_list
+from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
+from sessions_app.services.lifecycle import session_assert_writable
+from sessions_app.services.turns import turn_record, turn_rollback
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+BUDGET_RETRY_AFTER_SECONDS = 60  # budgets do not refill by themselves: check back later
+
+ERRORS = {
+    400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
+    404: OpenApiResponse(description="not_found: no such session for this key's tenant"),
+    410: OpenApiResponse(description="session_expired"),
+}
+
+
+def jsonable(data: Any) -> dict[str, Any]:
+    """The body exactly as a client receives it, so a replay is byte-for-byte the same."""
+    return json.loads(JSONRenderer().render(data))  # type: ignore[no-any-return]
+
+
+def idempotency_key(request: Request) -> str | None:
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > 255 or not key.isprintable():
+        raise InvalidInput(fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable characters."]})
+    return key
+
+
+class TurnCursorPagination(CursorPagination):
+    ordering = "turn_number"
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+class TurnListView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = TurnSerializer
+    pagination_class = TurnCursorPagination
+
+    @extend_schema(
+        summary="The turn log, oldest first, with steps",
+        responses={200: TurnSerializer(many=True), 404: ERRORS[404]},
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        session = session_get(tenant=self.tenant, session_id=session_id)
+        page = self.paginate_queryset(turn_list(session=session))
+        return self.get_paginated_response(TurnSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Record a turn with its steps (one transaction)",
+        description=(
+            "With an `Idempotency-Key`, the same key and body answer the stored response "
+            "with header `Idempotent-Replayed: true`; another body answers 422 "
+            "`idempotency_key_reused`; a request still in flight answers 409 "
+            "`idempotency_in_flight`."
+        ),
+        request=TurnCreateSerializer,
+        parameters=[
+            OpenApiParameter(
+                IDEMPOTENCY_HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="A unique key per logical request (e.g. a UUID), reused on retry.",
+            )
+        ],
+        responses={
+            201: TurnRecordedSerializer,
+            **ERRORS,
+            409: OpenApiResponse(description="idempotency_in_flight"),
+            413: OpenApiResponse(description="request_too_large"),
+            422: OpenApiResponse(description="idempotency_key_reused"),
+        },
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        key = idempotency_key(request)
+        payload = TurnCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        tenant = self.tenant
+
+        def work() -> tuple[int, dict[str, Any]]:
+            result = turn_record(
+                tenant=tenant,
+                session_id=session_id,
+                idempotency_key=key,
+                **payload.service_kwargs(),
+            )
+            return 201, jsonable(TurnRecordedSerializer(result).data)
+
+        outcome = idempotent_execute(
+            tenant=tenant,
+            key=key,
+            scope=f"POST /sessions/{session_id}/turns",
+            request_hash=request_fingerprint(request.data),
+            work=work,
+        )
+        headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+        return Response(outcome.body, status=outcome.status, headers=headers)
+
+
+class TurnRollbackView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = RollbackResultSerializer
+
+    @extend_schema(
+        summary="Restore the state from before turn n; later turns are marked rolled back",
+        request=None,
+        responses={
+            200: RollbackResultSerializer,
+            404: ERRORS[404],
+            409: OpenApiResponse(description="conflict: the turn is already rolled back"),
+            410: ERRORS[410],
+        },
+    )
+    def post(self, request: Request, session_id: str, turn_number: int) -> Response:
+        result = turn_rollback(tenant=self.tenant, session_id=session_id, turn_number=turn_number)
+        return Response(RollbackResultSerializer(result).data)
+
+
+class BudgetCheckView(TenantGenericAPIView):
+    queryset = ChatSession.objects.all()
+    serializer_class = BudgetCheckSerializer
+
+    @extend_schema(
+        summary="May the agent spend this much more?",
+        request=BudgetCheckSerializer,
+        responses={
+            200: BudgetCheckResultSerializer,
+            **ERRORS,
+            429: OpenApiResponse(description="budget_exceeded, with Retry-After"),
+        },
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        session = session_get(tenant=self.tenant, session_id=session_id)
+        payload = BudgetCheckSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        session_assert_writable(session=session)
+        check = budget_check(session=session, **payload.validated_data)
+        if not check.allowed:
+            raise BudgetExceeded(
+                check.reason,
+                extra={"budget": jsonable(budget_state(session))},
+                headers={"Retry-After": str(BUDGET_RETRY_AFTER_SECONDS)},
+            )
+        result = {
+            "allowed": True,
+            "estimated_tokens": payload.validated_data["estimated_tokens"],
+            "tokens_remaining_after": check.tokens_remaining_after,
+            "budget": budget_state(session),
+        }
+        return Response(BudgetCheckResultSerializer(result).data)

@@ -1,0 +1,136 @@
+"""`Idempotency-Key` for POSTs, as Stripe and the IETF httpapi draft define it.
+
+1. The key is claimed first, in its own committed statement
+   (``INSERT … ON CONFLICT DO NOTHING``), so a concurrent duplicate sees the claim.
+2. The work and the stored response commit together in one transaction: a response is
+   stored if and only if its effects are.
+3. If the work fails, the claim is deleted, so that a retry can proceed.
+
+A second request with the key: another body (or route) → 422 `idempotency_key_reused`;
+the first still running → 409 `idempotency_in_flight`; the first done → its response,
+replayed. A claim older than `STALE_IN_FLIGHT` whose work never committed (a crashed
+worker) may be taken over by a retry with the same body. Keys are per tenant and are
+purged after `ENGRAM_IDEMPOTENCY_TTL_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from sessions_app.errors import IdempotencyInFlight, IdempotencyKeyReused
+from sessions_app.models import IdempotencyRecord, Tenant
+
+STALE_IN_FLIGHT = timedelta(minutes=2)
+Status = IdempotencyRecord.Status
+
+
+@dataclass(frozen=True)
+class IdempotentOutcome:
+    status: int
+    body: dict[str, Any]
+    replayed: bool
+
+
+def request_fingerprint(data: Any) -> str:
+    """SHA-256 of the parsed body in canonical JSON: key order and whitespace don't count."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _claim(*, tenant: Tenant, key: str, scope: str, request_hash: str) -> int | None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO idempotency_record (tenant_id, key, scope, request_hash, status,
+                                            created_at)
+            VALUES (%s, %s, %s, %s, %s, now())
+            ON CONFLICT (tenant_id, key) DO NOTHING
+            RETURNING id
+            """,
+            [tenant.pk, key, scope, request_hash, Status.IN_FLIGHT],
+        )
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+def _take_over_stale(*, record: IdempotencyRecord, now: datetime) -> bool:
+    with transaction.atomic():
+        return bool(
+            IdempotencyRecord.objects.filter(
+                pk=record.pk, status=Status.IN_FLIGHT, created_at__lt=now - STALE_IN_FLIGHT
+            ).update(created_at=now)
+        )
+
+
+def idempotent_execute(
+    *,
+    tenant: Tenant,
+    key: str | None,
+    scope: str,
+    request_hash: str,
+    work: Callable[[], tuple[int, dict[str, Any]]],
+) -> IdempotentOutcome:
+    """Run `work` (which returns status and a JSON-ready body) at most once per key."""
+    if key is None:
+        status, body = work()
+        return IdempotentOutcome(status=status, body=body, replayed=False)
+    record_id: int | None = None
+    for _attempt in range(3):  # a claim deleted between our insert and read: try again
+        record_id = _claim(tenant=tenant, key=key, scope=scope, request_hash=request_hash)
+        if record_id is not None:
+            break
+        record = IdempotencyRecord.objects.filter(tenant=tenant, key=key).first()
+        if record is None:
+            continue
+        if record.scope != scope or record.request_hash != request_hash:
+            raise IdempotencyKeyReused(fields={"Idempotency-Key": ["Used with another body."]})
+        if record.status == Status.COMPLETED:
+            return IdempotentOutcome(
+                status=record.response_status or 200,
+                body=record.response_body or {},
+                replayed=True,
+            )
+        if _take_over_stale(record=record, now=timezone.now()):
+            record_id = record.pk
+            break
+        raise IdempotencyInFlight(headers={"Retry-After": "1"})
+    if record_id is None:
+        raise IdempotencyInFlight(headers={"Retry-After": "1"})
+    try:
+        with transaction.atomic():
+            status, body = work()
+            IdempotencyRecord.objects.filter(pk=record_id).update(
+                status=Status.COMPLETED, response_status=status, response_body=body
+            )
+    except BaseException:
+        IdempotencyRecord.objects.filter(pk=record_id, status=Status.IN_FLIGHT).delete()
+        raise
+    return IdempotentOutcome(status=status, body=body, replayed=False)
+
+
+def idempotency_purge(
+    *, now: datetime | None = None, ttl_seconds: int | None = None, batch_size: int = 5000
+) -> int:
+    """Delete records older than the TTL, a batch per statement; returns how many."""
+    now = now or timezone.now()
+    ttl = settings.ENGRAM_IDEMPOTENCY_TTL_SECONDS if ttl_seconds is None else ttl_seconds
+    cutoff = now - timedelta(seconds=ttl)
+    total = 0
+    while True:
+        ids = list(
+            IdempotencyRecord.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[
+                :batch_size
+            ]
+        )
+        if not ids:
+            return total
+        total += IdempotencyRecord.objects.filter(pk__in=ids).delete()[0]

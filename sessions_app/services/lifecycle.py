@@ -1,0 +1,131 @@
+"""Session lifecycle: opened → active (first turn) → compacted / expired → archived.
+
+A session expires `ttl_seconds` after its last write; every write moves `expires_at`
+forward. A write to a session that is expired (by status, or because `expires_at` passed
+before the periodic task noticed) answers 410 `session_expired`. The periodic task marks
+such sessions expired, then, `ENGRAM_SESSION_RETENTION_DAYS` after expiry, archives them
+(turns kept for audit) or deletes them, as `ENGRAM_SESSION_RETENTION` says.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from sessions_app.errors import SessionExpired
+from sessions_app.models import ChatSession, SessionStatus
+
+CLOSED_STATUSES = (SessionStatus.EXPIRED, SessionStatus.ARCHIVED)
+LIVE_STATUSES = (SessionStatus.OPENED, SessionStatus.ACTIVE, SessionStatus.COMPACTED)
+# Any two-int key unique to this job; pg_try_advisory_lock keeps two beats from overlapping.
+HOUSEKEEPING_LOCK = (0x656E6772, 1)
+
+
+def session_is_expired(session: ChatSession, *, now: datetime | None = None) -> bool:
+    now = now or timezone.now()
+    return session.status in CLOSED_STATUSES or session.expires_at <= now
+
+
+def session_assert_writable(*, session: ChatSession, now: datetime | None = None) -> None:
+    """Raise 410 `session_expired` for a session that takes no more writes. Other
+    services that write to a session (results, cart, focus) call this too."""
+    if session_is_expired(session, now=now):
+        raise SessionExpired(
+            f"Session {session.pk} expired at {session.expires_at.isoformat()}; "
+            "start a new session.",
+            extra={"expired_at": session.expires_at.isoformat()},
+        )
+
+
+def session_touch(*, session: ChatSession, now: datetime | None = None) -> list[str]:
+    """Move last activity and expiry forward on the instance; returns the changed fields
+    for the caller's `save(update_fields=…)`."""
+    now = now or timezone.now()
+    session.last_active_at = now
+    session.expires_at = now + timedelta(seconds=session.ttl_seconds)
+    return ["last_active_at", "expires_at"]
+
+
+@dataclass(frozen=True)
+class HousekeepingResult:
+    expired: int
+    archived: int
+    deleted: int
+    skipped: bool = False  # another run held the lock
+
+
+def sessions_expire_due(
+    *, now: datetime | None = None, batch_size: int = 500, max_seconds: float = 60.0
+) -> int:
+    """Mark live sessions past their expiry as expired, a batch per transaction."""
+    now = now or timezone.now()
+    started = time.monotonic()
+    total = 0
+    while time.monotonic() - started < max_seconds:
+        with transaction.atomic():
+            ids = list(
+                ChatSession.objects.select_for_update(skip_locked=True)
+                .filter(status__in=LIVE_STATUSES, expires_at__lte=now)
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not ids:
+                break
+            total += ChatSession.objects.filter(pk__in=ids).update(
+                status=SessionStatus.EXPIRED, updated_at=now
+            )
+    return total
+
+
+def sessions_apply_retention(
+    *,
+    now: datetime | None = None,
+    mode: str | None = None,
+    retention_days: int | None = None,
+    batch_size: int = 200,
+    max_seconds: float = 60.0,
+) -> tuple[int, int]:
+    """Archive or delete sessions expired more than `retention_days` ago.
+    Returns (archived, deleted)."""
+    now = now or timezone.now()
+    mode = mode or settings.ENGRAM_SESSION_RETENTION
+    days = settings.ENGRAM_SESSION_RETENTION_DAYS if retention_days is None else retention_days
+    cutoff = now - timedelta(days=days)
+    started = time.monotonic()
+    archived = deleted = 0
+    while time.monotonic() - started < max_seconds:
+        with transaction.atomic():
+            ids = list(
+                ChatSession.objects.select_for_update(skip_locked=True)
+                .filter(status=SessionStatus.EXPIRED, expires_at__lte=cutoff)
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not ids:
+                break
+            if mode == "delete":
+                ChatSession.objects.filter(pk__in=ids).delete()
+                deleted += len(ids)
+            else:
+                archived += ChatSession.objects.filter(pk__in=ids).update(
+                    status=SessionStatus.ARCHIVED, updated_at=now
+                )
+    return archived, deleted
+
+
+def sessions_housekeep(*, now: datetime | None = None) -> HousekeepingResult:
+    """The periodic job: expire, then archive/delete. Never two runs at once."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", HOUSEKEEPING_LOCK)
+        if not cursor.fetchone()[0]:
+            return HousekeepingResult(expired=0, archived=0, deleted=0, skipped=True)
+    try:
+        expired = sessions_expire_due(now=now)
+        archived, deleted = sessions_apply_retention(now=now)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", HOUSEKEEPING_LOCK)
+    return HousekeepingResult(expired=expired, archived=archived, deleted=deleted)

@@ -1,0 +1,30 @@
+"""Periodic housekeeping. Tasks are thin: each calls one service, is safe to run twice,
+and never overlaps itself (the services batch, bound their time and lock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from config.celery_app import TASK_DEFAULTS
+from sessions_app.services.idempotency import idempotency_purge
+from sessions_app.services.lifecycle import sessions_housekeep
+
+
+@shared_task(name="sessions_app.expire_sessions", **TASK_DEFAULTS)
+def expire_sessions() -> dict[str, Any]:
+    """Expire sessions past their TTL, then archive or delete them after retention."""
+    result = sessions_housekeep()
+    return {
+        "expired": result.expired,
+        "archived": result.archived,
+        "deleted": result.deleted,
+        "skipped": result.skipped,
+    }
+
+
+@shared_task(name="sessions_app.purge_idempotency_records", **TASK_DEFAULTS)
+def purge_idempotency_records() -> int:
+    """Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS."""
+    return idempotency_purge()
