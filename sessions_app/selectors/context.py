@@ -16,7 +16,7 @@ from sessions_app.resolution import Item, attribute_value
 def component_list(*, session: ChatSession) -> QuerySet[SessionComponent]:
     """Every fetched item: the last results by position, then the rest newest first."""
     return SessionComponent.objects.filter(session=session).order_by(
-        F("position").asc(nulls_last=True), "-fetched_at", "-id"
+        F("position").asc(nulls_last=True), "-fetched_at", "id"
     )
 
 

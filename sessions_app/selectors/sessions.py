@@ -32,7 +32,7 @@ def session_ensure_writable(*, session: ChatSession) -> None:
     if session.status in WRITE_CLOSED_STATUSES or session.expires_at <= timezone.now():
         raise SessionExpired(
             "The session has expired; start a new one.",
-            extra={"expires_at": session.expires_at.isoformat(), "status": session.status},
+            extra={"expires_at": session.expires_at.isoformat(), "session_status": session.status},
         )
 
 

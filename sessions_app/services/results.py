@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
@@ -104,7 +105,9 @@ def _evict_old_components(*, session: ChatSession) -> int:
         protected.add(session.focus_mpn)
     beyond = (
         SessionComponent.objects.filter(session=session)
-        .order_by("-fetched_at", "position", "-id")
+        # Newest batch first; within a batch, the order it was shown in (insertion order
+        # once positions are gone).
+        .order_by("-fetched_at", F("position").asc(nulls_last=True), "id")
         .values_list("id", "mpn")[keep:]
     )
     doomed = [pk for pk, mpn in beyond if mpn not in protected]
