@@ -68,8 +68,9 @@ class ResultsStoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
     filters = serializers.DictField(
         required=False, default=dict, help_text="The structured filters of the search."
     )
-    items = ResultItemSerializer(
-        many=True,
+    # A ListField (not many=True) so that errors name "items" / "items.3.mpn" directly.
+    items = serializers.ListField(
+        child=ResultItemSerializer(),
         allow_empty=True,
         max_length=MAX_RESULT_ITEMS,
         help_text=f"The results in the order shown (at most {MAX_RESULT_ITEMS}).",

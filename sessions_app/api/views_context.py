@@ -233,6 +233,7 @@ class SelectionCsvView(CsvExportMixin, SessionContextView):
     @extend_schema(
         responses={(200, "text/csv"): OpenApiTypes.STR, **ERRORS},
         summary="The cart as CSV",
+        operation_id="sessions_selections_csv",
     )
     def get(self, request: Request, session_id: str) -> HttpResponse:
         return cart_csv(self.session(session_id))

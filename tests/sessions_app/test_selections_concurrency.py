@@ -39,7 +39,7 @@ def test_fifty_concurrent_adds_of_ten_items(api: APIClient, issued_key: IssuedKe
             )
             with lock:
                 statuses.append(response.status_code)
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:  # reported by the main thread
             with lock:
                 errors.append(exc)
         finally:
