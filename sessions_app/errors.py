@@ -26,6 +26,11 @@ class ErrorCode(StrEnum):
     RATE_LIMITED = "rate_limited"
     UNRESOLVED = "unresolved"
     AMBIGUOUS = "ambiguous"
+    ITEM_NOT_FOUND = "item_not_found"
+    NOT_IN_CART = "not_in_cart"
+    CART_FULL = "cart_full"
+    CART_LINK_INVALID = "cart_link_invalid"
+    CART_LINK_EXPIRED = "cart_link_expired"
     DEPENDENCY_DOWN = "dependency_unavailable"
     SERVER_ERROR = "server_error"
 
@@ -74,6 +79,20 @@ class SessionExpired(ApplicationError):
     status = 410
     default_code = ErrorCode.SESSION_EXPIRED
     default_message = "The session has expired."
+
+
+class CartLinkInvalid(ApplicationError):
+    """A cart link whose signature does not verify (tampered, or signed elsewhere)."""
+
+    status = 403
+    default_code = ErrorCode.CART_LINK_INVALID
+    default_message = "This cart link is not valid."
+
+
+class CartLinkExpired(ApplicationError):
+    status = 410
+    default_code = ErrorCode.CART_LINK_EXPIRED
+    default_message = "This cart link has expired."
 
 
 class IdempotencyKeyReused(ApplicationError):

@@ -1,27 +1,51 @@
 from django.urls import path
 
-from sessions_app.api import views_sessions, views_turns
+from sessions_app.api import views_context, views_sessions, views_turns
+
+session = "sessions/<str:session_id>"
 
 urlpatterns = [
     path("sessions", views_sessions.SessionListView.as_view(), name="session-list"),
+    path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
+    path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
     path(
-        "sessions/<str:session_id>",
-        views_sessions.SessionDetailView.as_view(),
-        name="session-detail",
-    ),
-    path(
-        "sessions/<str:session_id>/turns",
-        views_turns.TurnListView.as_view(),
-        name="session-turns",
-    ),
-    path(
-        "sessions/<str:session_id>/turns/<int:turn_number>/rollback",
+        f"{session}/turns/<int:turn_number>/rollback",
         views_turns.TurnRollbackView.as_view(),
         name="session-turn-rollback",
     ),
     path(
-        "sessions/<str:session_id>/budget/check",
+        f"{session}/budget/check",
         views_turns.BudgetCheckView.as_view(),
         name="session-budget-check",
     ),
+    path(f"{session}/results", views_context.ResultsView.as_view(), name="session-results"),
+    path(
+        f"{session}/components",
+        views_context.ComponentListView.as_view(),
+        name="session-components",
+    ),
+    path(f"{session}/resolve", views_context.ResolveView.as_view(), name="session-resolve"),
+    path(f"{session}/focus", views_context.FocusView.as_view(), name="session-focus"),
+    path(
+        f"{session}/selections",
+        views_context.SelectionListView.as_view(),
+        name="session-selections",
+    ),
+    path(
+        f"{session}/selections.csv",
+        views_context.SelectionCsvView.as_view(),
+        name="session-selections-csv",
+    ),
+    path(
+        f"{session}/selections/reorder",
+        views_context.SelectionReorderView.as_view(),
+        name="session-selections-reorder",
+    ),
+    # <path:> because MPNs may contain slashes ("AB-12/34"); reorder is matched first.
+    path(
+        f"{session}/selections/<path:mpn>",
+        views_context.SelectionDetailView.as_view(),
+        name="session-selection-detail",
+    ),
+    path(f"{session}/cart-link", views_context.CartLinkView.as_view(), name="session-cart-link"),
 ]

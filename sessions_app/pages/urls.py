@@ -1,5 +1,10 @@
 """Browser pages (server-rendered)."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from sessions_app.pages import views_cart
+
+urlpatterns: list[URLPattern] = [
+    path("cart/<str:token>/", views_cart.cart_page, name="cart-page"),
+    path("cart/<str:token>/update", views_cart.cart_update, name="cart-update"),
+]

@@ -4,9 +4,10 @@ import uuid
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from sessions_app.errors import NotFound
-from sessions_app.models import ChatSession, Tenant
+from sessions_app.errors import NotFound, SessionExpired
+from sessions_app.models import ChatSession, SessionStatus, Tenant
 
 
 def session_list(*, tenant: Tenant) -> QuerySet[ChatSession]:
@@ -20,3 +21,38 @@ def session_get(*, tenant: Tenant, session_id: Any) -> ChatSession:
         return ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
     except (ValueError, ChatSession.DoesNotExist) as exc:
         raise NotFound("Session not found.") from exc
+
+
+WRITE_CLOSED_STATUSES = (SessionStatus.EXPIRED, SessionStatus.ARCHIVED)
+
+
+def session_ensure_writable(*, session: ChatSession) -> None:
+    """SessionExpired (410) if the session may no longer change: past its expiry, or
+    already expired/archived by the cleanup task (which may lag behind `expires_at`)."""
+    if session.status in WRITE_CLOSED_STATUSES or session.expires_at <= timezone.now():
+        raise SessionExpired(
+            "The session has expired; start a new one.",
+            extra={"expires_at": session.expires_at.isoformat(), "session_status": session.status},
+        )
+
+
+def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
+    """The tenant's session if it can still be written: NotFound (404) for an unknown or
+    foreign id, SessionExpired (410) for an expired one. Every write path of the API
+    calls this first, so all of them refuse expired sessions the same way."""
+    session = session_get(tenant=tenant, session_id=session_id)
+    session_ensure_writable(session=session)
+    return session
+
+
+def session_lock_for_write(*, session: ChatSession) -> ChatSession:
+    """The session row again, locked (SELECT … FOR UPDATE) until the caller's transaction
+    ends, and checked writable. Services that change the cart, results or focus call it
+    first, so concurrent writers to one session queue up instead of racing on positions.
+    Must run inside `transaction.atomic`."""
+    try:
+        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
+    except ChatSession.DoesNotExist as exc:
+        raise NotFound("Session not found.") from exc
+    session_ensure_writable(session=locked)
+    return locked

@@ -12,6 +12,7 @@ from django.db import transaction
 from sessions_app.hooks import demo_loaded
 from sessions_app.models import Tenant
 from sessions_app.services.api_keys import api_key_create
+from sessions_app.services.demo_shopping import demo_shopping_load
 from sessions_app.services.demo_spend import demo_spend_load
 
 DEMO_TENANT = "demo"
@@ -43,5 +44,6 @@ def demo_load(*, admin_username: str, admin_password: str = "") -> DemoCredentia
             admin_user.save(update_fields=["password", "is_staff", "is_superuser"])
         issued = api_key_create(tenant=tenant, name="demo")
         demo_spend_load(tenant=tenant)
+        demo_shopping_load(tenant=tenant)
         demo_loaded.send(sender=Tenant, tenant=tenant)
     return DemoCredentials(username=admin_username, password=password, api_key=issued.secret)

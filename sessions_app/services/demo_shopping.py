@@ -1,0 +1,117 @@
+"""Seed 000's laptop conversation, recorded through the context services: five laptops
+found, "Tell me about the first one" resolved to the Dell XPS 15, the Dell and the
+cheapest one added to the cart. Turns themselves are recorded by the turn service; this
+demo only needs the context (results, focus, cart) that makes "the first one" work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessions_app.models import ChatSession, Tenant
+from sessions_app.services.references import session_reference_resolve
+from sessions_app.services.results import ResultItem, session_results_store
+from sessions_app.services.selections import selection_add
+from sessions_app.services.sessions import session_create
+
+LAPTOP_QUERY = "Find laptops under $1000"
+LAPTOP_FILTERS: dict[str, Any] = {"category": "laptop", "max_price": 1000}
+# The five options of seed 000, in the order the bot listed them.
+LAPTOPS: list[dict[str, Any]] = [
+    {
+        "mpn": "DELL-XPS15-9530",
+        "name": "Dell XPS 15",
+        "component_type": "laptop",
+        "summary": "15.6-inch OLED, Core i7, 16 GB RAM, 512 GB SSD",
+        "data": {
+            "brand": "Dell",
+            "price": 899,
+            "weight_kg": 1.86,
+            "screen_inches": 15.6,
+            "ram_gb": 16,
+            "storage_gb": 512,
+            "battery_hours": 12,
+        },
+    },
+    {
+        "mpn": "HP-SPECTRE-X360-14",
+        "name": "HP Spectre x360",
+        "component_type": "laptop",
+        "summary": "13.5-inch 2-in-1 convertible, Core i7, 16 GB RAM",
+        "data": {
+            "brand": "HP",
+            "price": 849,
+            "weight_kg": 1.36,
+            "screen_inches": 13.5,
+            "ram_gb": 16,
+            "storage_gb": 1024,
+            "battery_hours": 15,
+        },
+    },
+    {
+        "mpn": "LEN-TP-X1C-G11",
+        "name": "Lenovo ThinkPad",
+        "component_type": "laptop",
+        "summary": "14-inch business laptop, Core i5, 16 GB RAM",
+        "data": {
+            "brand": "Lenovo",
+            "price": 799,
+            "weight_kg": 1.12,
+            "screen_inches": 14.0,
+            "ram_gb": 32,
+            "storage_gb": 512,
+            "battery_hours": 14,
+        },
+    },
+    {
+        "mpn": "ASUS-ZB14-UX3402",
+        "name": "Asus ZenBook",
+        "component_type": "laptop",
+        "summary": "14-inch OLED ultrabook, Core i5, 8 GB RAM",
+        "data": {
+            "brand": "Asus",
+            "price": 749,
+            "weight_kg": 1.39,
+            "screen_inches": 14.0,
+            "ram_gb": 8,
+            "storage_gb": 512,
+            "battery_hours": 13,
+        },
+    },
+    {
+        "mpn": "ACER-SWIFT-SF314",
+        "name": "Acer Swift",
+        "component_type": "laptop",
+        "summary": "14-inch thin and light, Ryzen 7, 8 GB RAM",
+        "data": {
+            "brand": "Acer",
+            "price": 699,
+            "weight_kg": 1.2,
+            "screen_inches": 14.0,
+            "ram_gb": 8,
+            "storage_gb": 256,
+            "battery_hours": 10,
+        },
+    },
+]
+
+
+def demo_shopping_load(*, tenant: Tenant) -> ChatSession:
+    """The laptop conversation as a session whose cart holds the Dell and the Acer."""
+    session = session_create(
+        tenant=tenant,
+        user_id="demo-shopper",
+        agent_id="shopping-assistant",
+        state={"stage": "comparing"},
+        metadata={"seed": "000", "title": "Laptops under $1000"},
+    )
+    session_results_store(
+        session=session,
+        query=LAPTOP_QUERY,
+        filters=LAPTOP_FILTERS,
+        items=[ResultItem(**laptop) for laptop in LAPTOPS],
+    )
+    session_reference_resolve(session=session, ref="Tell me about the first one")
+    selection_add(session=session, ref="add the Dell to my list")
+    selection_add(session=session, ref="and the cheapest one too")
+    session.refresh_from_db()
+    return session
