@@ -24,10 +24,9 @@ from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.budgets import budget_check
-from sessions_app.selectors.sessions import session_get
+from sessions_app.selectors.sessions import session_ensure_writable, session_get
 from sessions_app.selectors.turns import turn_list
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
-from sessions_app.services.lifecycle import session_assert_writable
 from sessions_app.services.turns import turn_record, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -163,7 +162,7 @@ class BudgetCheckView(TenantGenericAPIView):
         session = session_get(tenant=self.tenant, session_id=session_id)
         payload = BudgetCheckSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        session_assert_writable(session=session)
+        session_ensure_writable(session=session)
         check = budget_check(session=session, **payload.validated_data)
         if not check.allowed:
             raise BudgetExceeded(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -26,13 +27,23 @@ def session_get(*, tenant: Tenant, session_id: Any) -> ChatSession:
 WRITE_CLOSED_STATUSES = (SessionStatus.EXPIRED, SessionStatus.ARCHIVED)
 
 
-def session_ensure_writable(*, session: ChatSession) -> None:
-    """SessionExpired (410) if the session may no longer change: past its expiry, or
-    already expired/archived by the cleanup task (which may lag behind `expires_at`)."""
-    if session.status in WRITE_CLOSED_STATUSES or session.expires_at <= timezone.now():
+def session_is_expired(session: ChatSession, *, now: datetime | None = None) -> bool:
+    """Past its expiry, or already expired/archived by the cleanup task (which may lag
+    behind `expires_at`)."""
+    now = now or timezone.now()
+    return session.status in WRITE_CLOSED_STATUSES or session.expires_at <= now
+
+
+def session_ensure_writable(*, session: ChatSession, now: datetime | None = None) -> None:
+    """SessionExpired (410) if the session may no longer change. Every service that
+    writes to a session (turns, results, cart, focus, PATCH) calls this."""
+    if session_is_expired(session, now=now):
         raise SessionExpired(
             "The session has expired; start a new one.",
-            extra={"expires_at": session.expires_at.isoformat(), "session_status": session.status},
+            extra={
+                "expires_at": session.expires_at.isoformat(),
+                "session_status": session.status,
+            },
         )
 
 
@@ -43,16 +54,3 @@ def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
     session = session_get(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session)
     return session
-
-
-def session_lock_for_write(*, session: ChatSession) -> ChatSession:
-    """The session row again, locked (SELECT … FOR UPDATE) until the caller's transaction
-    ends, and checked writable. Services that change the cart, results or focus call it
-    first, so concurrent writers to one session queue up instead of racing on positions.
-    Must run inside `transaction.atomic`."""
-    try:
-        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
-    except ChatSession.DoesNotExist as exc:
-        raise NotFound("Session not found.") from exc
-    session_ensure_writable(session=locked)
-    return locked

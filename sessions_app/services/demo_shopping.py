@@ -1,7 +1,6 @@
 """Seed 000's laptop conversation, recorded through the context services: five laptops
 found, "Tell me about the first one" resolved to the Dell XPS 15, the Dell and the
-cheapest one added to the cart. Turns themselves are recorded by the turn service; this
-demo only needs the context (results, focus, cart) that makes "the first one" work."""
+cheapest one added to the cart, each turn recorded with its LLM steps."""
 
 from __future__ import annotations
 
@@ -12,6 +11,8 @@ from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_create
+from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.usage import TokenCounts
 
 LAPTOP_QUERY = "Find laptops under $1000"
 LAPTOP_FILTERS: dict[str, Any] = {"category": "laptop", "max_price": 1000}
@@ -95,14 +96,48 @@ LAPTOPS: list[dict[str, Any]] = [
 ]
 
 
+def _pipeline_steps(input_scale: int) -> list[StepInput]:
+    """Seed 000's three-step pipeline: intent and filters on flash, the answer on pro."""
+    return [
+        StepInput(
+            step_type="intent",
+            model="gemini-1.5-flash",
+            counts=TokenCounts(input_tokens=150 + input_scale, output_tokens=20),
+            duration_ms=180,
+        ),
+        StepInput(
+            step_type="filter",
+            model="gemini-1.5-flash",
+            counts=TokenCounts(input_tokens=300 + input_scale, output_tokens=50),
+            duration_ms=220,
+        ),
+        StepInput(
+            step_type="response",
+            model="gemini-1.5-pro",
+            counts=TokenCounts(input_tokens=800 + input_scale, output_tokens=200),
+            duration_ms=450,
+        ),
+    ]
+
+
 def demo_shopping_load(*, tenant: Tenant) -> ChatSession:
-    """The laptop conversation as a session whose cart holds the Dell and the Acer."""
+    """The laptop conversation as four recorded turns; the cart holds the Dell and the
+    Acer, and the focus is on the Acer."""
     session = session_create(
         tenant=tenant,
         user_id="demo-shopper",
         agent_id="shopping-assistant",
-        state={"stage": "comparing"},
+        state={"stage": "searching"},
         metadata={"seed": "000", "title": "Laptops under $1000"},
+    )
+    turn_record(
+        tenant=tenant,
+        session_id=session.pk,
+        user_message=LAPTOP_QUERY,
+        assistant_response="Here are 5 options: "
+        + ", ".join(f"{i}. {x['name']} - ${x['data']['price']}" for i, x in enumerate(LAPTOPS, 1)),
+        intent_data={"intent": "search", "filters": LAPTOP_FILTERS},
+        steps=_pipeline_steps(0),
     )
     session_results_store(
         session=session,
@@ -110,8 +145,28 @@ def demo_shopping_load(*, tenant: Tenant) -> ChatSession:
         filters=LAPTOP_FILTERS,
         items=[ResultItem(**laptop) for laptop in LAPTOPS],
     )
-    session_reference_resolve(session=session, ref="Tell me about the first one")
-    selection_add(session=session, ref="add the Dell to my list")
-    selection_add(session=session, ref="and the cheapest one too")
+    utterances = [
+        (
+            "Tell me about the first one",
+            "The Dell XPS 15 has a 15.6-inch OLED screen, a Core i7 and 16 GB of RAM, for $899.",
+            "product_detail",
+        ),
+        ("Add the Dell to my list", "Added the Dell XPS 15 to your list.", "add_to_cart"),
+        ("And the cheapest one too", "Added the Acer Swift ($699) as well.", "add_to_cart"),
+    ]
+    for number, (message, answer, intent) in enumerate(utterances, start=1):
+        if intent == "add_to_cart":
+            selection_add(session=session, ref=message)
+        else:
+            session_reference_resolve(session=session, ref=message)
+        turn_record(
+            tenant=tenant,
+            session_id=session.pk,
+            user_message=message,
+            assistant_response=answer,
+            intent_data={"intent": intent},
+            state={"stage": "comparing" if intent == "product_detail" else "shortlisting"},
+            steps=_pipeline_steps(120 * number),
+        )
     session.refresh_from_db()
     return session

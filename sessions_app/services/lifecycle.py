@@ -17,29 +17,13 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sessions_app.errors import SessionExpired
+from sessions_app.errors import NotFound
 from sessions_app.models import ChatSession, SessionStatus
+from sessions_app.selectors.sessions import session_ensure_writable
 
-CLOSED_STATUSES = (SessionStatus.EXPIRED, SessionStatus.ARCHIVED)
 LIVE_STATUSES = (SessionStatus.OPENED, SessionStatus.ACTIVE, SessionStatus.COMPACTED)
 # Any two-int key unique to this job; pg_try_advisory_lock keeps two beats from overlapping.
 HOUSEKEEPING_LOCK = (0x656E6772, 1)
-
-
-def session_is_expired(session: ChatSession, *, now: datetime | None = None) -> bool:
-    now = now or timezone.now()
-    return session.status in CLOSED_STATUSES or session.expires_at <= now
-
-
-def session_assert_writable(*, session: ChatSession, now: datetime | None = None) -> None:
-    """Raise 410 `session_expired` for a session that takes no more writes. Other
-    services that write to a session (results, cart, focus) call this too."""
-    if session_is_expired(session, now=now):
-        raise SessionExpired(
-            f"Session {session.pk} expired at {session.expires_at.isoformat()}; "
-            "start a new session.",
-            extra={"expired_at": session.expires_at.isoformat()},
-        )
 
 
 def session_touch(*, session: ChatSession, now: datetime | None = None) -> list[str]:
@@ -129,3 +113,18 @@ def sessions_housekeep(*, now: datetime | None = None) -> HousekeepingResult:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", HOUSEKEEPING_LOCK)
     return HousekeepingResult(expired=expired, archived=archived, deleted=deleted)
+
+
+def session_lock_for_write(*, session: ChatSession, now: datetime | None = None) -> ChatSession:
+    """The session row again, locked (SELECT … FOR UPDATE) until the caller's transaction
+    ends, checked writable, and its expiry moved forward: every write is activity.
+    Services that change the cart, results or focus call it first, so concurrent writers
+    to one session queue up instead of racing on positions. Must run inside
+    `transaction.atomic`."""
+    try:
+        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
+    except ChatSession.DoesNotExist as exc:
+        raise NotFound("Session not found.") from exc
+    session_ensure_writable(session=locked, now=now)
+    locked.save(update_fields=session_touch(session=locked, now=now))
+    return locked

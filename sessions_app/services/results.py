@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
-from sessions_app.selectors.sessions import session_lock_for_write
+from sessions_app.services.lifecycle import session_lock_for_write
 
 QUERY_HISTORY_LENGTH = 20
 

@@ -9,7 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.models import ChatSession, Tenant
-from sessions_app.services.lifecycle import session_assert_writable, session_touch
+from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.services.lifecycle import session_touch
 
 UNSET: Any = object()
 
@@ -58,7 +59,7 @@ def session_update(
 ) -> ChatSession:
     """Changes only what is given. Like every write, it moves the expiry forward (a new
     TTL counts from now), and an expired session answers 410."""
-    session_assert_writable(session=session)
+    session_ensure_writable(session=session)
     changed: list[str] = []
     for name, value in (
         ("state", state),

@@ -22,8 +22,9 @@ from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.hooks import StepUsage, price_step, turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
+from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
-from sessions_app.services.lifecycle import session_assert_writable, session_touch
+from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import session_context_restore, session_context_snapshot
 from sessions_app.usage import TokenCounts, UsageError
 
@@ -145,7 +146,7 @@ def turn_record(
     `turn_recorded` hear of the turn after commit."""
     now = now or timezone.now()
     session = _lock_session(tenant=tenant, session_id=session_id)
-    session_assert_writable(session=session, now=now)
+    session_ensure_writable(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
     state_before = session.state
@@ -264,7 +265,7 @@ def turn_rollback(
     their money was spent. Later turns continue numbering after the last recorded one."""
     now = now or timezone.now()
     session = _lock_session(tenant=tenant, session_id=session_id)
-    session_assert_writable(session=session, now=now)
+    session_ensure_writable(session=session, now=now)
     turn = turn_get(session=session, turn_number=turn_number)
     if turn.rolled_back:
         raise Conflict(f"Turn {turn_number} is already rolled back.")
