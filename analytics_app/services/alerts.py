@@ -14,7 +14,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Engram-Signature"
 ALERT_ID_HEADER = "X-Engram-Alert-Id"
+# Longer than the delivery task's whole retry schedule (10 + 20 + 40 s plus jitter).
+STUCK_AFTER = timedelta(minutes=10)
 
 
 class AlertDeliveryFailed(Exception):
@@ -78,7 +80,9 @@ def alert_open(
         )
         if not created:
             return None
-        transaction.on_commit(lambda: runaway_alert_deliver.delay(alert.pk))
+        # robust: a broker that is down must not undo the flag; the scan re-enqueues
+        # alerts left pending (`alert_requeue_stuck`).
+        transaction.on_commit(lambda: runaway_alert_deliver.delay(alert.pk), robust=True)
     return alert
 
 
@@ -142,6 +146,22 @@ def alert_mark_failed(*, alert_id: int) -> None:
     RunawayAlert.objects.filter(pk=alert_id, status=AlertStatus.PENDING).update(
         status=AlertStatus.FAILED
     )
+
+
+def alert_requeue_stuck(*, older_than: timedelta = STUCK_AFTER) -> int:
+    """Enqueues again the pending alerts whose delivery task was lost (broker down at
+    enqueue, queue flushed). Older than every retry's backoff, so a retry in progress is
+    not doubled; a doubled one would find the alert delivered or locked anyway."""
+    from analytics_app.tasks import runaway_alert_deliver
+
+    stuck = list(
+        RunawayAlert.objects.filter(
+            status=AlertStatus.PENDING, created_at__lt=timezone.now() - older_than
+        ).values_list("pk", flat=True)[:100]
+    )
+    for alert_id in stuck:
+        runaway_alert_deliver.delay(alert_id)
+    return len(stuck)
 
 
 @transaction.atomic

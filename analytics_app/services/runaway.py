@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from django.db.models import Subquery
 from django.utils import timezone
 
-from analytics_app.services.alerts import alert_open
+from analytics_app.services.alerts import alert_open, alert_requeue_stuck
 from sessions_app.models import ChatSession, TurnStep
 from sessions_app.services.runaway import session_flag_runaway
 
@@ -251,10 +251,12 @@ def runaway_scan(
         if time.monotonic() >= deadline:
             report.complete = False
             break
+    requeued = alert_requeue_stuck()
     logger.info(
-        "runaway scan: %d session(s) checked, %d flagged%s",
+        "runaway scan: %d session(s) checked, %d flagged, %d stuck alert(s) requeued%s",
         report.checked,
         len(report.flagged),
+        requeued,
         "" if report.complete else " (stopped at the time limit)",
     )
     return report
