@@ -41,7 +41,7 @@ def webhook_receiver() -> Iterator[WebhookReceiver]:
             self.send_response(status)
             self.end_headers()
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
