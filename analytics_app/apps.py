@@ -1,5 +1,31 @@
+from __future__ import annotations
+
+import logging
+from typing import Any
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+
+logger = logging.getLogger(__name__)
+
+
+def on_turn_recorded(sender: Any, *, session_id: Any, **kwargs: Any) -> None:
+    """Per-turn runaway check, enqueued: the hook runs in the request that recorded the
+    turn, so it must be quick and must never fail it. A lost enqueue (broker down) is
+    caught by the minute scan."""
+    from analytics_app.tasks import runaway_check_session_task
+
+    try:
+        runaway_check_session_task.delay(str(session_id))
+    except Exception:
+        logger.exception("runaway check not enqueued for session %s", session_id)
+
+
+def on_user_erased(sender: Any, *, tenant_id: int, user_id: str, **kwargs: Any) -> None:
+    """Inside the erasure transaction: per-user rollups name the user."""
+    from analytics_app.services.rollups import rollups_erase_user
+
+    rollups_erase_user(tenant_id=tenant_id, user_id=user_id)
 
 
 class AnalyticsAppConfig(AppConfig):
@@ -15,3 +41,9 @@ class AnalyticsAppConfig(AppConfig):
         register_step_pricer(price_step_from_table)
         # A fresh database (and every test database, also after a flush) gets prices.
         post_migrate.connect(prices_seed_if_empty, sender=self, dispatch_uid="prices_seed")
+
+        from analytics_app import admin_rollups  # noqa: F401  registers the rollup admins
+        from sessions_app.hooks import turn_recorded, user_erased
+
+        turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
+        user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")

@@ -1,4 +1,6 @@
-"""Model prices. A step's cost is computed once, when it is recorded, from the price valid
+"""Model prices here; the spend rollups live in `models_rollups` (imported below).
+
+A step's cost is computed once, when it is recorded, from the price valid
 at the step's time, and stored with the step: later price changes never rewrite history."""
 
 from __future__ import annotations
@@ -63,3 +65,6 @@ class ModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} from {self.valid_from:%Y-%m-%d}"
+
+
+from analytics_app.models_rollups import *  # noqa: E402, F403

@@ -36,4 +36,19 @@ SCHEDULE: list[Periodic] = [
         expires=1800,
         description="Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS.",
     ),
+    Periodic(
+        name="analytics: fill spend rollups",
+        task="analytics.rollups_fill",
+        every=300,
+        expires=240,
+        description="Adds new turn_step rows to the spend rollups (resumes from its marker).",
+    ),
+    Periodic(
+        name="analytics: runaway scan",
+        task="analytics.runaway_scan",
+        every=60,
+        expires=50,
+        description="Flags sessions that spend too fast, loop on a failing step, grow their "
+        "context every turn or exceed their budget; alerts once per episode.",
+    ),
 ]

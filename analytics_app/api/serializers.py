@@ -89,6 +89,8 @@ class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     calls = serializers.IntegerField(help_text="Steps recorded.")
     errors = serializers.IntegerField(help_text="Steps that failed.")
     unpriced_calls = serializers.IntegerField(help_text="Steps whose model has no price.")
+    zero_cost_calls = serializers.IntegerField(help_text="Steps with tokens but a zero cost.")
+    negative_cost_calls = serializers.IntegerField(help_text="Steps with a negative cost.")
 
 
 class UsageTotalsSerializer(UsageRowSerializer):

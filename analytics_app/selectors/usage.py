@@ -1,20 +1,24 @@
 """Spend reads: tokens and cost grouped by one dimension over a time window.
 
-Aggregates `turn_step` directly (every step carries its tenant, session, user, agent and
-time, so no join is needed). Rollup tables will replace this for large tenants; the
-result shape stays.
+Grouped by day, model, agent, user or step type, the answer comes from the rollups
+(`analytics_app.selectors.usage_rollups`) for every step they have counted, plus a direct
+aggregation of the few steps recorded since their last fill (the "live tail"), so it is
+both fast at millions of steps and exact to the last recorded turn. Grouped by session,
+it aggregates `turn_step` directly: sessions are too many to key a count table on.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 
+from analytics_app.selectors.usage_rollups import COUNTERS, RollupPart, rollup_parts
 from sessions_app.models import Tenant, TurnStep
 
 GROUPS: dict[str, Any] = {
@@ -39,17 +43,23 @@ class UsageReport:
 
 
 def _sums() -> dict[str, Any]:
+    """The counters of a group of steps. The anomaly counts come first: they filter on
+    step columns that the later aggregates are named after (and would shadow)."""
     zero = Value(0)
     return {
+        "unpriced_calls": Count("id", filter=Q(cost_usd__isnull=True) | Q(price_missing=True)),
+        "zero_cost_calls": Count(
+            "id", filter=Q(cost_usd=0) & (Q(input_tokens__gt=0) | Q(output_tokens__gt=0))
+        ),
+        "negative_cost_calls": Count("id", filter=Q(cost_usd__lt=0)),
+        "errors": Count("id", filter=Q(success=False)),
+        "calls": Count("id"),
         "input_tokens": Coalesce(Sum("input_tokens"), zero),
         "output_tokens": Coalesce(Sum("output_tokens"), zero),
         "cached_tokens": Coalesce(Sum("cached_tokens"), zero),
         "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), zero),
         "reasoning_tokens": Coalesce(Sum("reasoning_tokens"), zero),
         "cost_usd": Coalesce(Sum("cost_usd"), Value(Decimal(0))),
-        "calls": Count("id"),
-        "errors": Count("id", filter=Q(success=False)),
-        "unpriced_calls": Count("id", filter=Q(price_missing=True)),
     }
 
 
@@ -57,19 +67,67 @@ def _steps(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnSt
     return TurnStep.objects.filter(tenant=tenant, created_at__gte=start, created_at__lt=end)
 
 
+def _key(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dict[str, dict]:
+    """Rollup rows of each part plus the steps of that part its fill has not reached."""
+    totals: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
+    for part in parts:
+        for row in part.rows:
+            bucket = totals[_key(row["key"])]
+            for name in COUNTERS:
+                bucket[name] += row[name] or 0
+        tail = (
+            _steps(tenant=tenant, start=part.start, end=part.end)
+            .filter(id__gt=part.last_step_id)
+            .annotate(key=GROUPS[group_by])
+            .values("key")
+            .annotate(**_sums())
+        )
+        for row in tail:
+            bucket = totals[_key(row["key"])]
+            for name in COUNTERS:
+                bucket[name] += row[name] or 0
+    return totals
+
+
+def _direct_sums(tenant: Tenant, group_by: str, start: datetime, end: datetime) -> dict[str, dict]:
+    grouped = (
+        _steps(tenant=tenant, start=start, end=end)
+        .annotate(key=GROUPS[group_by])
+        .values("key")
+        .annotate(**_sums())
+    )
+    return {_key(row.pop("key")): row for row in grouped}
+
+
 def usage_report(*, tenant: Tenant, group_by: str, start: datetime, end: datetime) -> UsageReport:
     """Sums per group in [start, end), days in UTC; days in order, other groups by cost
-    then calls, at most MAX_GROUPS (`truncated` says when more exist; totals cover all)."""
+    then calls, at most MAX_GROUPS (`truncated` says when more exist; totals cover all).
+    Rollup-backed groupings widen a bound inside an hour (a day, for users) to the whole
+    hour (day): see `usage_rollups`."""
     if group_by not in GROUPS:
         raise ValueError(f"unknown group_by {group_by!r}")
-    steps = _steps(tenant=tenant, start=start, end=end)
-    grouped = steps.annotate(key=GROUPS[group_by]).values("key").annotate(**_sums())
-    ordering = ["key"] if group_by == "day" else ["-cost_usd", "-calls", "key"]
-    rows = list(grouped.order_by(*ordering)[: MAX_GROUPS + 1])
+    if group_by == "session":
+        by_key = _direct_sums(tenant, group_by, start, end)
+    else:
+        by_key = _grouped_sums(tenant, group_by, rollup_parts(tenant, group_by, start, end))
+    rows = [{"key": key, **sums} for key, sums in by_key.items()]
+    if group_by == "day":
+        rows.sort(key=lambda row: row["key"])
+    else:
+        rows.sort(key=lambda row: (-row["cost_usd"], -row["calls"], row["key"]))
+    totals: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
     for row in rows:
-        row["key"] = str(row["key"])
         row["total_tokens"] = row["input_tokens"] + row["output_tokens"]
-    totals = steps.aggregate(**_sums())
+        for name in COUNTERS:
+            totals[name] += row[name]
     totals["total_tokens"] = totals["input_tokens"] + totals["output_tokens"]
     return UsageReport(
         group_by=group_by,

@@ -189,6 +189,27 @@ ENGRAM_MEMORY_DECAY_DELETE_BELOW = env_float("ENGRAM_MEMORY_DECAY_DELETE_BELOW",
 ENGRAM_ALERT_WEBHOOK_URL = env_str("ENGRAM_ALERT_WEBHOOK_URL", "")
 ENGRAM_ALERT_WEBHOOK_SECRET = env_str("ENGRAM_ALERT_WEBHOOK_SECRET", "dev-webhook-secret")
 ENGRAM_RUNAWAY_AUTO_BLOCK = env_bool("ENGRAM_RUNAWAY_AUTO_BLOCK", False)
+ENGRAM_ALERT_WEBHOOK_TIMEOUT_SECONDS = env_float("ENGRAM_ALERT_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+# A session is runaway when, within the sliding window, it spends more than the token or
+# dollar velocity, or fails the same step (type + model + error) this many times; or when
+# its input tokens grew on each of its last N turns up to the floor (context never
+# compacted); or when it is past its budget.
+ENGRAM_RUNAWAY_WINDOW_SECONDS = env_int("ENGRAM_RUNAWAY_WINDOW_SECONDS", 900)
+ENGRAM_RUNAWAY_MAX_TOKENS_PER_WINDOW = env_int("ENGRAM_RUNAWAY_MAX_TOKENS_PER_WINDOW", 1_000_000)
+ENGRAM_RUNAWAY_MAX_USD_PER_WINDOW = env_float("ENGRAM_RUNAWAY_MAX_USD_PER_WINDOW", 10.0)
+ENGRAM_RUNAWAY_RETRY_LOOP_COUNT = env_int("ENGRAM_RUNAWAY_RETRY_LOOP_COUNT", 20)
+ENGRAM_RUNAWAY_GROWTH_TURNS = env_int("ENGRAM_RUNAWAY_GROWTH_TURNS", 10)
+ENGRAM_RUNAWAY_GROWTH_MIN_INPUT_TOKENS = env_int("ENGRAM_RUNAWAY_GROWTH_MIN_INPUT_TOKENS", 50_000)
+# The minute scan: sessions per batch, and when to stop and leave the rest to the next run.
+ENGRAM_RUNAWAY_SCAN_BATCH_SIZE = env_int("ENGRAM_RUNAWAY_SCAN_BATCH_SIZE", 500)
+ENGRAM_RUNAWAY_SCAN_MAX_SECONDS = env_float("ENGRAM_RUNAWAY_SCAN_MAX_SECONDS", 45.0)
+
+# --- Spend rollups -------------------------------------------------------------------------
+# Steps per upsert batch; steps younger than the settle delay wait for the next fill (their
+# transaction may still be in flight); a fill stops after max seconds and resumes later.
+ENGRAM_ROLLUP_BATCH_SIZE = env_int("ENGRAM_ROLLUP_BATCH_SIZE", 5000)
+ENGRAM_ROLLUP_SETTLE_SECONDS = env_int("ENGRAM_ROLLUP_SETTLE_SECONDS", 30)
+ENGRAM_ROLLUP_MAX_SECONDS = env_float("ENGRAM_ROLLUP_MAX_SECONDS", 240.0)
 
 # --- Demo -------------------------------------------------------------------------------
 ENGRAM_DEMO_ADMIN_USERNAME = env_str("ENGRAM_DEMO_ADMIN_USERNAME", "admin")

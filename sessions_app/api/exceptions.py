@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import DatabaseError, IntegrityError, OperationalError
+from django.db import IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -101,7 +101,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, IntegrityError):
         logger.warning("integrity error answered as 409: %s", exc)
         return error_response(409, ErrorCode.CONFLICT, "The request conflicts with stored data.")
-    if isinstance(exc, (OperationalError, DatabaseError)):
+    if isinstance(exc, (OperationalError, InterfaceError)):
         logger.exception("database unavailable")
         return error_response(
             503,

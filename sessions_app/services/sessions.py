@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.models import ChatSession, Tenant
+from sessions_app.models import ChatSession, SessionStatus, Tenant
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.services.lifecycle import session_touch
 
@@ -81,3 +81,11 @@ def session_update(
 
 def session_delete(*, session: ChatSession) -> None:
     session.delete()
+
+
+@transaction.atomic
+def session_archive(*, session: ChatSession) -> ChatSession:
+    """Archived sessions keep their turns for audit but take no new work."""
+    session.status = SessionStatus.ARCHIVED
+    session.save(update_fields=["status", "updated_at"])
+    return session

@@ -1,0 +1,125 @@
+"""Staff dashboards. Views parse the filter, call selectors, render; nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, time, timedelta
+from functools import wraps
+from typing import Any
+
+from django import forms
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from analytics_app.pages.charts import bar_chart, column_chart
+from analytics_app.selectors import dashboards
+
+# A wider window would still read only rollups, but daily bars past a year are unreadable.
+MAX_DAYS = 366
+
+
+def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous → the admin login; logged in but not staff → 403 (a login page would
+    only loop: their account will never be let in)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not (request.user.is_active and request.user.is_staff):
+            raise PermissionDenied("Staff only.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class DashboardFilterForm(forms.Form):
+    start = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="Inclusive.",
+    )
+    tenant = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].choices = [("", "all tenants"), *dashboards.tenant_choices()]
+
+    def to_filter(self) -> dashboards.DashboardFilter:
+        today = timezone.now().date()
+        data = self.cleaned_data if self.is_valid() else {}
+        end_day = data.get("end") or today
+        start_day = data.get("start") or end_day - timedelta(days=13)
+        start_day = max(min(start_day, end_day), end_day - timedelta(days=MAX_DAYS - 1))
+        return dashboards.DashboardFilter(
+            start=datetime.combine(start_day, time.min, tzinfo=UTC),
+            end=datetime.combine(end_day + timedelta(days=1), time.min, tzinfo=UTC),
+            tenant_id=data.get("tenant"),
+        )
+
+
+@staff_required
+def spend_dashboard(request: HttpRequest) -> HttpResponse:
+    form = DashboardFilterForm(request.GET or None)
+    f = form.to_filter()
+    hourly = f.granularity == "hour"
+    series = dashboards.spend_over_time(f)
+    label = "%m-%d %H:00" if hourly else "%Y-%m-%d"
+    breakdowns = {
+        name: dashboards.spend_breakdown(f, dimension)
+        for name, dimension in (
+            ("model", "model"),
+            ("agent", "agent_id"),
+            ("step type", "step_type"),
+        )
+    }
+    errors = dashboards.spend_breakdown(f, "step_type")
+    memory = dashboards.memory_growth(f)
+    context = {
+        "form": form,
+        "filter": f,
+        "range_end": f.end - timedelta(days=1),
+        "totals": dashboards.spend_totals(f),
+        "freshness": dashboards.rollups_freshness(),
+        "series": series,
+        "series_label": label,
+        "tokens_chart": column_chart(
+            [(r["bucket_start"].strftime(label), r["tokens"]) for r in series], title="Tokens"
+        ),
+        "cost_chart": column_chart(
+            [(r["bucket_start"].strftime(label), float(r["cost_usd"] or 0)) for r in series],
+            title="Spend (USD)",
+            unit="$",
+        ),
+        "breakdowns": [
+            (
+                name,
+                rows,
+                bar_chart(
+                    [(r["key"], float(r["cost_usd"] or 0)) for r in rows],
+                    title=f"Spend by {name} (USD)",
+                    unit="$",
+                ),
+            )
+            for name, rows in breakdowns.items()
+        ],
+        "errors": errors,
+        "errors_chart": bar_chart(
+            [(r["key"], 100 * r["error_rate"]) for r in errors], title="Error rate by step type (%)"
+        ),
+        "top_sessions": dashboards.top_sessions(f),
+        "top_users": dashboards.top_users(f),
+        "runaway": dashboards.runaway_sessions(f),
+        "budgets": dashboards.budget_consumption(f),
+        "memory": memory,
+        "memory_chart": None
+        if memory is None
+        else column_chart(
+            [(r["day"].strftime("%Y-%m-%d"), r["count"]) for r in memory], title="New memories"
+        ),
+    }
+    return render(request, "dashboards/spend.html", context)

@@ -1,0 +1,188 @@
+"""Reads behind the staff dashboards. Spend comes from the rollups (a few thousand rows
+a day whatever the traffic), never from turn_step; per-session views read the session
+totals with ORDER BY … LIMIT."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.apps import apps
+from django.core.exceptions import FieldError
+from django.db.models import (
+    Case,
+    Count,
+    DecimalField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Greatest, TruncDay
+
+from analytics_app.models import (
+    Granularity,
+    RollupFillState,
+    SpendRollup,
+    UserSpendRollup,
+)
+from sessions_app.models import ChatSession, Tenant
+
+# Up to this span the charts use hourly buckets; beyond, daily ones.
+HOURLY_UP_TO = timedelta(days=2)
+
+_SUMS = {
+    "input_tokens": Sum("input_tokens"),
+    "cached_tokens": Sum("cached_tokens"),
+    "output_tokens": Sum("output_tokens"),
+    "cost_usd": Sum("cost_usd"),
+    "calls": Sum("calls"),
+    "errors": Sum("errors"),
+    "unpriced_calls": Sum("unpriced_calls"),
+    "zero_cost_calls": Sum("zero_cost_calls"),
+    "negative_cost_calls": Sum("negative_cost_calls"),
+}
+
+
+@dataclass(frozen=True)
+class DashboardFilter:
+    """[start, end) in UTC, optionally one tenant."""
+
+    start: datetime
+    end: datetime
+    tenant_id: int | None = None
+
+    @property
+    def granularity(self) -> str:
+        return Granularity.HOUR if self.end - self.start <= HOURLY_UP_TO else Granularity.DAY
+
+
+def _with_totals(row: dict[str, Any]) -> dict[str, Any]:
+    row["tokens"] = (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
+    row["error_rate"] = (row["errors"] or 0) / row["calls"] if row["calls"] else 0.0
+    return row
+
+
+def _spend(f: DashboardFilter, granularity: str | None = None) -> QuerySet[SpendRollup]:
+    rows = SpendRollup.objects.filter(
+        granularity=granularity or f.granularity, bucket_start__gte=f.start, bucket_start__lt=f.end
+    )
+    return rows.filter(tenant_id=f.tenant_id) if f.tenant_id else rows
+
+
+def spend_over_time(f: DashboardFilter) -> list[dict[str, Any]]:
+    rows = _spend(f).values("bucket_start").annotate(**_SUMS).order_by("bucket_start")
+    return [_with_totals(row) for row in rows]
+
+
+def spend_breakdown(f: DashboardFilter, dimension: str, limit: int = 15) -> list[dict[str, Any]]:
+    """Totals by model, agent_id or step_type, costliest first."""
+    if dimension not in ("model", "agent_id", "step_type"):
+        raise ValueError(dimension)
+    rows = (
+        _spend(f, Granularity.HOUR if f.granularity == Granularity.HOUR else Granularity.DAY)
+        .values(dimension)
+        .annotate(**_SUMS)
+        .order_by("-cost_usd", "-calls")[:limit]
+    )
+    return [_with_totals({**row, "key": row[dimension] or "(none)"}) for row in rows]
+
+
+def spend_totals(f: DashboardFilter) -> dict[str, Any]:
+    totals = _spend(f).aggregate(**_SUMS)
+    return _with_totals({k: v or 0 for k, v in totals.items()})
+
+
+def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
+    rows = UserSpendRollup.objects.filter(bucket_start__gte=f.start, bucket_start__lt=f.end)
+    if f.tenant_id:
+        rows = rows.filter(tenant_id=f.tenant_id)
+    grouped = rows.values("tenant__name", "user_id").annotate(**_SUMS).order_by("-cost_usd")[:limit]
+    return [_with_totals(dict(row)) for row in grouped]
+
+
+def _sessions(f: DashboardFilter) -> QuerySet[ChatSession]:
+    """Sessions active in the range (their totals are lifetime totals)."""
+    rows = ChatSession.objects.filter(last_active_at__gte=f.start, created_at__lt=f.end)
+    return rows.filter(tenant_id=f.tenant_id) if f.tenant_id else rows
+
+
+def top_sessions(f: DashboardFilter, limit: int = 10) -> list[ChatSession]:
+    return list(_sessions(f).select_related("tenant").order_by("-total_cost_usd")[:limit])
+
+
+def runaway_sessions(f: DashboardFilter, limit: int = 20) -> list[ChatSession]:
+    rows = ChatSession.objects.filter(runaway_at__gte=f.start, runaway_at__lt=f.end)
+    if f.tenant_id:
+        rows = rows.filter(tenant_id=f.tenant_id)
+    return list(rows.select_related("tenant").order_by("-runaway_at")[:limit])
+
+
+def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]:
+    """Sessions with a budget, the closest to (or furthest past) it first."""
+    percent = DecimalField(max_digits=20, decimal_places=2)
+    token_use = Case(
+        When(
+            budget_tokens__gt=0,
+            then=ExpressionWrapper(
+                (F("total_input_tokens") + F("total_output_tokens")) * 100.0 / F("budget_tokens"),
+                output_field=FloatField(),
+            ),
+        ),
+        default=Value(0.0),
+    )
+    usd_use = Case(
+        When(
+            budget_usd__gt=0,
+            then=ExpressionWrapper(
+                F("total_cost_usd") * 100 / F("budget_usd"), output_field=percent
+            ),
+        ),
+        default=Value(Decimal(0)),
+        output_field=percent,
+    )
+    return list(
+        _sessions(f)
+        .filter(Q(budget_tokens__isnull=False) | Q(budget_usd__isnull=False))
+        .select_related("tenant")
+        .annotate(token_use=token_use, usd_use=usd_use)
+        .annotate(use=Greatest(F("token_use"), F("usd_use"), output_field=FloatField()))
+        .order_by("-use")[:limit]
+    )
+
+
+def memory_growth(f: DashboardFilter) -> list[dict[str, Any]] | None:
+    """New memories per day, or None while memory_app has no Memory model (it is built
+    on another branch) or it lacks the fields this reads."""
+    try:
+        memory = apps.get_model("memory_app", "Memory")
+    except LookupError:
+        return None
+    try:
+        rows = memory.objects.filter(created_at__gte=f.start, created_at__lt=f.end)
+        if f.tenant_id:
+            rows = rows.filter(tenant_id=f.tenant_id)
+        return list(
+            rows.annotate(day=TruncDay("created_at"))
+            .values("day")
+            .annotate(count=Count("pk"))
+            .order_by("day")
+        )
+    except FieldError:
+        return None
+
+
+def rollups_freshness() -> datetime | None:
+    """The newest step the rollups have counted: dashboards say how fresh they are."""
+    return RollupFillState.objects.aggregate(at=Min("filled_through"))["at"]
+
+
+def tenant_choices() -> list[tuple[int, str]]:
+    return list(Tenant.objects.order_by("name").values_list("pk", "name")[:500])

@@ -1,0 +1,207 @@
+"""Filling the spend rollups from `turn_step`, Zulip-analytics style.
+
+Each rollup table has a fill marker (`RollupFillState.last_step_id`). A fill takes the
+next bounded batch of steps in id order, upserts their sums (INSERT … ON CONFLICT DO
+UPDATE SET x = x + EXCLUDED.x) and advances the marker *in the same transaction*. A fill
+killed at any point has either counted a batch and moved the marker, or done neither, so
+re-running it never counts a step twice. The marker row is locked (SELECT … FOR UPDATE)
+for the batch, so two fills running at once take turns instead of double counting.
+
+Steps are stamped `created_at = now` when recorded, but ids are handed out before commit:
+a step with a lower id can become visible after a higher one. A fill therefore stops
+short of the first step younger than `ENGRAM_ROLLUP_SETTLE_SECONDS`, so a slow
+transaction still in flight is not skipped by the watermark.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from analytics_app.models import RollupFillState, UserSpendRollup
+
+logger = logging.getLogger(__name__)
+
+_COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "calls",
+    "errors",
+    "unpriced_calls",
+    "zero_cost_calls",
+    "negative_cost_calls",
+)
+# The aggregate of each counter over a batch of turn_step rows, in _COUNTERS order.
+_SUMS = """
+    SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cache_write_tokens),
+    SUM(reasoning_tokens), COALESCE(SUM(cost_usd), 0), COUNT(*),
+    COUNT(*) FILTER (WHERE NOT success),
+    COUNT(*) FILTER (WHERE cost_usd IS NULL OR price_missing),
+    COUNT(*) FILTER (WHERE cost_usd = 0 AND input_tokens + output_tokens > 0),
+    COUNT(*) FILTER (WHERE cost_usd < 0)
+"""
+
+
+def _bucket(unit: str) -> str:
+    # Buckets are UTC hours/days whatever the connection's time zone.
+    return f"date_trunc('{unit}', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+
+
+def _upsert_sql(table: str, key_columns: list[str], key_select: list[str]) -> str:
+    counters = ", ".join(_COUNTERS)
+    increments = ", ".join(f"{c} = {table}.{c} + EXCLUDED.{c}" for c in _COUNTERS)
+    positions = ", ".join(str(i + 1) for i in range(len(key_select)))
+    return (
+        f"INSERT INTO {table} ({', '.join(key_columns)}, {counters}) "  # noqa: S608 - constants only
+        f"SELECT {', '.join(key_select)}, {_SUMS} FROM turn_step "
+        f"WHERE id > %(lo)s AND id <= %(hi)s GROUP BY {positions} "
+        f"ON CONFLICT ({', '.join(key_columns)}) DO UPDATE SET {increments}"
+    )
+
+
+_SPEND_KEYS = ["tenant_id", "granularity", "bucket_start", "model", "agent_id", "step_type"]
+
+# One entry per fill marker: its name and the upsert that adds a batch of steps.
+ROLLUP_UPSERTS: dict[str, str] = {
+    "spend:hour": _upsert_sql(
+        "spend_rollup",
+        _SPEND_KEYS,
+        ["tenant_id", "'hour'", _bucket("hour"), "model", "agent_id", "step_type"],
+    ),
+    "spend:day": _upsert_sql(
+        "spend_rollup",
+        _SPEND_KEYS,
+        ["tenant_id", "'day'", _bucket("day"), "model", "agent_id", "step_type"],
+    ),
+    "user:day": _upsert_sql(
+        "user_spend_rollup",
+        ["tenant_id", "bucket_start", "user_id"],
+        ["tenant_id", _bucket("day"), "user_id"],
+    ),
+}
+
+
+@dataclass
+class FillReport:
+    name: str
+    batches: int = 0
+    steps: int = 0
+    last_step_id: int = 0
+    caught_up: bool = False
+
+
+@dataclass
+class RollupFiller:
+    """Fills one rollup. A class so that a test can stop it between the upsert and the
+    marker advance, the worst moment for a crash."""
+
+    name: str
+    batch_size: int
+    settle_before: datetime
+    report: FillReport = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.report = FillReport(name=self.name)
+        RollupFillState.objects.get_or_create(name=self.name)
+
+    def settled_bound(self) -> int | None:
+        """The id of the first step still inside the settle window: the fill stops below."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT min(id) FROM turn_step WHERE created_at >= %s", [self.settle_before]
+            )
+            return cursor.fetchone()[0]
+
+    def next_batch(self, after: int, bound: int | None) -> tuple[int, int, datetime] | None:
+        """(steps, highest id, newest created_at) of the next batch, or None when done."""
+        limit = "AND id < %(bound)s" if bound is not None else ""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*), max(id), max(created_at) FROM ("  # noqa: S608 - constant
+                f" SELECT id, created_at FROM turn_step WHERE id > %(after)s {limit}"
+                " ORDER BY id LIMIT %(size)s) AS batch",
+                {"after": after, "bound": bound, "size": self.batch_size},
+            )
+            count, highest, newest = cursor.fetchone()
+        return None if not count else (count, highest, newest)
+
+    def upsert(self, lo: int, hi: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(ROLLUP_UPSERTS[self.name], {"lo": lo, "hi": hi})
+
+    def advance(self, state: RollupFillState, hi: int, newest: datetime) -> None:
+        state.last_step_id = hi
+        state.filled_through = newest
+        state.save(update_fields=["last_step_id", "filled_through", "updated_at"])
+
+    def fill_one_batch(self, bound: int | None) -> bool:
+        """One batch in one transaction; False when there was nothing left to fill."""
+        with transaction.atomic():
+            state = RollupFillState.objects.select_for_update().get(name=self.name)
+            batch = self.next_batch(state.last_step_id, bound)
+            if batch is None:
+                return False
+            count, hi, newest = batch
+            self.upsert(state.last_step_id, hi)
+            self.advance(state, hi, newest)
+        self.report.batches += 1
+        self.report.steps += count
+        self.report.last_step_id = hi
+        return True
+
+    def run(self, *, max_batches: int | None, deadline: float) -> FillReport:
+        bound = self.settled_bound()
+        while max_batches is None or self.report.batches < max_batches:
+            if not self.fill_one_batch(bound):
+                self.report.caught_up = True
+                break
+            if time.monotonic() >= deadline:
+                break
+        return self.report
+
+
+def rollups_fill(
+    *,
+    now: datetime | None = None,
+    batch_size: int | None = None,
+    max_batches: int | None = None,
+    max_seconds: float | None = None,
+    filler_class: type[RollupFiller] = RollupFiller,
+) -> list[FillReport]:
+    """Brings every rollup up to date (or as far as `max_batches`/`max_seconds` allow;
+    the next run carries on from the marker). Safe to run twice, and at the same time."""
+    now = now or timezone.now()
+    settle_before = now - timedelta(seconds=settings.ENGRAM_ROLLUP_SETTLE_SECONDS)
+    size = batch_size or settings.ENGRAM_ROLLUP_BATCH_SIZE
+    deadline = time.monotonic() + (max_seconds or settings.ENGRAM_ROLLUP_MAX_SECONDS)
+    reports = []
+    for name in ROLLUP_UPSERTS:
+        filler = filler_class(name=name, batch_size=size, settle_before=settle_before)
+        reports.append(filler.run(max_batches=max_batches, deadline=deadline))
+    for report in reports:
+        logger.info(
+            "rollup %s: %d step(s) in %d batch(es), through step %d%s",
+            report.name,
+            report.steps,
+            report.batches,
+            report.last_step_id,
+            "" if report.caught_up else " (more to do)",
+        )
+    return reports
+
+
+@transaction.atomic
+def rollups_erase_user(*, tenant_id: int, user_id: str) -> int:
+    """Per-user rollups name the user: they go with the rest of the user's data."""
+    deleted, _ = UserSpendRollup.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
+    return deleted

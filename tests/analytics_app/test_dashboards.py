@@ -1,0 +1,158 @@
+"""Dashboards and admin pages, through HTTP with the real admin session auth."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from analytics_app.services.rollups import rollups_fill
+from analytics_app.services.runaway import runaway_check_session
+from sessions_app.models import ChatSession, Tenant
+from tests.analytics_app.factories import Step, make_session, record_turn
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff_client() -> Client:
+    user = get_user_model().objects.create_superuser("ops", "ops@example.com", "pw-ops-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def seed(tenant: Tenant) -> ChatSession:
+    """Two days of traffic, one expensive session past its budget."""
+    yesterday = timezone.now() - timedelta(days=1)
+    big = make_session(tenant, user_id="whale", agent_id="researcher", budget_usd=Decimal("1"))
+    small = make_session(tenant, user_id="minnow", agent_id="shop")
+    for n in range(6):
+        record_turn(
+            big,
+            [Step(model="gpt-4o", input_tokens=20_000, cost_usd=Decimal("0.40"))],
+            at=yesterday + timedelta(minutes=n),
+        )
+        record_turn(
+            small,
+            [Step(), Step(step_type="search", model="mystery", cost_usd=None, success=n % 2 == 0)],
+            at=yesterday + timedelta(minutes=n),
+        )
+    rollups_fill()
+    runaway_check_session(session_id=big.pk, now=yesterday + timedelta(minutes=7))
+    return big
+
+
+def test_staff_see_spend_charts_and_tables(staff_client: Client, tenant: Tenant) -> None:
+    big = seed(tenant)
+    response = staff_client.get(reverse("dashboard-spend"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("<svg") >= 6
+    assert "gpt-4o" in html and "researcher" in html and "whale" in html
+    assert "2.4000" in html  # six turns at $0.40 (rollup totals and the top session)
+    assert str(big.pk)[:8] in html and "budget_exceeded" in html
+    assert "not available" in html  # no Memory model on this branch
+
+
+def test_tenant_filter_and_date_range_narrow_the_numbers(
+    staff_client: Client, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    seed(tenant)
+    url = reverse("dashboard-spend")
+    other = staff_client.get(url, {"tenant": other_tenant.pk}).content.decode()
+    assert "gpt-4o" not in other and "No spend in this range." in other
+    old = (timezone.now() - timedelta(days=30)).date()
+    past = staff_client.get(url, {"start": old, "end": old}).content.decode()
+    assert "No spend in this range." in past
+    # A one-day range switches to hourly buckets.
+    day = (timezone.now() - timedelta(days=1)).date()
+    assert "hourly buckets" in staff_client.get(url, {"start": day, "end": day}).content.decode()
+
+
+def test_non_staff_are_refused_and_anonymous_sent_to_login(tenant: Tenant) -> None:
+    url = reverse("dashboard-spend")
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 302 and reverse("admin:login") in anonymous["Location"]
+    user = get_user_model().objects.create_user("agent-dev", password="pw-dev-123")
+    client = Client()
+    client.force_login(user)
+    assert client.get(url).status_code == 403
+
+
+def test_every_admin_list_and_change_page_renders(staff_client: Client, tenant: Tenant) -> None:
+    big = seed(tenant)
+    turn = big.turns.first()
+    step = turn.steps.first()
+    for name in [
+        "sessions_app_chatsession",
+        "sessions_app_chatturn",
+        "sessions_app_turnstep",
+        "sessions_app_sessioncomponent",
+        "sessions_app_sessionselection",
+        "sessions_app_idempotencyrecord",
+        "sessions_app_tenant",
+        "sessions_app_apikey",
+        "analytics_app_spendrollup",
+        "analytics_app_userspendrollup",
+        "analytics_app_rollupfillstate",
+        "analytics_app_runawayalert",
+    ]:
+        assert staff_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
+    session_page = staff_client.get(reverse("admin:sessions_app_chatsession_change", args=[big.pk]))
+    assert session_page.status_code == 200
+    assert "budget_exceeded" in session_page.content.decode()
+    assert (
+        staff_client.get(reverse("admin:sessions_app_chatturn_change", args=[turn.pk])).status_code
+        == 200
+    )
+    assert (
+        staff_client.get(reverse("admin:sessions_app_turnstep_change", args=[step.pk])).status_code
+        == 200
+    )
+    # A pasted session id finds its steps through the indexed column.
+    steps = staff_client.get(reverse("admin:sessions_app_turnstep_changelist"), {"q": str(big.pk)})
+    assert steps.content.decode().count(f"turn {turn.pk}") == 1
+
+
+def test_admin_actions_call_the_services(staff_client: Client, tenant: Tenant) -> None:
+    big = seed(tenant)
+    url = reverse("admin:sessions_app_chatsession_changelist")
+    staff_client.post(url, {"action": "block", "_selected_action": [big.pk]})
+    big.refresh_from_db()
+    assert big.runaway_blocked
+    staff_client.post(url, {"action": "clear_runaway", "_selected_action": [big.pk]})
+    big.refresh_from_db()
+    assert big.runaway_at is None and not big.runaway_blocked
+    staff_client.post(url, {"action": "archive", "_selected_action": [big.pk]})
+    big.refresh_from_db()
+    assert big.status == "archived"
+
+
+def test_editing_a_budget_in_the_admin_goes_through_the_service(
+    staff_client: Client, tenant: Tenant
+) -> None:
+    session = make_session(tenant)
+    url = reverse("admin:sessions_app_chatsession_change", args=[session.pk])
+    response = staff_client.post(
+        url,
+        {
+            "budget_tokens": "5000",
+            "budget_usd": "",
+            "metadata": "{}",
+            "turns-TOTAL_FORMS": "0",
+            "turns-INITIAL_FORMS": "0",
+            "components-TOTAL_FORMS": "0",
+            "components-INITIAL_FORMS": "0",
+            "selections-TOTAL_FORMS": "0",
+            "selections-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    session.refresh_from_db()
+    assert session.budget_tokens == 5000
