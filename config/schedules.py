@@ -21,4 +21,12 @@ class Periodic:
     description: str
 
 
-SCHEDULE: list[Periodic] = []
+SCHEDULE: list[Periodic] = [
+    Periodic(
+        name="memory-decay",
+        task="memory_app.decay_memories",
+        every=3600,
+        expires=1800,
+        description="Rescore memory decay; delete unpinned memories below the threshold.",
+    ),
+]
