@@ -18,6 +18,16 @@ MAX_BULK_ITEMS = 500
 MAX_QUERY_CHARS = 2000
 
 
+class TextField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of stringifying them: a
+    memory's text that arrived as 12 is a client bug worth reporting."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def _tags_field(**kwargs: Any) -> serializers.ListField:
     return serializers.ListField(
         child=serializers.CharField(max_length=64, allow_blank=False),
@@ -57,10 +67,10 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="private: its user only; shared: its user plus allowed_users and "
         "allowed_roles; public: the whole tenant.",
     )
-    content = serializers.CharField(
+    content = TextField(
         max_length=MAX_CONTENT_CHARS, help_text="The text to remember (raw, as stated)."
     )
-    summary = serializers.CharField(
+    summary = TextField(
         max_length=MAX_SUMMARY_CHARS,
         required=False,
         allow_blank=True,
@@ -105,10 +115,11 @@ def memory_draft_from(validated: dict[str, Any]) -> MemoryDraft:
     return MemoryDraft(**data, relations=relations)
 
 
-class MemoryBulkCreateSerializer(serializers.ListSerializer):  # type: ignore[type-arg]
-    child = MemoryCreateSerializer()
-    max_length = MAX_BULK_ITEMS
-    min_length = 1
+def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ignore[type-arg]
+    """1 to MAX_BULK_ITEMS memories, each validated like a single add."""
+    return MemoryCreateSerializer(  # type: ignore[return-value]
+        data=data, many=True, min_length=1, max_length=MAX_BULK_ITEMS
+    )
 
 
 class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -179,10 +190,10 @@ class MemoryBulkResultSerializer(serializers.Serializer):  # type: ignore[type-a
 class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """Every field optional; any change makes a new version."""
 
-    content = serializers.CharField(
+    content = TextField(
         max_length=MAX_CONTENT_CHARS, required=False, help_text="New text (re-embedded)."
     )
-    summary = serializers.CharField(
+    summary = TextField(
         max_length=MAX_SUMMARY_CHARS, required=False, allow_blank=True, help_text="New summary."
     )
     structured = serializers.DictField(required=False, help_text="Replaces the structured form.")
@@ -224,7 +235,7 @@ class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    query = serializers.CharField(max_length=MAX_QUERY_CHARS, help_text="What to look for.")
+    query = TextField(max_length=MAX_QUERY_CHARS, help_text="What to look for.")
     user_id = serializers.CharField(
         max_length=255, required=False, help_text="Only memories about this user."
     )

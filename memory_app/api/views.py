@@ -21,7 +21,6 @@ from rest_framework.response import Response
 from memory_app.api.serializers import (
     ActorQuerySerializer,
     MemoryAddResultSerializer,
-    MemoryBulkCreateSerializer,
     MemoryBulkResultSerializer,
     MemoryCreateSerializer,
     MemoryHistorySerializer,
@@ -30,6 +29,7 @@ from memory_app.api.serializers import (
     MemoryUpdateSerializer,
     SearchResultSerializer,
     UserErasureSerializer,
+    memory_bulk_serializer,
     memory_draft_from,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType
@@ -128,7 +128,7 @@ class MemoryBulkView(TenantAPIView):
             raise InvalidInput(
                 "Send a JSON list of memories.", fields={"non_field_errors": ["Expected a list."]}
             )
-        payload = MemoryBulkCreateSerializer(data=request.data)
+        payload = memory_bulk_serializer(request.data)
         payload.is_valid(raise_exception=True)
         drafts = [memory_draft_from(item) for item in payload.validated_data]
         results = memory_add_many(tenant=self.tenant, drafts=drafts)
