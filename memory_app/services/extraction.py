@@ -95,12 +95,19 @@ RULES: tuple[_Rule, ...] = (
 )  # fmt: skip
 
 _SENTENCE = re.compile(r"[^.!?;\n]+[.!?]?")
+# "I live in Lisbon and I work at Initech" holds two memories: split before a new subject.
+_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|my)\b)", re.IGNORECASE)
 
 
 def extract_heuristic(message: str) -> list[Candidate]:
     """Rule-based candidates: the sentence as the user said it, plus a summary."""
     out: list[Candidate] = []
-    for sentence in _SENTENCE.findall(message[:MAX_MESSAGE_CHARS]):
+    clauses = [
+        clause
+        for sentence in _SENTENCE.findall(message[:MAX_MESSAGE_CHARS])
+        for clause in _CLAUSE.split(sentence)
+    ]
+    for sentence in clauses:
         sentence = sentence.strip()
         for rule in RULES:
             match = rule.pattern.search(sentence)
