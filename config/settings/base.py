@@ -136,6 +136,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memory_app.models.MemoryType",
+        "MemoryScopeEnum": "memory_app.models.MemoryScope",
+        "MemorySourceEnum": "memory_app.models.MemorySource",
+        "MemoryRelationTypeEnum": "memory_app.models.RelationType",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------
