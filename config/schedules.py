@@ -51,4 +51,11 @@ SCHEDULE: list[Periodic] = [
         description="Flags sessions that spend too fast, loop on a failing step, grow their "
         "context every turn or exceed their budget; alerts once per episode.",
     ),
+    Periodic(
+        name="memory: decay",
+        task="memory_app.decay_memories",
+        every=3600,
+        expires=1800,
+        description="Rescore memory decay; delete unpinned memories below the threshold.",
+    ),
 ]

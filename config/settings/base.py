@@ -136,6 +136,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memory_app.models.MemoryType",
+        "MemoryScopeEnum": "memory_app.models.MemoryScope",
+        "MemorySourceEnum": "memory_app.models.MemorySource",
+        "MemoryRelationTypeEnum": "memory_app.models.RelationType",
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------
@@ -184,6 +190,10 @@ ENGRAM_COMPACT_KEEP_LAST_TURNS = env_int("ENGRAM_COMPACT_KEEP_LAST_TURNS", 6)
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)
 ENGRAM_MEMORY_DECAY_DELETE_BELOW = env_float("ENGRAM_MEMORY_DECAY_DELETE_BELOW", 0.2)
+# Reciprocal rank fusion constant: smaller favours the top of each list more.
+ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
+# Recency part of the search score halves every this many days since the last update.
+ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)
 
 # --- Runaway detection and alerts --------------------------------------------------------
 ENGRAM_ALERT_WEBHOOK_URL = env_str("ENGRAM_ALERT_WEBHOOK_URL", "")

@@ -1,3 +1,16 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from memory_app.api import views
+
+urlpatterns = [
+    path("memories", views.MemoryListView.as_view(), name="memory-list"),
+    path("memories/bulk", views.MemoryBulkView.as_view(), name="memory-bulk"),
+    path("memories/search", views.MemorySearchView.as_view(), name="memory-search"),
+    path("memories/<str:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),
+    path(
+        "memories/<str:memory_id>/history",
+        views.MemoryHistoryView.as_view(),
+        name="memory-history",
+    ),
+    path("users/<str:user_id>", views.UserErasureView.as_view(), name="user-erase"),
+]

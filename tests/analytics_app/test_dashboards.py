@@ -49,7 +49,11 @@ def seed(tenant: Tenant) -> ChatSession:
 
 
 def test_staff_see_spend_charts_and_tables(staff_client: Client, tenant: Tenant) -> None:
+    from memory_app.services.memories import MemoryDraft, memory_add
+
     big = seed(tenant)
+    for fact in ["I live in Lisbon", "My budget is 1500 euros", "I prefer matte screens"]:
+        memory_add(tenant=tenant, draft=MemoryDraft(user_id="whale", type="fact", content=fact))
     response = staff_client.get(reverse("dashboard-spend"))
     assert response.status_code == 200
     html = response.content.decode()
@@ -57,7 +61,10 @@ def test_staff_see_spend_charts_and_tables(staff_client: Client, tenant: Tenant)
     assert "gpt-4o" in html and "researcher" in html and "whale" in html
     assert "2.4000" in html  # six turns at $0.40 (rollup totals and the top session)
     assert str(big.pk)[:8] in html and "budget_exceeded" in html
-    assert "not available" in html  # no Memory model on this branch
+    assert "not available" not in html
+    memory_rows = html.split('id="memory"')[1].split("</section>")[0]
+    today = timezone.now().date().isoformat()
+    assert f'<td>{today}</td><td class="num">3</td>' in memory_rows
 
 
 def test_tenant_filter_and_date_range_narrow_the_numbers(

@@ -1,0 +1,314 @@
+"""Memory API serializers: validation at the edge, help_text for the OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
+from memory_app.services.memories import MemoryDraft
+from sessions_app.api.fields import identifier_field
+
+MAX_CONTENT_CHARS = 8000
+MAX_SUMMARY_CHARS = 2000
+MAX_TAGS = 50
+MAX_BULK_ITEMS = 500
+MAX_QUERY_CHARS = 2000
+
+
+class TextField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of stringifying them: a
+    memory's text that arrived as 12 is a client bug worth reporting."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def _tags_field(**kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=64, allow_blank=False),
+        max_length=MAX_TAGS,
+        **kwargs,
+    )
+
+
+def _identifiers_field(**kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.CharField(max_length=255, allow_blank=False), max_length=200, **kwargs
+    )
+
+
+def _unit_field(**kwargs: Any) -> serializers.FloatField:
+    return serializers.FloatField(min_value=0.0, max_value=1.0, **kwargs)
+
+
+class RelationInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    type = serializers.ChoiceField(choices=RelationType.choices, help_text="The edge's kind.")
+    target_id = serializers.UUIDField(help_text="The related memory (same tenant).")
+
+
+class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    user_id = identifier_field(help_text="The end user the memory is about.")
+    agent_id = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The agent that learnt it; blank for every agent.",
+    )
+    type = serializers.ChoiceField(choices=MemoryType.choices, help_text="What kind of memory.")
+    scope = serializers.ChoiceField(
+        choices=MemoryScope.choices,
+        default=MemoryScope.PRIVATE,
+        help_text="private: its user only; shared: its user plus allowed_users and "
+        "allowed_roles; public: the whole tenant.",
+    )
+    content = TextField(
+        max_length=MAX_CONTENT_CHARS, help_text="The text to remember (raw, as stated)."
+    )
+    summary = TextField(
+        max_length=MAX_SUMMARY_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="A short third-person summary.",
+    )
+    structured = serializers.DictField(
+        required=False, default=dict, help_text="Structured form of the memory (JSON object)."
+    )
+    tags = _tags_field(required=False, default=list, help_text="Labels to filter on.")
+    importance = _unit_field(required=False, default=0.5, help_text="0..1; slows decay.")
+    confidence = _unit_field(required=False, default=1.0, help_text="0..1; how sure we are.")
+    source = serializers.ChoiceField(
+        choices=MemorySource.choices,
+        default=MemorySource.EXPLICIT_USER_INPUT,
+        help_text="Where the memory came from.",
+    )
+    session_id = serializers.UUIDField(
+        required=False, allow_null=True, default=None, help_text="The session it was learnt in."
+    )
+    allowed_users = _identifiers_field(
+        required=False, default=list, help_text="For scope 'shared': users who may read it."
+    )
+    allowed_roles = _identifiers_field(
+        required=False, default=list, help_text="For scope 'shared': roles that may read it."
+    )
+    pinned = serializers.BooleanField(
+        required=False, default=False, help_text="Pinned memories never decay away."
+    )
+    relations = RelationInputSerializer(
+        many=True, required=False, default=list, help_text="Edges to existing memories."
+    )
+
+    def to_draft(self) -> MemoryDraft:
+        return memory_draft_from(self.validated_data)
+
+
+def memory_draft_from(validated: dict[str, Any]) -> MemoryDraft:
+    """A validated MemoryCreateSerializer item as the add service's input."""
+    data = dict(validated)
+    relations = [(item["type"], item["target_id"]) for item in data.pop("relations", [])]
+    return MemoryDraft(**data, relations=relations)
+
+
+def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ignore[type-arg]
+    """1 to MAX_BULK_ITEMS memories, each validated like a single add."""
+    return MemoryCreateSerializer(  # type: ignore[return-value]
+        data=data, many=True, min_length=1, max_length=MAX_BULK_ITEMS
+    )
+
+
+class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    relations = serializers.SerializerMethodField(help_text="Edges to other memories.")
+
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "user_id",
+            "agent_id",
+            "type",
+            "scope",
+            "content",
+            "summary",
+            "structured",
+            "tags",
+            "importance",
+            "confidence",
+            "source",
+            "session_id",
+            "version",
+            "embedding_model",
+            "created_at",
+            "updated_at",
+            "last_accessed_at",
+            "access_count",
+            "decay_score",
+            "pinned",
+            "allowed_users",
+            "allowed_roles",
+            "relations",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(RelationInputSerializer(many=True))
+    def get_relations(self, memory: Memory) -> list[dict[str, Any]]:
+        return [
+            {"type": relation.type, "target_id": str(relation.target_id)}
+            for relation in memory.relations.all()
+        ]
+
+
+class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    action = serializers.ChoiceField(
+        choices=["created", "merged", "duplicate"],
+        help_text="created: new; merged: a near-duplicate was updated into a new version; "
+        "duplicate: the same content was already stored, nothing changed.",
+    )
+    similarity = serializers.FloatField(
+        allow_null=True, help_text="Cosine similarity to the memory merged into or matched."
+    )
+    memory = MemorySerializer(help_text="The memory as stored now.")
+
+
+class MemoryBulkItemResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    index = serializers.IntegerField(help_text="Position of the item in the request.")
+    action = serializers.CharField(help_text="created, merged or duplicate.")
+    memory_id = serializers.UUIDField(help_text="The memory the item ended in.")
+    version = serializers.IntegerField(help_text="That memory's version now.")
+
+
+class MemoryBulkResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    results = MemoryBulkItemResultSerializer(many=True, help_text="One per item, in order.")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Items per action.")
+
+
+class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Every field optional; any change makes a new version."""
+
+    content = TextField(
+        max_length=MAX_CONTENT_CHARS, required=False, help_text="New text (re-embedded)."
+    )
+    summary = TextField(
+        max_length=MAX_SUMMARY_CHARS, required=False, allow_blank=True, help_text="New summary."
+    )
+    structured = serializers.DictField(required=False, help_text="Replaces the structured form.")
+    tags = _tags_field(required=False, help_text="Replaces the tags.")
+    importance = _unit_field(required=False, help_text="0..1.")
+    confidence = _unit_field(required=False, help_text="0..1.")
+    scope = serializers.ChoiceField(
+        choices=MemoryScope.choices, required=False, help_text="New visibility."
+    )
+    allowed_users = _identifiers_field(required=False, help_text="Replaces allowed_users.")
+    allowed_roles = _identifiers_field(required=False, help_text="Replaces allowed_roles.")
+    pinned = serializers.BooleanField(required=False, help_text="Pin or unpin.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Nothing to change.")
+        return attrs
+
+
+class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Who is acting, for GET/PATCH/DELETE (query parameters)."""
+
+    acting_user_id = serializers.CharField(
+        max_length=255,
+        required=False,
+        help_text="The end user on whose behalf the agent reads; without it only public "
+        "memories (and shared ones granted to acting_roles) are visible.",
+    )
+    acting_roles = serializers.CharField(
+        max_length=2000,
+        required=False,
+        help_text="Comma-separated roles of the acting user (e.g. 'admin,editor').",
+    )
+
+    def actor_parts(self) -> tuple[str | None, tuple[str, ...]]:
+        data = self.validated_data
+        roles = tuple(r.strip() for r in data.get("acting_roles", "").split(",") if r.strip())
+        return data.get("acting_user_id") or None, roles
+
+
+class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    query = TextField(max_length=MAX_QUERY_CHARS, help_text="What to look for.")
+    user_id = serializers.CharField(
+        max_length=255, required=False, help_text="Only memories about this user."
+    )
+    agent_id = serializers.CharField(
+        max_length=255, required=False, help_text="Only memories of this agent."
+    )
+    types = serializers.ListField(
+        child=serializers.ChoiceField(choices=MemoryType.choices),
+        required=False,
+        max_length=len(MemoryType.choices),
+        help_text="Only these memory types.",
+    )
+    tags = _tags_field(required=False, help_text="Only memories with any of these tags.")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=100, default=10, help_text="How many results (1-100)."
+    )
+    acting_user_id = serializers.CharField(
+        max_length=255,
+        required=False,
+        help_text="The end user on whose behalf the agent searches; defaults to user_id.",
+    )
+    acting_roles = _identifiers_field(
+        required=False, default=list, help_text="Roles of the acting user."
+    )
+
+
+class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    semantic = serializers.FloatField(help_text="Cosine similarity to the query.")
+    lexical = serializers.FloatField(help_text="Full-text rank in [0, 1).")
+    rrf = serializers.FloatField(help_text="Reciprocal rank fusion, 1 = first in both lists.")
+    recency = serializers.FloatField(help_text="0.5 ** (days since update / half-life).")
+    importance = serializers.FloatField(help_text="The memory's importance.")
+    access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
+
+
+class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    score = serializers.FloatField(help_text="0.6 rrf + 0.2 recency + 0.1 importance + 0.1 access.")
+    parts = ScorePartsSerializer(help_text="The score's parts.")
+    memory = MemorySerializer(help_text="The memory.")
+
+
+class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    query = serializers.CharField(help_text="The query as searched.")
+    results = SearchHitSerializer(many=True, help_text="Best first.")
+
+
+class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    version = serializers.IntegerField(help_text="Version number, 1 = first.")
+    content = serializers.CharField(help_text="The text of that version.")
+    summary = serializers.CharField(help_text="Its summary.")
+    structured = serializers.DictField(help_text="Its structured form.")
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Its tags.")
+    importance = serializers.FloatField(help_text="Its importance.")
+    confidence = serializers.FloatField(help_text="Its confidence.")
+    scope = serializers.CharField(help_text="Its visibility.")
+    source = serializers.CharField(help_text="Its source.")
+    valid_from = serializers.DateTimeField(help_text="When it became current.")
+    replaced_at = serializers.DateTimeField(
+        allow_null=True, help_text="When it was replaced; null for the current one."
+    )
+    replaced_by = serializers.CharField(
+        allow_null=True, help_text="'merged' or 'updated'; null for the current one."
+    )
+    current = serializers.BooleanField(help_text="True for the current version.")
+
+
+class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    memory_id = serializers.UUIDField(help_text="The memory.")
+    versions = MemoryVersionSerializer(many=True, help_text="Oldest first; last is current.")
+
+
+class UserErasureSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    user_id = serializers.CharField(help_text="The user erased.")
+    deleted = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Rows removed (or updated) per kind."
+    )

@@ -1,0 +1,232 @@
+"""Memory endpoints: translate HTTP to services and selectors, nothing more.
+
+Who is acting: GET/PATCH/DELETE take `acting_user_id` and `acting_roles` (comma-separated)
+as query parameters; search takes them in its body (`acting_user_id` defaults to
+`user_id`); the list also defaults `acting_user_id` to its `user_id` filter. Without an
+acting user only public memories (and shared ones granted to the roles) are visible.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import django_filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memory_app.api.serializers import (
+    ActorQuerySerializer,
+    MemoryAddResultSerializer,
+    MemoryBulkResultSerializer,
+    MemoryCreateSerializer,
+    MemoryHistorySerializer,
+    MemorySearchSerializer,
+    MemorySerializer,
+    MemoryUpdateSerializer,
+    SearchResultSerializer,
+    UserErasureSerializer,
+    memory_bulk_serializer,
+    memory_draft_from,
+)
+from memory_app.models import Memory, MemoryScope, MemoryType
+from memory_app.selectors.memories import Actor, memory_get, memory_history, memory_list
+from memory_app.selectors.search import memory_search
+from memory_app.services.erasure import user_erase
+from memory_app.services.memories import (
+    memory_add,
+    memory_add_many,
+    memory_delete,
+    memory_record_access,
+    memory_update,
+)
+from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
+from sessions_app.errors import InvalidInput
+
+ACTOR_PARAMETERS = [
+    OpenApiParameter(
+        "acting_user_id",
+        OpenApiTypes.STR,
+        description="The end user on whose behalf the agent acts (visibility).",
+    ),
+    OpenApiParameter(
+        "acting_roles", OpenApiTypes.STR, description="Comma-separated roles of that user."
+    ),
+]
+
+
+def _actor(request: Request, default_user: str | None = None) -> Actor:
+    params = ActorQuerySerializer(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    user_id, roles = params.actor_parts()
+    return Actor(user_id=user_id or default_user or None, roles=roles)
+
+
+class MemoryFilter(django_filters.FilterSet):
+    user_id = django_filters.CharFilter(help_text="Only memories about this user.")
+    agent_id = django_filters.CharFilter(help_text="Only memories of this agent.")
+    type = django_filters.ChoiceFilter(choices=MemoryType.choices, help_text="Only this type.")
+    scope = django_filters.ChoiceFilter(choices=MemoryScope.choices, help_text="Only this scope.")
+    tag = django_filters.CharFilter(
+        field_name="tags", lookup_expr="contains", method="filter_tag", help_text="Has this tag."
+    )
+
+    class Meta:
+        model = Memory
+        fields = ["user_id", "agent_id", "type", "scope", "tag"]
+
+    def filter_tag(self, queryset: Any, name: str, value: str) -> Any:
+        return queryset.filter(tags__contains=[value])
+
+
+def _add_response(result: Any) -> Response:
+    body = MemoryAddResultSerializer(
+        {"action": result.action, "similarity": result.similarity, "memory": result.memory}
+    ).data
+    code = status.HTTP_201_CREATED if result.action == "created" else status.HTTP_200_OK
+    return Response(body, status=code)
+
+
+class MemoryListView(TenantGenericAPIView):
+    queryset = Memory.objects.all()
+    serializer_class = MemorySerializer
+    filterset_class = MemoryFilter
+
+    def get_queryset(self) -> Any:
+        actor = _actor(self.request, default_user=self.request.query_params.get("user_id"))
+        return memory_list(tenant=self.tenant, actor=actor)
+
+    @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemorySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(MemorySerializer(page, many=True).data)
+
+    @extend_schema(
+        request=MemoryCreateSerializer,
+        responses={201: MemoryAddResultSerializer, 200: MemoryAddResultSerializer},
+        description="Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a "
+        "new version) or `duplicate` (already stored). Searchable on return.",
+    )
+    def post(self, request: Request) -> Response:
+        payload = MemoryCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        return _add_response(memory_add(tenant=self.tenant, draft=payload.to_draft()))
+
+
+class MemoryBulkView(TenantAPIView):
+    @extend_schema(
+        request=MemoryCreateSerializer(many=True),
+        responses=MemoryBulkResultSerializer,
+        description="Add up to 500 memories in one transaction (backfills), embedded in "
+        "batches; each item gets its own action.",
+    )
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, list):
+            raise InvalidInput(
+                "Send a JSON list of memories.", fields={"non_field_errors": ["Expected a list."]}
+            )
+        payload = memory_bulk_serializer(request.data)
+        payload.is_valid(raise_exception=True)
+        drafts = [memory_draft_from(item) for item in payload.validated_data]
+        results = memory_add_many(tenant=self.tenant, drafts=drafts)
+        body = {
+            "results": [
+                {
+                    "index": index,
+                    "action": result.action,
+                    "memory_id": result.memory.pk,
+                    "version": result.memory.version,
+                }
+                for index, result in enumerate(results)
+            ],
+            "counts": dict(Counter(result.action for result in results)),
+        }
+        return Response(MemoryBulkResultSerializer(body).data, status=status.HTTP_200_OK)
+
+
+class MemoryDetailView(TenantAPIView):
+    @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemorySerializer)
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory_record_access(memory_ids=[memory.pk])
+        return Response(MemorySerializer(memory).data)
+
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        request=MemoryUpdateSerializer,
+        responses=MemorySerializer,
+        description="Update: a new version; the previous one stays in the history.",
+    )
+    def patch(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        payload = MemoryUpdateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = memory_update(memory=memory, changes=dict(payload.validated_data))
+        return Response(MemorySerializer(memory).data)
+
+    @extend_schema(parameters=ACTOR_PARAMETERS, responses={204: None})
+    def delete(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory_delete(memory=memory)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryHistoryView(TenantAPIView):
+    @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemoryHistorySerializer)
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        body = {"memory_id": memory.pk, "versions": memory_history(memory=memory)}
+        return Response(MemoryHistorySerializer(body).data)
+
+
+class MemorySearchView(TenantAPIView):
+    @extend_schema(
+        request=MemorySearchSerializer,
+        responses=SearchResultSerializer,
+        description="Hybrid search (vector + full text, reciprocal rank fusion, then "
+        "recency, importance and access), under tenant and visibility filters.",
+    )
+    def post(self, request: Request) -> Response:
+        payload = MemorySearchSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        actor = Actor(
+            user_id=data.get("acting_user_id") or data.get("user_id") or None,
+            roles=tuple(data.get("acting_roles", [])),
+        )
+        outcome = memory_search(
+            tenant=self.tenant,
+            actor=actor,
+            query=data["query"],
+            user_id=data.get("user_id"),
+            agent_id=data.get("agent_id"),
+            types=data.get("types"),
+            tags=data.get("tags"),
+            limit=data["limit"],
+        )
+        memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
+        body = {
+            "query": data["query"],
+            "results": [
+                {"score": hit.score, "parts": hit.parts, "memory": hit.memory}
+                for hit in outcome.hits
+            ],
+        }
+        return Response(SearchResultSerializer(body).data)
+
+
+class UserErasureView(TenantAPIView):
+    @extend_schema(
+        responses=UserErasureSerializer,
+        description="Erase everything the tenant holds about the user: memories (with "
+        "versions and relations), sessions (turns, steps, components, selections) and "
+        "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
+    )
+    def delete(self, request: Request, user_id: str) -> Response:
+        if not user_id.strip() or len(user_id) > 255:
+            raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
+        counts = user_erase(tenant=self.tenant, user_id=user_id)
+        return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)

@@ -1,0 +1,25 @@
+"""memory_app's receivers of sessions_app's hooks (connected in `apps.py`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def on_turn_recorded(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
+    """Enqueue extraction. The hook fires after commit; it must be quick and never raise,
+    so a broker outage costs the turn its extraction, never its recording."""
+    from memory_app.tasks import extract_memories_from_turn
+
+    try:
+        extract_memories_from_turn.delay(turn_id)
+    except Exception:  # the turn is stored; losing its extraction is the lesser evil
+        logger.exception("could not enqueue memory extraction for turn %s", turn_id)
+
+
+def on_demo_loaded(sender: Any, *, tenant: Any, **kwargs: Any) -> None:
+    from memory_app.services.demo import demo_memories_load
+
+    demo_memories_load(tenant=tenant)

@@ -1,0 +1,251 @@
+"""Taking candidate memories out of a recorded turn's user message.
+
+Two extractors, chosen by settings:
+- heuristic (always available, offline): first-person patterns for preferences ("I
+  prefer…", "please keep it short", "call me…", "I like/love/hate…") and facts ("I'm
+  allergic to…", "my budget is…", "I live in…", "I work at…", "my name is…");
+- LLM (when ENGRAM_LLM_URL is set): an OpenAI-compatible `/chat/completions` call asking
+  for JSON. Any failure (down, timeout, bad JSON) falls back to the heuristic, so a turn
+  never loses its extraction because the LLM hiccupped.
+
+Every candidate goes through `memory_add`, so re-running on the same turn adds nothing
+(exact duplicates by hash). The extractor's own LLM call is not recorded as spend yet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from memory_app.models import MemorySource, MemoryType
+from memory_app.services.memories import AddResult, MemoryDraft, memory_add_many
+from sessions_app.models import ChatTurn
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 8000
+MAX_CANDIDATES = 20
+
+
+@dataclass
+class Candidate:
+    type: str
+    content: str
+    summary: str = ""
+    tags: list[str] = field(default_factory=list)
+    structured: dict[str, Any] = field(default_factory=dict)
+    importance: float = 0.5
+    confidence: float = 0.8
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    type: str
+    key: str
+    summary: str
+    tags: tuple[str, ...]
+    importance: float
+    confidence: float
+
+
+def _rule(
+    regex: str,
+    memory_type: str,
+    key: str,
+    summary: str,
+    tags: tuple[str, ...],
+    importance: float,
+    confidence: float = 0.8,
+) -> _Rule:
+    return _Rule(
+        re.compile(regex, re.IGNORECASE), memory_type, key, summary, tags, importance, confidence
+    )
+
+
+_P, _F = MemoryType.PREFERENCE, MemoryType.FACT
+_VALUE = r"(?P<value>[^.!?;\n]{2,200})"
+RULES: tuple[_Rule, ...] = (
+    _rule(rf"\bI(?:'d| would)? (?:really )?prefer {_VALUE}", _P, "prefers", "User prefers {v}",
+          ("preference",), 0.7),
+    _rule(r"\bplease (?:keep (?:it|answers|your answers|replies)|be) (?P<value>short|brief|"
+          r"concise|succinct|detailed|formal|casual|funny|humorous)\b", _P, "response_style",
+          "User wants answers {v}", ("preference", "style"), 0.8, 0.9),
+    _rule(r"\bcall me (?P<value>[A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?)", _P,
+          "preferred_name", "User wants to be called {v}", ("preference", "name"), 0.8, 0.9),
+    _rule(rf"\bI (?:really )?(?P<verb>like|love|enjoy|hate|dislike|can't stand) {_VALUE}", _P,
+          "likes", "User {verb} {v}", ("preference",), 0.6, 0.75),
+    _rule(rf"\bI(?:'m| am) allergic to {_VALUE}", _F, "allergy", "User is allergic to {v}",
+          ("fact", "health", "allergy"), 0.95, 0.9),
+    _rule(rf"\bmy budget (?:is|of|would be) {_VALUE}", _F, "budget", "User's budget is {v}",
+          ("fact", "budget"), 0.7, 0.85),
+    _rule(rf"\bI live in {_VALUE}", _F, "home", "User lives in {v}", ("fact", "location"),
+          0.7, 0.85),
+    _rule(rf"\bI work (?:at|for) {_VALUE}", _F, "employer", "User works at {v}",
+          ("fact", "work"), 0.6, 0.85),
+    _rule(r"\bmy name is (?P<value>[A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40})?)", _F, "name",
+          "User's name is {v}", ("fact", "name"), 0.8, 0.9),
+)  # fmt: skip
+
+_SENTENCE = re.compile(r"[^.!?;\n]+[.!?]?")
+# "I live in Lisbon and I work at Initech" holds two memories: split before a new subject.
+_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|my)\b)", re.IGNORECASE)
+
+
+def extract_heuristic(message: str) -> list[Candidate]:
+    """Rule-based candidates: the sentence as the user said it, plus a summary."""
+    out: list[Candidate] = []
+    clauses = [
+        clause
+        for sentence in _SENTENCE.findall(message[:MAX_MESSAGE_CHARS])
+        for clause in _CLAUSE.split(sentence)
+    ]
+    for sentence in clauses:
+        sentence = sentence.strip()
+        for rule in RULES:
+            match = rule.pattern.search(sentence)
+            if not match:
+                continue
+            value = match.group("value").strip().rstrip(",")
+            verb = match.groupdict().get("verb") or ""
+            verb_s = {"can't stand": "can't stand"}.get(verb.lower(), f"{verb.lower()}s")
+            out.append(
+                Candidate(
+                    type=rule.type,
+                    content=sentence.rstrip(".!?"),
+                    summary=rule.summary.format(v=value, verb=verb_s),
+                    tags=list(rule.tags),
+                    structured={rule.key: value},
+                    importance=rule.importance,
+                    confidence=rule.confidence,
+                )
+            )
+            break  # one memory per sentence: the first (most specific) rule wins
+    return out[:MAX_CANDIDATES]
+
+
+LLM_SYSTEM_PROMPT = (
+    "You extract long-term memories about the user from one message they wrote. "
+    "Keep only durable preferences and facts about the user (not questions, not "
+    "small talk). Answer with JSON only: "
+    '{"memories": [{"type": "preference|fact|profile|episodic|semantic|procedural", '
+    '"content": "the statement in the user\'s words", "summary": "third-person summary", '
+    '"tags": ["..."], "structured": {}, "importance": 0.0-1.0, "confidence": 0.0-1.0}]}. '
+    'Answer {"memories": []} when there is nothing worth remembering.'
+)
+
+
+class LLMExtractionFailed(Exception):
+    pass
+
+
+def extract_llm(message: str) -> list[Candidate]:
+    """Candidates from an OpenAI-compatible chat endpoint; raises LLMExtractionFailed."""
+    body = {
+        "model": settings.ENGRAM_LLM_MODEL,
+        "temperature": 0,
+        "response_format": {"type": "json_object"},
+        "messages": [
+            {"role": "system", "content": LLM_SYSTEM_PROMPT},
+            {"role": "user", "content": message[:MAX_MESSAGE_CHARS]},
+        ],
+    }
+    headers = {"Content-Type": "application/json"}
+    if settings.ENGRAM_LLM_API_KEY:
+        headers["Authorization"] = f"Bearer {settings.ENGRAM_LLM_API_KEY}"
+    request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
+        f"{settings.ENGRAM_LLM_URL.rstrip('/')}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers=headers,
+    )
+    try:
+        with urllib.request.urlopen(  # noqa: S310
+            request, timeout=settings.ENGRAM_LLM_TIMEOUT_SECONDS
+        ) as response:
+            payload = json.load(response)
+        content = payload["choices"][0]["message"]["content"]
+        items = json.loads(content)["memories"]
+    except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise LLMExtractionFailed(str(exc)) from exc
+    if not isinstance(items, list):
+        raise LLMExtractionFailed("'memories' is not a list")
+    return [c for c in (_candidate_from_llm(item) for item in items[:MAX_CANDIDATES]) if c]
+
+
+def _unit(value: Any, default: float) -> float:
+    try:
+        return min(1.0, max(0.0, float(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def _candidate_from_llm(item: Any) -> Candidate | None:
+    """The LLM's output is untrusted input: anything malformed is dropped, not stored."""
+    if not isinstance(item, dict):
+        return None
+    memory_type = item.get("type")
+    content = item.get("content")
+    if memory_type not in MemoryType.values or not isinstance(content, str):
+        return None
+    content = content.strip()[:2000]
+    if not content:
+        return None
+    tags = item.get("tags") if isinstance(item.get("tags"), list) else []
+    structured = item.get("structured") if isinstance(item.get("structured"), dict) else {}
+    summary = item.get("summary") if isinstance(item.get("summary"), str) else ""
+    return Candidate(
+        type=memory_type,
+        content=content,
+        summary=summary[:2000],
+        tags=[str(tag)[:64] for tag in tags if str(tag).strip()][:20],
+        structured=structured,
+        importance=_unit(item.get("importance"), 0.5),
+        confidence=_unit(item.get("confidence"), 0.7),
+    )
+
+
+def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
+    """Extract and add the memories of one turn. Safe to run twice."""
+    turn = ChatTurn.objects.select_related("session", "tenant").filter(pk=turn_id).first()
+    if turn is None or not turn.user_message.strip():
+        return []
+    source, candidates = MemorySource.HEURISTIC_EXTRACTION, []
+    if settings.ENGRAM_LLM_URL:
+        try:
+            candidates = extract_llm(turn.user_message)
+            source = MemorySource.LLM_EXTRACTION
+        except LLMExtractionFailed as exc:
+            logger.warning("LLM extraction failed for turn %s, using rules: %s", turn_id, exc)
+            candidates = extract_heuristic(turn.user_message)
+    else:
+        candidates = extract_heuristic(turn.user_message)
+    if not candidates:
+        return []
+    session = turn.session
+    drafts = [
+        MemoryDraft(
+            user_id=session.user_id,
+            agent_id=session.agent_id,
+            type=candidate.type,
+            content=candidate.content,
+            summary=candidate.summary,
+            structured={
+                **candidate.structured,
+                "extracted_from": {"turn_id": turn.pk, "turn_number": turn.turn_number},
+            },
+            tags=candidate.tags,
+            importance=candidate.importance,
+            confidence=candidate.confidence,
+            source=source,
+            session_id=session.pk,
+        )
+        for candidate in candidates
+    ]
+    return memory_add_many(tenant=turn.tenant, drafts=drafts)

@@ -1,0 +1,24 @@
+"""Celery tasks: thin, idempotent, one service each; they take ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from config.celery_app import TASK_DEFAULTS
+from memory_app.services.decay import memories_decay
+from memory_app.services.extraction import memories_extract_from_turn
+
+
+@shared_task(name="memory_app.extract_memories_from_turn", **TASK_DEFAULTS)
+def extract_memories_from_turn(turn_id: int) -> dict[str, Any]:
+    """Safe to re-run: the add pipeline turns a second run into duplicates."""
+    results = memories_extract_from_turn(turn_id=turn_id)
+    return {"turn_id": turn_id, "actions": [result.action for result in results]}
+
+
+@shared_task(name="memory_app.decay_memories", **TASK_DEFAULTS)
+def decay_memories() -> dict[str, int]:
+    report = memories_decay()
+    return {"scored": report.scored, "deleted": report.deleted, "batches": report.batches}
