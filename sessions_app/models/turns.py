@@ -20,10 +20,11 @@ class ChatTurn(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     state_before = models.JSONField(default=dict, blank=True)
     state_after = models.JSONField(default=dict, blank=True)
-    context_before = models.JSONField(
+    context_after = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Focus, last results, query and cart before this turn, for rollback.",
+        help_text="Focus, last results, query and cart when this turn was recorded: what "
+        "rolling back the next turn restores.",
     )
 
     input_tokens = token_field()

@@ -1,8 +1,11 @@
 """What a turn can change besides `state`: focus, last results and query, the cart.
 
-`turn_record` stores a snapshot in `ChatTurn.context_before`; rollback of turn n restores
-the snapshot taken before turn n. Fetched items themselves are kept (they are a cache of
-what the agent saw); only their positions in "the last results" are restored.
+An agent changes results, focus and cart *while* it handles a turn and records the turn
+at its end, so `turn_record` stores the snapshot as `ChatTurn.context_after`: the context
+as turn n left it. Rolling back turn n restores the `context_after` of the last live
+turn before it, or `EMPTY_CONTEXT` when n is the first. Fetched items themselves are
+kept (they are a cache of what the agent saw); only their positions in "the last
+results" are restored.
 """
 
 from __future__ import annotations
@@ -12,6 +15,15 @@ from typing import Any
 from django.db import transaction
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
+
+EMPTY_CONTEXT: dict[str, Any] = {
+    "focus_mpn": None,
+    "last_query": None,
+    "last_filters": None,
+    "query_history": [],
+    "last_results": [],
+    "selections": [],
+}
 
 
 def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
@@ -34,8 +46,6 @@ def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
 def session_context_restore(*, session: ChatSession, snapshot: dict[str, Any]) -> None:
     """Put focus, results, query and cart back as `snapshot` has them. The caller saves
     nothing else: this writes the session fields it restores."""
-    if not snapshot:
-        return
     session.focus_mpn = snapshot.get("focus_mpn")
     session.last_query = snapshot.get("last_query")
     session.last_filters = snapshot.get("last_filters")

@@ -25,7 +25,11 @@ from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.lifecycle import session_touch
-from sessions_app.services.snapshots import session_context_restore, session_context_snapshot
+from sessions_app.services.snapshots import (
+    EMPTY_CONTEXT,
+    session_context_restore,
+    session_context_snapshot,
+)
 from sessions_app.usage import TokenCounts, UsageError
 
 UNCHANGED: Any = object()
@@ -162,7 +166,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_before=session_context_snapshot(session=session),
+        context_after=session_context_snapshot(session=session),
         idempotency_key=idempotency_key,
     )
     turn.save()
@@ -272,7 +276,13 @@ def turn_rollback(
     session.state = turn.state_before
     changed = ["state", *session_touch(session=session, now=now), "updated_at"]
     session.save(update_fields=changed)
-    session_context_restore(session=session, snapshot=turn.context_before)
+    previous = (
+        ChatTurn.objects.filter(session=session, turn_number__lt=turn_number, rolled_back=False)
+        .order_by("-turn_number")
+        .values_list("context_after", flat=True)
+        .first()
+    )
+    session_context_restore(session=session, snapshot=previous or EMPTY_CONTEXT)
     later = ChatTurn.objects.filter(
         session=session, turn_number__gte=turn_number, rolled_back=False
     )
