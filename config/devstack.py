@@ -71,9 +71,9 @@ def main() -> int:
         _manage("sync_schedules")
         _manage("load_demo")
         host = os.environ.get("ENGRAM_HOST", "127.0.0.1")
-        port = os.environ.get("ENGRAM_PORT", "8000")
+        web_port = os.environ.get("ENGRAM_PORT", "8000")
         commands = {
-            "web": [sys.executable, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+            "web": [sys.executable, "manage.py", "runserver", f"{host}:{web_port}", "--noreload"],
             "worker": [
                 sys.executable,
                 "-m",
@@ -112,7 +112,7 @@ def main() -> int:
             )
             children[name] = process
             threading.Thread(target=_pump, args=(name, process.stdout), daemon=True).start()
-        say("stack", f"web on http://{host}:{port}/  (admin /admin/, docs /api/docs/)")
+        say("stack", f"web on http://{host}:{web_port}/  (admin /admin/, docs /api/docs/)")
         say("stack", "Ctrl-C stops everything")
         while not stopping.is_set():
             for name, process in children.items():

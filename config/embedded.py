@@ -63,12 +63,11 @@ class EmbeddedPostgres:
         return str(POSTGRES_BIN_PATH / name)
 
     def _run(self, args: list[str], timeout: float = 120) -> None:
-        kwargs: dict[str, object] = {"check": True, "timeout": timeout}
-        if self._user:
-            kwargs["user"] = self._user
         # Output goes to files, not pipes: pg_ctl's children keep pipes open and hang run().
         with open(self.data_dir.parent / f"{self.data_dir.name}.ctl.log", "ab") as log:
-            subprocess.run(args, stdout=log, stderr=log, **kwargs)  # noqa: S603
+            subprocess.run(  # noqa: S603
+                args, stdout=log, stderr=log, check=True, timeout=timeout, user=self._user
+            )
 
     def _prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ class MemoryVersionInline(admin.TabularInline):  # type: ignore[type-arg]
     model = MemoryVersion
     extra = 0
     can_delete = False
-    fields = ["version", "content", "replaced_by", "valid_from", "replaced_at"]
+    fields = ("version", "content", "replaced_by", "valid_from", "replaced_at")
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -151,7 +151,7 @@ class RecentTurnInline(ReadOnlyInline):
     model = ChatTurn
     formset = RecentInlineFormSet
     verbose_name_plural = f"latest {RecentInlineFormSet.limit} turns (all in the turn list)"
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "turn_number",
         "created_at",
         "message",
@@ -161,7 +161,7 @@ class RecentTurnInline(ReadOnlyInline):
         "call_count",
         "error_count",
         "rolled_back",
-    ]
+    )
 
     @admin.display(description="user message")
     def message(self, turn: ChatTurn) -> str:
@@ -170,18 +170,18 @@ class RecentTurnInline(ReadOnlyInline):
 
 class ComponentInline(ReadOnlyInline):
     model = SessionComponent
-    fields = readonly_fields = ["position", "mpn", "name", "component_type", "fetched_at"]
+    fields = readonly_fields = ("position", "mpn", "name", "component_type", "fetched_at")
 
 
 class SelectionInline(ReadOnlyInline):
     model = SessionSelection
-    fields = readonly_fields = ["position", "mpn", "quantity", "note", "selected_at"]
+    fields = readonly_fields = ("position", "mpn", "quantity", "note", "selected_at")
 
 
 class StepInline(ReadOnlyInline):
     model = TurnStep
     show_change_link = False
-    fields = readonly_fields = [
+    fields = readonly_fields = (
         "step_order",
         "step_type",
         "model",
@@ -194,7 +194,7 @@ class StepInline(ReadOnlyInline):
         "duration_ms",
         "success",
         "error",
-    ]
+    )
 
 
 @admin.register(Tenant)
@@ -304,7 +304,12 @@ class ChatSessionAdmin(LargeTableAdmin):
     ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        names = [name for fieldset in self.fieldsets for name in fieldset[1]["fields"]]
+        names = [
+            name
+            for fieldset in self.fieldsets
+            for name in fieldset[1]["fields"]
+            if isinstance(name, str)
+        ]
         return [name for name in names if name not in self.editable]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:

@@ -19,7 +19,7 @@ class EstimatedCountPaginator(Paginator):
     def count(self) -> int:
         query = getattr(self.object_list, "query", None)
         if query is not None and not query.where:
-            estimate = _estimated_rows(self.object_list.model._meta.db_table)
+            estimate = _estimated_rows(query.model._meta.db_table)
             if estimate is not None and estimate >= EXACT_COUNT_BELOW:
                 return estimate
         return super().count

@@ -87,7 +87,7 @@ class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     total_tokens = serializers.IntegerField(help_text="Input + output.")
     cost_usd = money_output_field(help_text="USD of the priced calls.")
     calls = serializers.IntegerField(help_text="Steps recorded.")
-    errors = serializers.IntegerField(help_text="Steps that failed.")
+    errors = serializers.IntegerField(help_text="Steps that failed.")  # type: ignore[assignment]  # DRF moves declared fields off the class
     unpriced_calls = serializers.IntegerField(help_text="Steps whose model has no price.")
     zero_cost_calls = serializers.IntegerField(help_text="Steps with tokens but a zero cost.")
     negative_cost_calls = serializers.IntegerField(help_text="Steps with a negative cost.")

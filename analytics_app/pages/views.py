@@ -47,7 +47,9 @@ class DashboardFilterForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["tenant"].choices = [("", "all tenants"), *dashboards.tenant_choices()]
+        tenant_field = self.fields["tenant"]
+        assert isinstance(tenant_field, forms.TypedChoiceField)
+        tenant_field.choices = [("", "all tenants"), *dashboards.tenant_choices()]
 
     def to_filter(self) -> dashboards.DashboardFilter:
         today = timezone.now().date()

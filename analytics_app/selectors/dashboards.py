@@ -79,7 +79,7 @@ def _spend(f: DashboardFilter, granularity: str | None = None) -> QuerySet[Spend
 
 def spend_over_time(f: DashboardFilter) -> list[dict[str, Any]]:
     rows = _spend(f).values("bucket_start").annotate(**_SUMS).order_by("bucket_start")
-    return [_with_totals(row) for row in rows]
+    return [_with_totals(dict(row)) for row in rows]
 
 
 def spend_breakdown(f: DashboardFilter, dimension: str, limit: int = 15) -> list[dict[str, Any]]:
@@ -169,12 +169,13 @@ def memory_growth(f: DashboardFilter) -> list[dict[str, Any]] | None:
         rows = memory.objects.filter(created_at__gte=f.start, created_at__lt=f.end)
         if f.tenant_id:
             rows = rows.filter(tenant_id=f.tenant_id)
-        return list(
+        grouped = (
             rows.annotate(day=TruncDay("created_at"))
             .values("day")
             .annotate(count=Count("pk"))
             .order_by("day")
         )
+        return [dict(row) for row in grouped]
     except FieldError:
         return None
 

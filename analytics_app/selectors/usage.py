@@ -90,10 +90,11 @@ def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dic
             .values("key")
             .annotate(**_sums())
         )
-        for row in tail:
-            bucket = totals[_key(row["key"])]
+        for tail_row in tail:
+            values: dict[str, Any] = dict(tail_row)
+            bucket = totals[_key(values["key"])]
             for name in COUNTERS:
-                bucket[name] += row[name] or 0
+                bucket[name] += values[name] or 0
     return totals
 
 
@@ -104,7 +105,8 @@ def _direct_sums(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
         .values("key")
         .annotate(**_sums())
     )
-    return {_key(row.pop("key")): row for row in grouped}
+    rows: list[dict[str, Any]] = [dict(row) for row in grouped]
+    return {_key(row["key"]): {name: row[name] for name in COUNTERS} for row in rows}
 
 
 def usage_report(*, tenant: Tenant, group_by: str, start: datetime, end: datetime) -> UsageReport:

@@ -80,7 +80,7 @@ def _gather(ids: list[UUID], since: datetime, until: datetime, t: Thresholds) ->
     evidence = _Evidence()
     if not ids:
         return evidence
-    window = {"ids": ids, "since": since, "until": until}
+    window: dict[str, Any] = {"ids": ids, "since": since, "until": until}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT session_id, SUM(input_tokens + output_tokens), COALESCE(SUM(cost_usd), 0)"

@@ -83,7 +83,7 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tags = _tags_field(required=False, default=list, help_text="Labels to filter on.")
     importance = _unit_field(required=False, default=0.5, help_text="0..1; slows decay.")
     confidence = _unit_field(required=False, default=1.0, help_text="0..1; how sure we are.")
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # DRF moves declared fields off the class
         choices=MemorySource.choices,
         default=MemorySource.EXPLICIT_USER_INPUT,
         help_text="Where the memory came from.",
@@ -117,7 +117,7 @@ def memory_draft_from(validated: dict[str, Any]) -> MemoryDraft:
 
 def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ignore[type-arg]
     """1 to MAX_BULK_ITEMS memories, each validated like a single add."""
-    return MemoryCreateSerializer(  # type: ignore[return-value]
+    return MemoryCreateSerializer(  # type: ignore[return-value,call-arg]  # many=True makes a ListSerializer
         data=data, many=True, min_length=1, max_length=MAX_BULK_ITEMS
     )
 
@@ -291,7 +291,7 @@ class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     importance = serializers.FloatField(help_text="Its importance.")
     confidence = serializers.FloatField(help_text="Its confidence.")
     scope = serializers.CharField(help_text="Its visibility.")
-    source = serializers.CharField(help_text="Its source.")
+    source = serializers.CharField(help_text="Its source.")  # type: ignore[assignment]  # DRF moves declared fields off the class
     valid_from = serializers.DateTimeField(help_text="When it became current.")
     replaced_at = serializers.DateTimeField(
         allow_null=True, help_text="When it was replaced; null for the current one."

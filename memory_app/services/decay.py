@@ -46,9 +46,9 @@ class DecayReport:
     skipped: bool = False  # another run held the lock
 
 
-def _half_life_case() -> tuple[str, list[object]]:
+def _half_life_case() -> tuple[str, list[str | float]]:
     whens = " ".join("WHEN %s THEN %s" for _ in HALF_LIFE_DAYS)
-    params: list[object] = []
+    params: list[str | float] = []
     for memory_type, days in HALF_LIFE_DAYS.items():
         params += [str(memory_type), days]
     return f"(CASE type {whens} ELSE 180.0 END)", params

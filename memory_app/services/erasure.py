@@ -30,7 +30,7 @@ from sessions_app.models import (
 def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
     """Delete all the tenant's data about `user_id`; answers the row counts per kind."""
     sessions = ChatSession.objects.filter(tenant=tenant, user_id=user_id)
-    session_ids = [str(pk) for pk in sessions.values_list("pk", flat=True)]
+    session_ids = list(sessions.values_list("pk", flat=True))
     memories = Memory.objects.filter(tenant=tenant).filter(
         Q(user_id=user_id) | Q(session_id__in=session_ids)
     )

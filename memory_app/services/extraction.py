@@ -197,9 +197,14 @@ def _candidate_from_llm(item: Any) -> Candidate | None:
     content = content.strip()[:2000]
     if not content:
         return None
-    tags = item.get("tags") if isinstance(item.get("tags"), list) else []
-    structured = item.get("structured") if isinstance(item.get("structured"), dict) else {}
-    summary = item.get("summary") if isinstance(item.get("summary"), str) else ""
+    raw_tags, raw_structured, raw_summary = (
+        item.get("tags"),
+        item.get("structured"),
+        item.get("summary"),
+    )
+    tags: list[Any] = raw_tags if isinstance(raw_tags, list) else []
+    structured: dict[str, Any] = raw_structured if isinstance(raw_structured, dict) else {}
+    summary: str = raw_summary if isinstance(raw_summary, str) else ""
     return Candidate(
         type=memory_type,
         content=content,

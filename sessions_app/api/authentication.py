@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.http import HttpRequest
 from rest_framework import authentication, exceptions
+from rest_framework.request import Request
 
 from sessions_app.models import ApiKey, Tenant
 from sessions_app.selectors.api_keys import api_key_for_secret
@@ -28,7 +28,7 @@ class TenantPrincipal:
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request: HttpRequest) -> tuple[TenantPrincipal, ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[TenantPrincipal, ApiKey] | None:
         header = authentication.get_authorization_header(request).decode("latin-1").strip()
         if not header:
             return None
@@ -41,5 +41,5 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         api_key_touch(api_key=api_key)
         return TenantPrincipal(tenant=api_key.tenant, api_key=api_key), api_key
 
-    def authenticate_header(self, request: HttpRequest) -> str:
+    def authenticate_header(self, request: Request) -> str:
         return self.keyword

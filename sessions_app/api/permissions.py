@@ -9,7 +9,7 @@ from sessions_app.api.authentication import TenantPrincipal
 
 class IsTenantMember(BasePermission):
     """The request carries a valid key of some tenant; scoping to that tenant is done
-    by `TenantScopedMixin`, so an id of another tenant is simply not found."""
+    by `TenantAPIView` and the selectors, so an id of another tenant is simply not found."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         return isinstance(request.user, TenantPrincipal)

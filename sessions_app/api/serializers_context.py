@@ -53,7 +53,7 @@ class ResultItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default="",
         help_text="A short description shown to the user.",
     )
-    data = serializers.DictField(
+    data = serializers.DictField(  # type: ignore[assignment]  # DRF moves declared fields off the class
         required=False,
         default=dict,
         help_text="The full record as a JSON object. Numeric fields such as price, "
@@ -82,7 +82,9 @@ class ComponentSerializer(serializers.Serializer):  # type: ignore[type-arg]
     name = serializers.CharField(help_text="Display name.")
     component_type = serializers.CharField(help_text="The kind of item.")
     summary = serializers.CharField(help_text="Short description.")
-    data = serializers.DictField(source="full_data", help_text="The full record.")
+    data = serializers.DictField(  # type: ignore[assignment]  # DRF moves declared fields off the class
+        source="full_data", help_text="The full record."
+    )
     position = serializers.IntegerField(
         allow_null=True, help_text="1-based position in the last results; null if not there."
     )

@@ -134,7 +134,7 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_value=MAX_DURATION_MS,
         help_text="Wall-clock time of the turn; defaults to the sum of the steps'.",
     )
-    steps = StepInputSerializer(
+    steps = StepInputSerializer(  # type: ignore[call-arg]  # many=True makes a ListSerializer
         many=True,
         max_length=MAX_STEPS_PER_TURN,
         help_text="Every LLM or tool call of the turn, in order. May be empty.",

@@ -14,6 +14,7 @@ from rest_framework import status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from sessions_app.api.renderers import CsvRenderer, csv_text
 from sessions_app.api.serializers_context import (
@@ -151,13 +152,11 @@ class FocusView(SessionContextView):
         return Response(ResolvedSerializer(resolved).data)
 
 
-class CsvExportMixin:
+class CsvExportMixin(APIView):
     """Errors of a CSV-capable view still leave as JSON in the documented shape."""
 
-    request: Request
-
     def handle_exception(self, exc: Exception) -> Response:
-        response: Response = super().handle_exception(exc)  # type: ignore[misc]
+        response: Response = super().handle_exception(exc)
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
         return response
