@@ -64,7 +64,7 @@ SIZES = {
         threads=8,
         rounds=2,
         seconds_per_phase=8,
-        turns_per_phase=1500,
+        turns_per_phase=3000,
         dataset=GenerateSpec(tenants=4, sessions=250, turns_per_session=33, steps_per_turn=3),
     ),
     "full": B1Size(
