@@ -8,11 +8,13 @@ step is stored with `cost_usd = null` and `price_missing = true`.
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 
-from django.db.models import Q
+from django.conf import settings
 
 from analytics_app.models import ModelPrice
 from sessions_app.hooks import StepUsage
@@ -28,20 +30,61 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
         return None  # an operator's broken pattern must not break turn recording
 
 
+@dataclass(frozen=True)
+class _PriceTable:
+    """All price rows, indexed: read once per `ENGRAM_PRICE_CACHE_SECONDS` per process
+    instead of up to two queries per step (B1 in bench/RESULTS.md measured those at a
+    sixth of a turn's server time). An edit through the ORM clears it in this process at
+    once; other processes see it within the TTL."""
+
+    loaded_at: float
+    by_name: dict[str, list[ModelPrice]]  # model and alias names; newest valid_from first
+    patterned: list[ModelPrice]  # ordered by model, newest valid_from first
+
+
+_table: _PriceTable | None = None
+
+
+def price_table_clear(**_kwargs: object) -> None:
+    """Forget the cached table (a signal receiver, hence the keyword arguments)."""
+    global _table
+    _table = None
+
+
+def _price_table() -> _PriceTable:
+    global _table
+    table = _table
+    ttl = settings.ENGRAM_PRICE_CACHE_SECONDS
+    if table is not None and time.monotonic() - table.loaded_at < ttl:
+        return table
+    by_name: dict[str, list[ModelPrice]] = {}
+    patterned: list[ModelPrice] = []
+    for row in ModelPrice.objects.order_by("model", "-valid_from"):
+        for name in {row.model, *row.aliases}:
+            by_name.setdefault(name, []).append(row)
+        if row.pattern:
+            patterned.append(row)
+    for rows in by_name.values():
+        rows.sort(key=lambda row: row.valid_from, reverse=True)
+    table = _PriceTable(loaded_at=time.monotonic(), by_name=by_name, patterned=patterned)
+    _table = table  # a plain assignment: threads see the old table or the new one
+    return table
+
+
 def price_for_model(model: str, at: datetime) -> ModelPrice | None:
     """The price row for `model` valid at `at`: exact name or alias first, then the most
     specific pattern (longest canonical name); the latest `valid_from <= at` of that model."""
     name = model.strip().lower()
     if not name:
         return None
-    valid = ModelPrice.objects.filter(valid_from__lte=at)
-    exact = valid.filter(Q(model=name) | Q(aliases__contains=[name])).order_by("-valid_from")
-    found = exact.first()
-    if found is not None:
-        return found
+    table = _price_table()
+    for row in table.by_name.get(name, ()):
+        if row.valid_from <= at:
+            return row
     latest_by_model: dict[str, ModelPrice] = {}
-    for row in valid.exclude(pattern="").order_by("model", "-valid_from"):
-        latest_by_model.setdefault(row.model, row)
+    for row in table.patterned:
+        if row.valid_from <= at:
+            latest_by_model.setdefault(row.model, row)
     matches = [
         row
         for row in latest_by_model.values()

@@ -11,6 +11,15 @@ from sessions_app.models import Tenant
 from sessions_app.services.api_keys import IssuedKey, api_key_create, tenant_get_or_create
 
 
+@pytest.fixture(autouse=True)
+def _fresh_price_table() -> None:
+    """Each test's prices are rolled back with it; the per-process price cache must not
+    carry them into the next test."""
+    from analytics_app.pricing import price_table_clear
+
+    price_table_clear()
+
+
 @pytest.fixture
 def tenant(db: None) -> Tenant:
     return tenant_get_or_create(name="acme")

@@ -27,6 +27,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from analytics_app.models import ModelPrice
+from analytics_app.pricing import price_table_clear
 
 PROVIDERS = ["openai", "anthropic", "google", "mistral", "deepseek", "x-ai", "cohere"]
 SNAPSHOT_PATH = Path(__file__).resolve().parents[1] / "data" / "prices_snapshot.json"
@@ -198,6 +199,7 @@ def prices_load(*, entries: list[PriceEntry] | None = None) -> PricesLoadResult:
         else:
             kept += 1
     ModelPrice.objects.bulk_create(to_create, ignore_conflicts=True)
+    transaction.on_commit(price_table_clear)  # bulk_create sends no post_save
     return PricesLoadResult(created=created, updated=updated, kept=kept)
 
 

@@ -169,10 +169,9 @@ def turn_record(
         context_after=session_context_snapshot(session=session),
         idempotency_key=idempotency_key,
     )
-    turn.save()
+    # Steps are priced and summed before the turn is inserted, so the turn is written
+    # once, with its totals (an insert then an update cost a query per turn).
     step_rows = _build_steps(turn=turn, session=session, steps=steps, at=now)
-    TurnStep.objects.bulk_create(step_rows)
-
     priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
     turn.input_tokens = sum(row.input_tokens for row in step_rows)
     turn.output_tokens = sum(row.output_tokens for row in step_rows)
@@ -185,33 +184,27 @@ def turn_record(
     turn.duration_ms = (
         duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
     )
-    turn.save(
-        update_fields=[
-            "input_tokens",
-            "output_tokens",
-            "cached_tokens",
-            "reasoning_tokens",
-            "cost_usd",
-            "call_count",
-            "error_count",
-            "unpriced_calls",
-            "duration_ms",
-        ]
-    )
+    turn.save()
+    TurnStep.objects.bulk_create(step_rows)  # takes turn_id from the now saved turn
+    # The response lists the steps: serve them from memory, not from another query.
+    turn._prefetched_objects_cache = {"steps": step_rows}  # type: ignore[attr-defined]
 
     session_touch(session=session, now=now)
-    updates: dict[str, Any] = {
-        "turn_count": F("turn_count") + 1,
-        "last_turn_number": F("last_turn_number") + 1,
-        "total_input_tokens": F("total_input_tokens") + turn.input_tokens,
-        "total_output_tokens": F("total_output_tokens") + turn.output_tokens,
-        "total_cached_tokens": F("total_cached_tokens") + turn.cached_tokens,
-        "total_reasoning_tokens": F("total_reasoning_tokens") + turn.reasoning_tokens,
-        "total_cost_usd": F("total_cost_usd") + turn.cost_usd,
-        "total_calls": F("total_calls") + turn.call_count,
-        "total_errors": F("total_errors") + turn.error_count,
-        "unpriced_calls": F("unpriced_calls") + turn.unpriced_calls,
-        "total_duration_ms": F("total_duration_ms") + turn.duration_ms,
+    increments: dict[str, Any] = {
+        "turn_count": 1,
+        "last_turn_number": 1,
+        "total_input_tokens": turn.input_tokens,
+        "total_output_tokens": turn.output_tokens,
+        "total_cached_tokens": turn.cached_tokens,
+        "total_reasoning_tokens": turn.reasoning_tokens,
+        "total_cost_usd": turn.cost_usd,
+        "total_calls": turn.call_count,
+        "total_errors": turn.error_count,
+        "unpriced_calls": turn.unpriced_calls,
+        "total_duration_ms": turn.duration_ms,
+    }
+    updates: dict[str, Any] = {name: F(name) + value for name, value in increments.items()}
+    updates |= {
         "last_active_at": session.last_active_at,
         "expires_at": session.expires_at,
         "updated_at": now,
@@ -221,7 +214,13 @@ def turn_record(
     if session.status == SessionStatus.OPENED:
         updates["status"] = SessionStatus.ACTIVE
     ChatSession.objects.filter(pk=session.pk).update(**updates)
-    session.refresh_from_db()
+    # The row is locked until commit, so the instance can follow the same increments
+    # instead of being read again.
+    for name, value in increments.items():
+        setattr(session, name, getattr(session, name) + value)
+    for name in ("state", "status", "updated_at"):
+        if name in updates:
+            setattr(session, name, updates[name])
 
     warnings = [
         TurnWarning(

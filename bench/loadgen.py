@@ -1,0 +1,191 @@
+"""A lean, bounded, closed-loop load generator: N threads, each doing one operation after
+another, until a request count or a deadline is reached, whichever comes first.
+
+Threads, not processes: the operations wait on sockets (HTTP or PostgreSQL), which
+releases the GIL, and one process keeps the generator's own CPU use small and easy to
+measure (it is reported, since on 2 cores it competes with the server under test).
+"""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Operation = Callable[[], None]  # raises on failure
+
+
+@dataclass
+class LoadResult:
+    name: str
+    threads: int
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float] = field(repr=False)
+    client_cpu_seconds: float
+    first_errors: list[str] = field(default_factory=list)
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        """Nearest-rank percentile of the successful operations' latencies."""
+        if not self.latencies_ms:
+            return float("nan")
+        ordered = sorted(self.latencies_ms)
+        rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+        return ordered[rank]
+
+    def merged(self, other: LoadResult) -> LoadResult:
+        """Two rounds of the same phase as one: requests and time add up."""
+        return LoadResult(
+            name=self.name,
+            threads=self.threads,
+            requests=self.requests + other.requests,
+            errors=self.errors + other.errors,
+            seconds=self.seconds + other.seconds,
+            latencies_ms=self.latencies_ms + other.latencies_ms,
+            client_cpu_seconds=self.client_cpu_seconds + other.client_cpu_seconds,
+            first_errors=(self.first_errors + other.first_errors)[:5],
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "threads": self.threads,
+            "requests": self.requests,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "throughput_per_s": round(self.throughput, 1),
+            "p50_ms": round(self.percentile(50), 2),
+            "p95_ms": round(self.percentile(95), 2),
+            "p99_ms": round(self.percentile(99), 2),
+            "client_cpu_share_of_one_core": round(self.client_cpu_seconds / self.seconds, 2)
+            if self.seconds
+            else None,
+            "first_errors": self.first_errors,
+        }
+
+
+def run_load(
+    *,
+    name: str,
+    operations: list[Operation],
+    max_requests: int,
+    max_seconds: float,
+    warmup_per_thread: int = 5,
+) -> LoadResult:
+    """One thread per operation in `operations`. Each first runs `warmup_per_thread`
+    uncounted operations (connections, caches, gunicorn workers' first imports), then all
+    start together and run until `max_requests` in total or `max_seconds` have passed."""
+    threads = len(operations)
+    tickets = itertools.count()  # next() on it is atomic under the GIL
+    start = threading.Barrier(threads + 1)
+    per_thread: list[list[float]] = [[] for _ in range(threads)]
+    errors: list[str] = []
+    error_count = [0] * threads
+    deadline = [0.0]
+
+    def worker(index: int) -> None:
+        operation = operations[index]
+        for _ in range(warmup_per_thread):
+            try:
+                operation()
+            except Exception as exc:
+                errors.append(f"warm-up: {exc}")
+        start.wait()
+        latencies = per_thread[index]
+        clock = time.perf_counter
+        while next(tickets) < max_requests and clock() < deadline[0]:
+            began = clock()
+            try:
+                operation()
+            except Exception as exc:
+                error_count[index] += 1
+                if len(errors) < 5:
+                    errors.append(str(exc)[:300])
+                continue
+            latencies.append((clock() - began) * 1000)
+
+    workers = [
+        threading.Thread(target=worker, args=(i,), name=f"{name}-{i}", daemon=True)
+        for i in range(threads)
+    ]
+    for thread in workers:
+        thread.start()
+    start.wait()
+    cpu_before = time.process_time()
+    began = time.perf_counter()
+    deadline[0] = began + max_seconds
+    for thread in workers:
+        thread.join(timeout=max_seconds + 60)
+    seconds = time.perf_counter() - began
+    cpu = time.process_time() - cpu_before
+    latencies = [value for chunk in per_thread for value in chunk]
+    return LoadResult(
+        name=name,
+        threads=threads,
+        requests=len(latencies),
+        errors=sum(error_count),
+        seconds=seconds,
+        latencies_ms=latencies,
+        client_cpu_seconds=cpu,
+        first_errors=errors[:5],
+    )
+
+
+class HttpPoster:
+    """POSTs pre-encoded JSON to `paths` in turn on one keep-alive connection,
+    reconnecting when the server closes it. Raises on any status other than `expect`.
+    With `key_prefix`, every request carries a new `Idempotency-Key`."""
+
+    def __init__(
+        self,
+        *,
+        port: int,
+        paths: list[str],
+        body: bytes,
+        headers: dict[str, str],
+        expect: int = 201,
+        key_prefix: str | None = None,
+    ) -> None:
+        self.port = port
+        self.paths = paths
+        self.body = body
+        self.headers = {
+            **headers,
+            "Content-Type": "application/json",
+            "Content-Length": str(len(body)),
+        }
+        self.expect = expect
+        self.key_prefix = key_prefix
+        self.sent = 0
+        self.conn: http.client.HTTPConnection | None = None
+
+    def __call__(self) -> None:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        headers = self.headers
+        path = self.paths[self.sent % len(self.paths)]
+        self.sent += 1
+        if self.key_prefix is not None:
+            headers = {**headers, "Idempotency-Key": f"{self.key_prefix}-{self.sent}"}
+        try:
+            self.conn.request("POST", path, self.body, headers)
+            response = self.conn.getresponse()
+            payload = response.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = None
+            raise
+        if response.will_close:
+            self.conn.close()
+            self.conn = None
+        if response.status != self.expect:
+            raise RuntimeError(f"HTTP {response.status}: {payload[:200]!r}")

@@ -1,0 +1,117 @@
+"""`python -m bench.run --size short|full [--only B1,…]`: run the benchmarks.
+
+Starts throwaway embedded PostgreSQL + Valkey (unless DATABASE_URL / REDIS_URL are set),
+migrates the database, runs each selected benchmark with progress on stderr, and records
+its section in bench/RESULTS.md and its raw figures in bench/out/.
+
+Everything runs with `config.settings.production`: the runner sets the variables that
+production requires (a random secret key, loopback hosts, no HTTPS redirect) in its own
+environment, so gunicorn, started by a benchmark, inherits them.
+
+To add a benchmark: write `bench/bN_<what>.py` with `ID`, `TITLE` and
+`run(ctx: BenchContext) -> BenchResult` (see bench/b1_ingestion.py), and append its
+module name to `BENCHMARKS` below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import secrets
+import signal
+import sys
+import time
+from types import FrameType
+from typing import cast
+
+from bench.harness import (
+    BenchContext,
+    Benchmark,
+    environment,
+    log,
+    update_results,
+    write_json,
+)
+
+# The registry, in run order. B2 (memory search / context assembly), B3 (dashboard
+# rollups vs a naive GROUP BY) and B4 (compaction) go here when their features land.
+BENCHMARKS: list[str] = [
+    "bench.b1_ingestion",
+]
+
+
+def load_benchmarks(only: set[str] | None) -> list[Benchmark]:
+    modules = [cast(Benchmark, importlib.import_module(name)) for name in BENCHMARKS]
+    if only:
+        unknown = only - {m.ID for m in modules}
+        if unknown:
+            raise SystemExit(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+        modules = [m for m in modules if m.ID in only]
+    return modules
+
+
+def _production_env(database_url: str, redis_url: str) -> dict[str, str]:
+    return {
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(48),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+
+
+def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # unwinds through every finally: servers stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--size", choices=["short", "full"], default="short")
+    parser.add_argument("--only", default="", help="Comma-separated ids, e.g. B1,B3.")
+    args = parser.parse_args(argv)
+    only = {part.strip().upper() for part in args.only.split(",") if part.strip()} or None
+    command = " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+
+    from bench.servers import data_services
+
+    started = time.monotonic()
+    with data_services(log) as (database_url, redis_url):
+        server_env = _production_env(database_url, redis_url)
+        os.environ.update(server_env)
+        import django
+        from django.core.management import call_command
+        from django.db import connections
+
+        django.setup()
+        benchmarks = load_benchmarks(only)  # after setup: they import models
+        log("[setup] migrating")
+        call_command("migrate", verbosity=0, interactive=False)
+        env = environment(command)
+        ctx = BenchContext(
+            size=args.size,
+            database_url=database_url,
+            redis_url=redis_url,
+            server_env={**os.environ, **server_env},
+            nproc=os.cpu_count() or 1,
+            log=log,
+        )
+        for benchmark in benchmarks:
+            log(f"[{benchmark.ID}] {benchmark.TITLE}")
+            began = time.monotonic()
+            result = benchmark.run(ctx)
+            path = write_json(result, env)
+            update_results(result, env)
+            log(f"[{benchmark.ID}] done in {time.monotonic() - began:.0f}s; raw: {path}")
+        connections.close_all()
+    log(f"[run] all done in {time.monotonic() - started:.0f}s; see bench/RESULTS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
