@@ -101,7 +101,7 @@ RETURNING last_turn_number, tenant_id, user_id, agent_id
 FLOOR_TURN_SQL = """
 INSERT INTO chat_turn (
     tenant_id, session_id, turn_number, user_message, assistant_response, intent_data,
-    reasoning, metadata, state_before, state_after, context_before, input_tokens,
+    reasoning, metadata, state_before, state_after, context_after, input_tokens,
     output_tokens, cached_tokens, reasoning_tokens, cost_usd, call_count, error_count,
     unpriced_calls, duration_ms, compacted, rolled_back, created_at)
 VALUES (%(tenant)s, %(session)s, %(number)s, %(user_message)s, %(assistant_response)s,

@@ -203,7 +203,7 @@ WITH ss AS (
 ), turns AS (
     INSERT INTO chat_turn (
         tenant_id, session_id, turn_number, user_message, assistant_response, intent_data,
-        reasoning, metadata, state_before, state_after, context_before, input_tokens,
+        reasoning, metadata, state_before, state_after, context_after, input_tokens,
         output_tokens, cached_tokens, reasoning_tokens, cost_usd, call_count, error_count,
         unpriced_calls, duration_ms, compacted, rolled_back, created_at)
     SELECT %(tenant_id)s, p.session_id, p.n,
