@@ -67,11 +67,13 @@ def main() -> int:
             servers.append(valkey)
             os.environ["REDIS_URL"] = valkey.start()
             say("stack", f"embedded Valkey on 127.0.0.1:{port}")
+        host = os.environ.get("ENGRAM_HOST", "127.0.0.1")
+        web_port = os.environ.get("ENGRAM_PORT", "8000")
+        # Links Engram prints or hands out (demo banner, cart links) point at this server.
+        os.environ.setdefault("ENGRAM_PUBLIC_BASE_URL", f"http://{host}:{web_port}")
         _manage("migrate", "--no-input", "-v", "0")
         _manage("sync_schedules")
         _manage("load_demo")
-        host = os.environ.get("ENGRAM_HOST", "127.0.0.1")
-        web_port = os.environ.get("ENGRAM_PORT", "8000")
         commands = {
             "web": [sys.executable, "manage.py", "runserver", f"{host}:{web_port}", "--noreload"],
             "worker": [

@@ -80,7 +80,7 @@ class EmbeddedPostgres:
             ensure_user_exists(PG_SYSTEM_USER)
             self._user = PG_SYSTEM_USER
             entry = pwd.getpwnam(PG_SYSTEM_USER)
-            _make_traversable(self.data_dir)
+            _make_traversable(self.data_dir.parent)
             ensure_folder_permissions(
                 POSTGRES_BIN_PATH.parent, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
             )
@@ -88,6 +88,8 @@ class EmbeddedPostgres:
             for path in [self.data_dir, *self.data_dir.rglob("*")]:
                 os.chown(path, entry.pw_uid, entry.pw_gid)
             self.data_dir.parent.chmod(self.data_dir.parent.stat().st_mode | 0o003)
+        # PostgreSQL refuses a data directory that others can read (0700 or 0750 only).
+        self.data_dir.chmod(0o700)
 
     def start(self) -> str:
         """Initialise the cluster if new, start it, create the database; return its URL."""

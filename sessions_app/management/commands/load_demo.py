@@ -19,12 +19,13 @@ class Command(BaseCommand):
         if credentials is None:
             self.stdout.write("Demo data already loaded; keeping it.")
             return
+        base = settings.ENGRAM_PUBLIC_BASE_URL.rstrip("/")
         bar = "=" * 72
         self.stdout.write(
             f"\n{bar}\nDemo loaded. These are shown once:\n"
-            f"  admin:    http://127.0.0.1:8000/admin/  user '{credentials.username}'"
+            f"  admin:    {base}/admin/  user '{credentials.username}'"
             f"  password '{credentials.password}'\n"
             f"  API key:  {credentials.api_key}\n"
             f"  try:      curl -H 'Authorization: Bearer {credentials.api_key}' "
-            f"http://127.0.0.1:8000/api/v1/sessions\n{bar}\n"
+            f"{base}/api/v1/sessions\n{bar}\n"
         )

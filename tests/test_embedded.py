@@ -1,0 +1,25 @@
+"""The embedded servers that `make run` uses keep their data across a stop and a start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from config.embedded import EmbeddedPostgres, free_port
+
+
+def test_embedded_postgres_restarts_on_its_own_data(tmp_path: Path) -> None:
+    server = EmbeddedPostgres(tmp_path / "pgdata", free_port())
+    try:
+        url = server.start()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (n int)")
+            conn.execute("INSERT INTO kept VALUES (42)")
+        server.stop()
+        url = server.start()  # a second `make run`
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT n FROM kept").fetchone() == (42,)
+        assert (tmp_path / "pgdata").stat().st_mode & 0o077 == 0
+    finally:
+        server.stop()
