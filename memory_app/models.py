@@ -1,0 +1,1 @@
+from memory_app.models_window import *  # noqa: F403
