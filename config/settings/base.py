@@ -186,6 +186,8 @@ ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
 ENGRAM_COMPACT_SUMMARY_TOKEN_CAP = env_int("ENGRAM_COMPACT_SUMMARY_TOKEN_CAP", 1500)
 ENGRAM_CONTEXT_HALF_LIFE_MINUTES = env_float("ENGRAM_CONTEXT_HALF_LIFE_MINUTES", 45.0)
 ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
+# Share of a context's budget reserved for the newest verbatim turns (the window).
+ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # Test hook only: compaction sleeps this long half-way through its write transaction,
 # after touching the marker file, so a test can kill the worker at a known point.
 ENGRAM_COMPACTION_TEST_PAUSE_SECONDS = env_float("ENGRAM_COMPACTION_TEST_PAUSE_SECONDS", 0.0)

@@ -41,6 +41,14 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     def validate_budget(self, value: Any) -> int:
         return int(value)
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # DRF drops an empty optional field of a query string; `budget=` is still a bad
+        # budget, not a request for the default.
+        raw = self.initial_data.get("budget")
+        if raw is not None and "budget" not in attrs:
+            raise serializers.ValidationError({"budget": ["A valid integer is required."]})
+        return attrs
+
     def validate_acting_roles(self, value: str) -> list[str]:
         return [role.strip() for role in value.split(",") if role.strip()]
 
@@ -69,6 +77,12 @@ class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
     score_parts = ScorePartsSerializer(help_text="The score's terms.")
 
 
+class IncludedItemSerializer(ContextItemSerializer):
+    reserved = serializers.BooleanField(
+        help_text="Packed by the window reservation (newest verbatim turns) before scoring."
+    )
+
+
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
         help_text="`over_budget` (better-scored items used the budget) or "
@@ -93,5 +107,7 @@ class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
     parts = serializers.DictField(
         child=PartSerializer(), help_text="Per kind: how many went in, were left out, tokens."
     )
-    included = ContextItemSerializer(many=True, help_text="What went in, best score first.")
+    included = IncludedItemSerializer(
+        many=True, help_text="What went in: the reserved window first, then best score first."
+    )
     excluded = ExcludedItemSerializer(many=True, help_text="What was left out, and why.")

@@ -18,7 +18,7 @@ from memory_app.embedding import embed_texts
 from memory_app.models_window import ContextSummary
 from memory_app.services.context import memory_candidates
 from memory_app.window.milestones import KINDS, milestone_lines
-from memory_app.window.packing import Candidate, Score, pack, score_candidate
+from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
 from sessions_app.errors import NotFound
 from sessions_app.models import (
@@ -231,9 +231,15 @@ def _turn_candidates(session: ChatSession, keep_last: int) -> list[Candidate]:
     ]
 
 
-def _summary_candidates(summaries: list[ContextSummary]) -> list[Candidate]:
+def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
+    # A milestone is as recent as the turn it came from, not as the summary holding it.
+    turn_times = dict(
+        ChatTurn.objects.filter(session=session, compacted=True).values_list(
+            "turn_number", "created_at"
+        )
+    )
     for summary in summaries:
         out.append(
             Candidate(
@@ -259,7 +265,7 @@ def _summary_candidates(summaries: list[ContextSummary]) -> list[Candidate]:
                     section="milestones",
                     text=line,
                     role="milestone",
-                    at=summary.last_turn_at,
+                    at=turn_times.get(turn, summary.last_turn_at),
                     signal=MILESTONE_SIGNAL.get(kind, 0.6),
                     order=(turn, KINDS.index(kind) if kind in KINDS else 99, index),
                 )
@@ -339,7 +345,7 @@ def context_assemble(
     candidates = [
         *_session_candidates(session),
         *_turn_candidates(session, thresholds.keep_last_turns),
-        *_summary_candidates(active_summaries(session)),
+        *_summary_candidates(session, active_summaries(session)),
         *[
             Candidate(
                 f"memory:{m.key}",
@@ -380,21 +386,35 @@ def context_assemble(
         )
         for c in candidates
     }
-    packed = pack(candidates, scores, budget)
+    window = [
+        c.key
+        for c in sorted(
+            (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
+        )
+    ][: thresholds.keep_last_turns]
+    packed = pack(
+        candidates,
+        scores,
+        budget,
+        reserved=window,
+        reserve_tokens=int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE),
+    )
 
+    # Parts add up to total_tokens exactly: each candidate's own text, then "framing"
+    # (section headers, joining newlines, per-message overhead, reply priming).
     parts: dict[str, dict[str, int]] = {}
     for candidate in candidates:
         parts.setdefault(candidate.kind, {"included": 0, "excluded": 0, "tokens": 0})
-    for candidate, _, tokens in packed.included:
+    own = {c.key: content_tokens(c) for c, _, _ in packed.included}
+    for candidate, _, _ in packed.included:
         parts[candidate.kind]["included"] += 1
-        parts[candidate.kind]["tokens"] += tokens
+        parts[candidate.kind]["tokens"] += own[candidate.key]
     for candidate, *_ in packed.excluded:
         parts[candidate.kind]["excluded"] += 1
-    content_tokens = sum(tokens for _, _, tokens in packed.included)
     parts["framing"] = {
         "included": 0,
         "excluded": 0,
-        "tokens": packed.total_tokens - content_tokens,
+        "tokens": packed.total_tokens - sum(own.values()),
     }
     return AssembledContext(
         session_id=session.pk,
@@ -402,7 +422,10 @@ def context_assemble(
         budget=budget,
         messages=packed.messages,
         total_tokens=packed.total_tokens,
-        included=[_row(c, s, t) for c, s, t in packed.included],
+        included=[
+            {**_row(c, s, own[c.key]), "reserved": c.key in packed.reserved}
+            for c, s, _ in packed.included
+        ],
         excluded=[{**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded],
         parts=parts,
     )

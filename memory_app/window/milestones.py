@@ -123,9 +123,12 @@ def extract_milestones(
                 _entry_key("constraints", entry),
                 entry,
             )
+        # An answer restating an item or a constraint is not kept again as a commitment:
+        # the context would pay for the same fact twice.
+        restated = bool(mpns) or any(k != "number" for k, _ in numeric_values(text))
         if DECISION_RE.search(text) and (mpns or sentence.speaker == "user"):
             add("decisions", clipped.lower(), {"turn": turn, "text": clipped})
-        if sentence.speaker == "assistant" and COMMITMENT_RE.search(text):
+        if sentence.speaker == "assistant" and COMMITMENT_RE.search(text) and not restated:
             add("commitments", clipped.lower(), {"turn": turn, "text": clipped})
         if text.rstrip().endswith("?") and (
             sentence.speaker == "assistant" or HEDGE_RE.search(text)

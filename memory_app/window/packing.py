@@ -6,14 +6,21 @@ every `half_life_minutes`, semantic is the cosine of query and candidate embeddi
 and signal is a candidate's own evidence of usefulness (in the cart, in focus, an
 important memory…), clipped to [0, 1].
 
-Packing is greedy by score. Candidates are lines grouped into sections (one chat message
-per section: state, summaries, milestones, memories, failures) or whole turns (a user
-and an assistant message). The first line of a section pays for the section's message
-framing and header. The rendered messages are then counted exactly with the tokenizer,
-and should rounding between line and message counts overshoot, the lowest-scored lines
-are dropped until the total is within budget: the budget is a hard guarantee, not an
-estimate. The output order is fixed (sections, then turns oldest first), never by score,
-so the same inputs always give the same messages.
+Packing is greedy by score, after one reservation: the newest verbatim turns of the
+window (seed 004's `recent_msgs[-keep_last_turns:]`, which its `Window.assemble` always
+puts first) are packed first, newest first and contiguous, within `reserve_tokens` (a
+share of the budget). Without it a long session's many milestone lines, boosted by their
+role, crowd the conversation itself out of the context; with it the agent always sees
+what was just said, and the rest of the budget goes to whatever scores best.
+
+Candidates are lines grouped into sections (one chat message per section: state,
+summaries, milestones, memories, failures) or whole turns (a user and an assistant
+message). The first line of a section pays for the section's message framing and header.
+The rendered messages are then counted exactly with the tokenizer, and should rounding
+between line and message counts overshoot, the lowest-scored lines are dropped until the
+total is within budget: the budget is a hard guarantee, not an estimate. The output
+order is fixed (sections, then turns oldest first), never by score, so the same inputs
+always give the same messages.
 """
 
 from __future__ import annotations
@@ -98,11 +105,19 @@ def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:
     ]
 
 
-def candidate_cost(candidate: Candidate) -> int:
-    """Tokens the candidate adds once its section's message exists."""
+def content_tokens(candidate: Candidate) -> int:
+    """Tokens of the candidate's own text as sent (a turn: its two whole messages)."""
     if candidate.section == TURNS:
         return sum(message_tokens(m["role"], m["content"]) for m in candidate_messages(candidate))
-    return count_tokens("\n" + candidate.text)
+    return count_tokens(candidate.text)
+
+
+def candidate_cost(candidate: Candidate) -> int:
+    """Tokens the candidate adds once its section's message exists (estimate for
+    packing; the rendered messages are counted exactly afterwards)."""
+    if candidate.section == TURNS:
+        return sum(message_tokens(m["role"], m["content"]) for m in candidate_messages(candidate))
+    return count_tokens(candidate.text) + 1  # and the newline that joins it to its section
 
 
 def section_cost(section: str) -> int:
@@ -130,6 +145,7 @@ class Packed:
     total_tokens: int
     included: list[tuple[Candidate, Score, int]] = field(default_factory=list)
     excluded: list[tuple[Candidate, Score, int, str]] = field(default_factory=list)
+    reserved: set[str] = field(default_factory=set)  # keys packed by the reservation
 
 
 def pack(
@@ -137,9 +153,12 @@ def pack(
     scores: dict[str, Score],
     budget: int,
     *,
+    reserved: list[str] | None = None,
+    reserve_tokens: int = 0,
     count: Callable[[list[dict[str, str]]], int] = messages_tokens,
 ) -> Packed:
-    """Greedy by score (ties: section order, then position), exact under `budget`."""
+    """`reserved` keys first (in their order, while within `reserve_tokens`), then the
+    rest greedy by score (ties: section order, then position); exact under `budget`."""
     section_rank = {name: i for i, name in enumerate([*SECTIONS, TURNS])}
     ranked = sorted(
         candidates,
@@ -150,7 +169,17 @@ def pack(
     opened: set[str] = set()
     selected: list[Candidate] = []
     excluded: list[tuple[Candidate, Score, int, str]] = []
-    for candidate in ranked:
+    by_key = {c.key: c for c in candidates}
+    pinned: list[Candidate] = []
+    for key in reserved or []:
+        candidate = by_key[key]
+        if used + costs[key] > min(budget, TOKENS_PER_REPLY + reserve_tokens):
+            break  # the window stays contiguous: no older turn without the newer ones
+        pinned.append(candidate)
+        used += costs[key]
+    pinned_keys = {c.key for c in pinned}
+    ranked = pinned + [c for c in ranked if c.key not in pinned_keys]
+    for candidate in ranked[len(pinned) :]:
         extra = (
             0
             if candidate.section in opened or candidate.section == TURNS
@@ -171,10 +200,11 @@ def pack(
             reason = "larger_than_budget" if alone > budget else "over_budget"
             excluded.append((candidate, scores[candidate.key], costs[candidate.key], reason))
 
+    selected = pinned + selected
     messages = render(selected)
     total = count(messages)
     while total > budget and selected:  # line tokens did not add up exactly: trim
-        worst = selected.pop()  # selected is in score order: the last is the weakest
+        worst = selected.pop()  # pinned first, then score order: the last is the weakest
         excluded.append((worst, scores[worst.key], costs[worst.key], "over_budget"))
         messages = render(selected)
         total = count(messages)
@@ -186,4 +216,5 @@ def pack(
         total_tokens=total,
         included=[(c, scores[c.key], costs[c.key]) for c in selected],
         excluded=excluded,
+        reserved={c.key for c in selected if c.key in pinned_keys},
     )
