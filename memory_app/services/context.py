@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.apps import apps
-
 from sessions_app.models import ChatSession, Tenant
 
 
@@ -41,12 +39,9 @@ def no_memories(
     acting_roles: list[str],
     limit: int,
 ) -> list[MemoryCandidate]:
-    """Default: none. Without a Memory model there is nothing to propose; with one, the
-    lead registers the real search (it alone knows the visibility rules)."""
-    try:
-        apps.get_model("memory_app", "Memory")
-    except LookupError:
-        return []
+    """Default: none. Without a Memory model there is nothing to propose; with one, its
+    search is registered in its place (it alone knows the visibility rules), so until
+    then this proposes nothing rather than guess at visibility."""
     return []
 
 

@@ -90,11 +90,12 @@ def extract_milestones(
     out = empty_milestones()
     seen: set[tuple[str, str]] = set()
 
-    def add(kind: str, key: str, entry: dict[str, Any]) -> None:
+    def add(kind: str, key: str, entry: dict[str, Any]) -> bool:
         if (kind, key) in seen:
-            return
+            return False
         seen.add((kind, key))
         out[kind].append(entry)
+        return True
 
     for sentence in turn_sentences(turns):
         text, turn = sentence.text, sentence.turn_number
@@ -104,9 +105,11 @@ def extract_milestones(
             add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
             if sentence.speaker == "user" and _SELECT_RE.search(text):
                 add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
-        for kind, value in numeric_values(text):
+        values = numeric_values(text)
+        new_values = 0
+        for kind, value in values:
             if kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4:
-                add(
+                new_values += add(
                     "ids",
                     value.lstrip("#"),
                     {"value": value.lstrip("#"), "turn": turn, "text": clipped},
@@ -118,14 +121,14 @@ def extract_milestones(
             if constraint == "date" and _DEADLINE_RE.search(text):
                 constraint = "deadline"
             entry = {"kind": constraint, "value": value, "turn": turn, "text": clipped}
-            add(
+            new_values += add(
                 "constraints",
                 _entry_key("constraints", entry),
                 entry,
             )
-        # An answer restating an item or a constraint is not kept again as a commitment:
-        # the context would pay for the same fact twice.
-        restated = bool(mpns) or any(k != "number" for k, _ in numeric_values(text))
+        # An answer that only restates values already noted ("I will keep the total
+        # within $2,214") is not kept again as a commitment: the context would pay twice.
+        restated = bool(values) and not new_values
         if DECISION_RE.search(text) and (mpns or sentence.speaker == "user"):
             add("decisions", clipped.lower(), {"turn": turn, "text": clipped})
         if sentence.speaker == "assistant" and COMMITMENT_RE.search(text) and not restated:
@@ -135,13 +138,14 @@ def extract_milestones(
         ):
             add("open_questions", clipped.lower(), {"turn": turn, "text": clipped})
 
-    for turn in turns:  # structured intents name their items directly
-        intent = turn.intent_data or {}
+    for turn_text in turns:  # structured intents name their items directly
+        intent = turn_text.intent_data or {}
+        number = turn_text.turn_number
         named = [intent.get("mpn"), *(intent.get("mpns") or [])]
         for mpn in [m for m in named if isinstance(m, str) and m]:
-            add("items", mpn, {"mpn": mpn, "turn": turn.turn_number, "text": ""})
+            add("items", mpn, {"mpn": mpn, "turn": number, "text": ""})
             if re.search(r"select|cart|add|order|buy", str(intent.get("intent", "")), re.I):
-                add("selections", mpn, {"mpn": mpn, "turn": turn.turn_number, "source": "intent"})
+                add("selections", mpn, {"mpn": mpn, "turn": number, "source": "intent"})
 
     before = {row["mpn"]: row for row in cart_before or []}
     last_turn = turns[-1].turn_number if turns else 0
