@@ -362,7 +362,7 @@ def context_assemble(
                     tenant=tenant,
                     session=session,
                     query=query,
-                    acting_user_id=acting_user_id,
+                    acting_user_id=acting_user_id or session.user_id,
                     acting_roles=acting_roles or [],
                 )
             )

@@ -193,6 +193,8 @@ def test_memory_provider_seam_feeds_memories(tenant: Tenant, api: APIClient) -> 
     ]
     memories = [m for m in body["messages"] if m["content"].startswith("Relevant long-term")]
     assert memories and "matte screens" in memories[0]["content"]
+    _get(api, session.pk, query="screen finish", budget=500)
+    assert seen[-1][3] == "u1"  # without an acting user, the session's user
 
 
 @pytest.mark.parametrize(
