@@ -186,15 +186,15 @@ def test_memory_provider_seam_feeds_memories(tenant: Tenant, api: APIClient) -> 
             api, session.pk, query="screen finish", budget=500, acting_user_id="agent-7",
             acting_roles="support, admin",
         ).json()  # fmt: skip
+        _get(api, session.pk, query="screen finish", budget=500)
     finally:
         context_seam.context_memory_provider_register(previous)
     assert seen == [
-        (tenant.pk, str(session.pk), "screen finish", "agent-7", ["support", "admin"], 12)
+        (tenant.pk, str(session.pk), "screen finish", "agent-7", ["support", "admin"], 12),
+        (tenant.pk, str(session.pk), "screen finish", "u1", [], 12),  # default: session's user
     ]
     memories = [m for m in body["messages"] if m["content"].startswith("Relevant long-term")]
     assert memories and "matte screens" in memories[0]["content"]
-    _get(api, session.pk, query="screen finish", budget=500)
-    assert seen[-1][3] == "u1"  # without an acting user, the session's user
 
 
 @pytest.mark.parametrize(
