@@ -7,6 +7,7 @@ from config.health import healthz
 api_v1 = [
     path("", include("sessions_app.api.urls")),
     path("", include("memory_app.api.urls")),
+    path("", include("memory_app.api.urls_context")),
     path("", include("analytics_app.api.urls")),
 ]
 

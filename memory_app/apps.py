@@ -7,8 +7,14 @@ class MemoryAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory_app import receivers
+        from memory_app import admin_window, receivers, tasks_window  # noqa: F401
+        from memory_app.receivers_window import enqueue_compaction_when_due
+        from memory_app.signals_window import span_compacted
         from sessions_app.hooks import demo_loaded, turn_recorded
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
+        turn_recorded.connect(
+            enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
+        )
+        span_compacted.connect(receivers.on_span_compacted, dispatch_uid="memory_extract_on_span")
         demo_loaded.connect(receivers.on_demo_loaded, dispatch_uid="memory_demo_on_load")

@@ -197,3 +197,6 @@ class MemoryRelation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id} {self.type} {self.target_id}"
+
+
+from memory_app.models_window import *  # noqa: E402, F403  the short-term window's summaries

@@ -19,6 +19,16 @@ def on_turn_recorded(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
 
+def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:
+    """A compacted span becomes an episodic memory; enqueued, never raising."""
+    from memory_app.tasks import extract_memories_from_span
+
+    try:
+        extract_memories_from_span.delay(summary_id)
+    except Exception:  # the summary is stored; its memory can be made again later
+        logger.exception("could not enqueue memory extraction for summary %s", summary_id)
+
+
 def on_demo_loaded(sender: Any, *, tenant: Any, **kwargs: Any) -> None:
     from memory_app.services.demo import demo_memories_load
 

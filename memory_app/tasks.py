@@ -8,7 +8,10 @@ from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
 from memory_app.services.decay import memories_decay
-from memory_app.services.extraction import memories_extract_from_turn
+from memory_app.services.extraction import (
+    memories_extract_from_span,
+    memories_extract_from_turn,
+)
 
 
 @shared_task(name="memory_app.extract_memories_from_turn", **TASK_DEFAULTS)
@@ -22,3 +25,10 @@ def extract_memories_from_turn(turn_id: int) -> dict[str, Any]:
 def decay_memories() -> dict[str, int]:
     report = memories_decay()
     return {"scored": report.scored, "deleted": report.deleted, "batches": report.batches}
+
+
+@shared_task(name="memory_app.extract_memories_from_span", **TASK_DEFAULTS)
+def extract_memories_from_span(summary_id: int) -> dict[str, Any]:
+    """Safe to re-run: the same summary text answers `duplicate`."""
+    results = memories_extract_from_span(summary_id=summary_id)
+    return {"summary_id": summary_id, "actions": [result.action for result in results]}

@@ -188,6 +188,18 @@ ENGRAM_PUBLIC_BASE_URL = env_str("ENGRAM_PUBLIC_BASE_URL", "http://127.0.0.1:800
 ENGRAM_COMPACT_MAX_TURNS = env_int("ENGRAM_COMPACT_MAX_TURNS", 10)
 ENGRAM_COMPACT_MAX_TOKENS = env_int("ENGRAM_COMPACT_MAX_TOKENS", 8000)
 ENGRAM_COMPACT_KEEP_LAST_TURNS = env_int("ENGRAM_COMPACT_KEEP_LAST_TURNS", 6)
+# Older summaries are condensed into one when there are more than this many active ones,
+# or when their tokens together exceed the cap.
+ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
+ENGRAM_COMPACT_SUMMARY_TOKEN_CAP = env_int("ENGRAM_COMPACT_SUMMARY_TOKEN_CAP", 1500)
+ENGRAM_CONTEXT_HALF_LIFE_MINUTES = env_float("ENGRAM_CONTEXT_HALF_LIFE_MINUTES", 45.0)
+ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
+# Share of a context's budget reserved for the newest verbatim turns (the window).
+ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
+# Test hook only: compaction sleeps this long half-way through its write transaction,
+# after touching the marker file, so a test can kill the worker at a known point.
+ENGRAM_COMPACTION_TEST_PAUSE_SECONDS = env_float("ENGRAM_COMPACTION_TEST_PAUSE_SECONDS", 0.0)
+ENGRAM_COMPACTION_TEST_PAUSE_MARKER = env_str("ENGRAM_COMPACTION_TEST_PAUSE_MARKER", "")
 
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)

@@ -254,3 +254,38 @@ def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
         for candidate in candidates
     ]
     return memory_add_many(tenant=turn.tenant, drafts=drafts)
+
+
+def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
+    """Seed 001: once older turns are compressed, what they were about becomes an
+    episodic memory of the user ("In session …, turns 1-6: …"). The summary's text is
+    the memory, so a re-run (or a retried task) answers `duplicate`."""
+    from memory_app.models import ContextSummary
+
+    summary = ContextSummary.objects.select_related("session", "tenant").filter(pk=summary_id)
+    span = summary.first()
+    if span is None or not span.summary.strip():
+        return []
+    session = span.session
+    milestones = span.milestones or {}
+    draft = MemoryDraft(
+        user_id=session.user_id,
+        agent_id=session.agent_id,
+        type=MemoryType.EPISODIC,
+        content=span.summary[:4000],
+        summary=f"Turns {span.first_turn}-{span.last_turn} of a session with {session.agent_id}",
+        structured={
+            "extracted_from": {
+                "summary_id": span.pk,
+                "first_turn": span.first_turn,
+                "last_turn": span.last_turn,
+            },
+            **{key: milestones[key] for key in ("mpns", "constraints") if key in milestones},
+        },
+        tags=["episode", "compaction"],
+        importance=0.4,
+        confidence=0.8,
+        source=MemorySource.SYSTEM_GENERATED,
+        session_id=session.pk,
+    )
+    return memory_add_many(tenant=span.tenant, drafts=[draft])

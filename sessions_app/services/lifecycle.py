@@ -10,15 +10,17 @@ such sessions expired, then, `ENGRAM_SESSION_RETENTION_DAYS` after expiry, archi
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.errors import NotFound
-from sessions_app.models import ChatSession, SessionStatus
+from sessions_app.models import ChatSession, ChatTurn, SessionStatus
 from sessions_app.selectors.sessions import session_ensure_writable
 
 LIVE_STATUSES = (SessionStatus.OPENED, SessionStatus.ACTIVE, SessionStatus.COMPACTED)
@@ -128,3 +130,18 @@ def session_lock_for_write(*, session: ChatSession, now: datetime | None = None)
     session_ensure_writable(session=locked, now=now)
     locked.save(update_fields=session_touch(session=locked, now=now))
     return locked
+
+
+def turns_mark_compacted(*, session_id: Any, turn_numbers: Sequence[int]) -> int:
+    """Flag turns as summarised (the window's compaction). They are kept whole: the turn
+    log is the audit trail; only the context stops quoting them verbatim."""
+    return ChatTurn.objects.filter(
+        session_id=session_id, turn_number__in=list(turn_numbers), compacted=False
+    ).update(compacted=True)
+
+
+def session_mark_compacted(*, session_id: Any) -> None:
+    """A live session whose older turns were summarised shows it in its status."""
+    ChatSession.objects.filter(
+        pk=session_id, status__in=[SessionStatus.OPENED, SessionStatus.ACTIVE]
+    ).update(status=SessionStatus.COMPACTED)

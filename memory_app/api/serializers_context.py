@@ -1,0 +1,113 @@
+"""Serializers of the context endpoint: its query parameters and its answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+MIN_BUDGET = 50
+MAX_BUDGET = 200_000
+
+
+class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    query = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=4000,
+        help_text="What the next LLM call is about; ranks candidates by semantic match.",
+    )
+    budget = serializers.IntegerField(
+        required=False,
+        min_value=MIN_BUDGET,
+        max_value=MAX_BUDGET,
+        help_text="Token budget of the whole `messages` list (o200k_base, framing "
+        f"included), {MIN_BUDGET}..{MAX_BUDGET}. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET.",
+    )
+    acting_user_id = serializers.CharField(
+        required=False,
+        max_length=255,
+        help_text="Whose eyes the memories are chosen for (visibility); default the "
+        "session's user.",
+    )
+    acting_roles = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=1000,
+        help_text="Comma-separated roles of the acting user, for memory visibility.",
+    )
+
+    def validate_budget(self, value: Any) -> int:
+        return int(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # DRF drops an empty optional field of a query string; `budget=` is still a bad
+        # budget, not a request for the default.
+        raw = self.initial_data.get("budget")
+        if raw is not None and "budget" not in attrs:
+            raise serializers.ValidationError({"budget": ["A valid integer is required."]})
+        return attrs
+
+    def validate_acting_roles(self, value: str) -> list[str]:
+        return [role.strip() for role in value.split(",") if role.strip()]
+
+
+class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    role = serializers.CharField(help_text="system, user or assistant.")
+    content = serializers.CharField(help_text="The message text.")
+
+
+class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    recency = serializers.FloatField(help_text="exp-decay of age, half-life in settings.")
+    semantic = serializers.FloatField(help_text="Cosine of query and candidate embeddings.")
+    role = serializers.FloatField(help_text="1.0 for system and milestone, 0.7 otherwise.")
+    signal = serializers.FloatField(help_text="In cart/focus, milestone kind, importance…")
+
+
+class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
+    kind = serializers.CharField(
+        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure."
+    )
+    tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
+    score = serializers.FloatField(
+        help_text="0.35·recency + 0.45·semantic + 0.1·role + 0.1·signal."
+    )
+    score_parts = ContextScorePartsSerializer(help_text="The score's terms.")
+
+
+class IncludedItemSerializer(ContextItemSerializer):
+    reserved = serializers.BooleanField(
+        help_text="Packed by the window reservation (newest verbatim turns) before scoring."
+    )
+
+
+class ExcludedItemSerializer(ContextItemSerializer):
+    reason = serializers.CharField(
+        help_text="`over_budget` (better-scored items used the budget) or "
+        "`larger_than_budget` (would not fit even alone)."
+    )
+
+
+class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    included = serializers.IntegerField(help_text="Candidates of this kind that went in.")
+    excluded = serializers.IntegerField(help_text="Candidates of this kind left out.")
+    tokens = serializers.IntegerField(help_text="Tokens they take (framing: headers, overhead).")
+
+
+class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    session_id = serializers.UUIDField(help_text="The session.")
+    query = serializers.CharField(help_text="The query the candidates were ranked against.")
+    budget = serializers.IntegerField(help_text="The token budget applied.")
+    total_tokens = serializers.IntegerField(
+        help_text="Tokens of `messages` as sent to an OpenAI-style chat call; ≤ budget."
+    )
+    messages = MessageSerializer(many=True, help_text="Ready for `messages=` of a chat call.")
+    parts = serializers.DictField(
+        child=PartSerializer(), help_text="Per kind: how many went in, were left out, tokens."
+    )
+    included = IncludedItemSerializer(
+        many=True, help_text="What went in: the reserved window first, then best score first."
+    )
+    excluded = ExcludedItemSerializer(many=True, help_text="What was left out, and why.")

@@ -1,0 +1,431 @@
+"""Reads of the short-term window: when a session is due for compaction, and the
+context assembled for its next LLM call."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.utils import timezone
+
+from memory_app.embedding import embed_texts
+from memory_app.models_window import ContextSummary
+from memory_app.services.context import memory_candidates
+from memory_app.window.milestones import KINDS, milestone_lines
+from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
+from memory_app.window.tokens import count_tokens, truncate_to_tokens
+from sessions_app.errors import NotFound
+from sessions_app.models import (
+    ChatSession,
+    ChatTurn,
+    SessionComponent,
+    SessionSelection,
+    Tenant,
+    TurnStep,
+)
+
+MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
+MAX_FAILURES = 5
+MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
+MILESTONE_SIGNAL = {
+    "selections": 0.9,
+    "constraints": 0.8,
+    "commitments": 0.8,
+    "open_questions": 0.8,
+    "decisions": 0.7,
+    "ids": 0.7,
+    "items": 0.5,
+}
+
+
+# --- Thresholds ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_turns: int
+    max_tokens: int
+    keep_last_turns: int
+
+
+def window_thresholds(session: ChatSession) -> Thresholds:
+    """The session's own thresholds where set, else the settings'."""
+
+    def pick(own: int | None, default: int) -> int:
+        return default if own is None else own
+
+    return Thresholds(
+        max_turns=pick(session.compact_max_turns, settings.ENGRAM_COMPACT_MAX_TURNS),
+        max_tokens=pick(session.compact_max_tokens, settings.ENGRAM_COMPACT_MAX_TOKENS),
+        keep_last_turns=max(
+            0, pick(session.compact_keep_last_turns, settings.ENGRAM_COMPACT_KEEP_LAST_TURNS)
+        ),
+    )
+
+
+def turn_text_tokens(turn: ChatTurn) -> int:
+    """What a turn costs verbatim in a context: its two messages' text."""
+    return count_tokens(turn.user_message) + count_tokens(turn.assistant_response)
+
+
+@dataclass(frozen=True)
+class CompactionDue:
+    reason: str | None  # "max_turns", "max_tokens" or None
+    open_turns: int  # neither compacted nor rolled back
+    open_tokens: int
+    compactable_turns: int  # open turns older than the last keep_last_turns
+    thresholds: Thresholds
+
+
+def compaction_due(session: ChatSession) -> CompactionDue:
+    """Whether the session's open window crossed a threshold. Tokens are those of the
+    turns' text (what the window would hold), not the LLM usage billed for the turn,
+    which counts the agent's whole prompts many times over."""
+    thresholds = window_thresholds(session)
+    open_turns = list(
+        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
+        .order_by("turn_number")
+        .only("turn_number", "user_message", "assistant_response")
+    )
+    open_tokens = sum(turn_text_tokens(turn) for turn in open_turns)
+    compactable = max(0, len(open_turns) - thresholds.keep_last_turns)
+    reason = None
+    if compactable:
+        if len(open_turns) > thresholds.max_turns:
+            reason = "max_turns"
+        elif open_tokens > thresholds.max_tokens:
+            reason = "max_tokens"
+    return CompactionDue(reason, len(open_turns), open_tokens, compactable, thresholds)
+
+
+def active_summaries(session: ChatSession) -> list[ContextSummary]:
+    return list(
+        ContextSummary.objects.filter(session=session, superseded_by__isnull=True).order_by(
+            "first_turn"
+        )
+    )
+
+
+# --- Context assembly --------------------------------------------------------------------
+
+_VECTOR_CACHE: OrderedDict[str, np.ndarray] = OrderedDict()
+_VECTOR_CACHE_SIZE = 8192  # ~12 MB of float32 vectors; texts repeat across requests
+
+
+def _vectors(texts: list[str]) -> dict[str, np.ndarray]:
+    """Embeddings of distinct texts in one batch; cached per process (LRU), since a
+    session's summaries and milestones come back on every request."""
+    out: dict[str, np.ndarray] = {}
+    missing: list[str] = []
+    for text in dict.fromkeys(texts):
+        cached = _VECTOR_CACHE.get(text)
+        if cached is None:
+            missing.append(text)
+        else:
+            _VECTOR_CACHE.move_to_end(text)
+            out[text] = cached
+    if missing:
+        for text, vector in zip(missing, embed_texts(missing), strict=True):
+            array = np.asarray(vector, dtype=np.float32)
+            out[text] = array
+            _VECTOR_CACHE[text] = array
+        while len(_VECTOR_CACHE) > _VECTOR_CACHE_SIZE:
+            _VECTOR_CACHE.popitem(last=False)
+    return out
+
+
+def _line(text: str) -> str:
+    return truncate_to_tokens(" ".join(text.split()), MAX_LINE_TOKENS)
+
+
+def _session_candidates(session: ChatSession) -> list[Candidate]:
+    at = session.last_active_at
+    out: list[Candidate] = []
+    if session.state:
+        state = json.dumps(session.state, sort_keys=True, separators=(",", ":"), default=str)
+        out.append(
+            Candidate("state", "state", "state", _line(f"state: {state}"), "system", at, 0.8, (0,))
+        )
+    components = {
+        c.mpn: c
+        for c in SessionComponent.objects.filter(
+            session=session, mpn__in=[session.focus_mpn or "", *(session.last_results or [])]
+        )
+    }
+
+    def describe(mpn: str) -> str:
+        component = components.get(mpn)
+        return f"{mpn} ({component.name})" if component and component.name else mpn
+
+    if session.focus_mpn:
+        component = components.get(session.focus_mpn)
+        detail = f" — {component.summary}" if component and component.summary else ""
+        out.append(
+            Candidate(
+                "focus",
+                "focus",
+                "state",
+                _line(f"focus: {describe(session.focus_mpn)}{detail}"),
+                "system",
+                at,
+                1.0,
+                (1,),
+            )
+        )
+    if session.last_results or session.last_query:
+        results = "; ".join(
+            f"{i}. {describe(mpn)}" for i, mpn in enumerate(session.last_results[:10], 1)
+        )
+        query = f'for "{session.last_query}"' if session.last_query else ""
+        out.append(
+            Candidate(
+                "results",
+                "results",
+                "state",
+                _line(f"last results {query}: {results or 'none'}"),
+                "system",
+                at,
+                0.6,
+                (2,),
+            )
+        )
+    cart = list(SessionSelection.objects.filter(session=session).order_by("position"))
+    if cart:
+        items = "; ".join(
+            f"{row.position}. {row.mpn} x{row.quantity}" + (f" ({row.note})" if row.note else "")
+            for row in cart
+        )
+        out.append(
+            Candidate("cart", "cart", "state", _line(f"cart: {items}"), "system", at, 1.0, (3,))
+        )
+    return out
+
+
+def _turn_candidates(session: ChatSession, keep_last: int) -> list[Candidate]:
+    turns = list(
+        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False).order_by(
+            "-turn_number"
+        )[:MAX_VERBATIM_TURNS]
+    )
+    return [
+        Candidate(
+            key=f"turn:{turn.turn_number}",
+            kind="turn",
+            section="turns",
+            text=turn.user_message,
+            reply=turn.assistant_response,
+            role="user",
+            at=turn.created_at,
+            # The last keep_last_turns are the window proper; older open turns (not yet
+            # compacted) compete on their merits.
+            signal=1.0 if index < keep_last else 0.3,
+            order=(turn.turn_number,),
+        )
+        for index, turn in enumerate(turns)
+    ]
+
+
+def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -> list[Candidate]:
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    # A milestone is as recent as the turn it came from, not as the summary holding it.
+    turn_times = dict(
+        ChatTurn.objects.filter(session=session, compacted=True).values_list(
+            "turn_number", "created_at"
+        )
+    )
+    for summary in summaries:
+        out.append(
+            Candidate(
+                key=f"summary:{summary.pk}",
+                kind="summary",
+                section="summaries",
+                text=f"[turns {summary.first_turn}-{summary.last_turn}] {summary.summary}",
+                role="system",
+                at=summary.last_turn_at,
+                signal=0.5,
+                order=(summary.first_turn,),
+            )
+        )
+        for index, (key, turn, line) in enumerate(milestone_lines(summary.milestones)):
+            if key in seen:
+                continue
+            seen.add(key)
+            kind = key.split(":", 1)[0]
+            out.append(
+                Candidate(
+                    key=f"milestone:{key}",
+                    kind="milestone",
+                    section="milestones",
+                    text=line,
+                    role="milestone",
+                    at=turn_times.get(turn, summary.last_turn_at),
+                    signal=MILESTONE_SIGNAL.get(kind, 0.6),
+                    order=(turn, KINDS.index(kind) if kind in KINDS else 99, index),
+                )
+            )
+    return out
+
+
+def _failure_candidates(session: ChatSession) -> list[Candidate]:
+    steps = (
+        TurnStep.objects.filter(session=session, success=False, turn__rolled_back=False)
+        .select_related("turn")
+        .order_by("-created_at", "-id")[:MAX_FAILURES]
+    )
+    return [
+        Candidate(
+            key=f"failure:{step.pk}",
+            kind="failure",
+            section="failures",
+            text=_line(
+                f"[t{step.turn.turn_number}] {step.step_type}"
+                + (f" ({step.model})" if step.model else "")
+                + f" failed: {step.error or 'no error given'}"
+            ),
+            role="tool",
+            at=step.created_at,
+            signal=0.7,
+            order=(step.turn.turn_number, step.step_order),
+        )
+        for step in steps
+    ]
+
+
+@dataclass
+class AssembledContext:
+    session_id: uuid.UUID
+    query: str
+    budget: int
+    messages: list[dict[str, str]]
+    total_tokens: int
+    included: list[dict[str, Any]] = field(default_factory=list)
+    excluded: list[dict[str, Any]] = field(default_factory=list)
+    parts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def _row(candidate: Candidate, score: Score, tokens: int) -> dict[str, Any]:
+    return {
+        "key": candidate.key,
+        "kind": candidate.kind,
+        "tokens": tokens,
+        "score": round(score.total, 4),
+        "score_parts": {
+            "recency": round(score.recency, 4),
+            "semantic": round(score.semantic, 4),
+            "role": score.role,
+            "signal": round(score.signal, 4),
+        },
+    }
+
+
+def context_assemble(
+    *,
+    tenant: Tenant,
+    session_id: Any,
+    query: str = "",
+    budget: int,
+    acting_user_id: str | None = None,
+    acting_roles: list[str] | None = None,
+    now: datetime | None = None,
+) -> AssembledContext:
+    """The messages for the session's next LLM call, packed under `budget` tokens."""
+    try:
+        session = ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
+    except (ValueError, ChatSession.DoesNotExist) as exc:
+        raise NotFound("Session not found.") from exc
+    now = now or timezone.now()
+    thresholds = window_thresholds(session)
+    candidates = [
+        *_session_candidates(session),
+        *_turn_candidates(session, thresholds.keep_last_turns),
+        *_summary_candidates(session, active_summaries(session)),
+        *[
+            Candidate(
+                f"memory:{m.key}",
+                "memory",
+                "memories",
+                _line(m.text),
+                "memory",
+                m.at,
+                m.importance,
+                (index,),
+            )
+            for index, m in enumerate(
+                memory_candidates(
+                    tenant=tenant,
+                    session=session,
+                    query=query,
+                    acting_user_id=acting_user_id or session.user_id,
+                    acting_roles=acting_roles or [],
+                )
+            )
+        ],
+        *_failure_candidates(session),
+    ]
+
+    semantic: dict[str, float] = {}
+    if query.strip():
+
+        def embed_text_of(c: Candidate) -> str:
+            return f"{c.text}\n{c.reply}".strip() if c.reply else c.text
+
+        vectors = _vectors([query, *(embed_text_of(c) for c in candidates)])
+        query_vector = vectors[query]
+        semantic = {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in candidates}
+    half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
+    scores = {
+        c.key: score_candidate(
+            c, now=now, semantic=semantic.get(c.key, 0.0), half_life_minutes=half_life
+        )
+        for c in candidates
+    }
+    window = [
+        c.key
+        for c in sorted(
+            (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
+        )
+    ][: thresholds.keep_last_turns]
+    packed = pack(
+        candidates,
+        scores,
+        budget,
+        reserved=window,
+        reserve_tokens=int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE),
+    )
+
+    # Parts add up to total_tokens exactly: each candidate's own text, then "framing"
+    # (section headers, joining newlines, per-message overhead, reply priming).
+    parts: dict[str, dict[str, int]] = {}
+    for candidate in candidates:
+        parts.setdefault(candidate.kind, {"included": 0, "excluded": 0, "tokens": 0})
+    own = {c.key: content_tokens(c) for c, _, _ in packed.included}
+    for candidate, _, _ in packed.included:
+        parts[candidate.kind]["included"] += 1
+        parts[candidate.kind]["tokens"] += own[candidate.key]
+    for candidate, *_ in packed.excluded:
+        parts[candidate.kind]["excluded"] += 1
+    parts["framing"] = {
+        "included": 0,
+        "excluded": 0,
+        "tokens": packed.total_tokens - sum(own.values()),
+    }
+    return AssembledContext(
+        session_id=session.pk,
+        query=query,
+        budget=budget,
+        messages=packed.messages,
+        total_tokens=packed.total_tokens,
+        included=[
+            {**_row(c, s, own[c.key]), "reserved": c.key in packed.reserved}
+            for c, s, _ in packed.included
+        ],
+        excluded=[{**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded],
+        parts=parts,
+    )

@@ -1,0 +1,317 @@
+"""Compaction: the older span of a session's window becomes a summary with milestones.
+
+Safe to run twice, safe to kill (ARCHITECTURE: background work is idempotent):
+
+- One compaction per session at a time: a PostgreSQL advisory lock keyed on the session
+  is held for the whole run (summarising, maybe an LLM call, then writing). A killed
+  worker's connection closes and PostgreSQL releases the lock with it.
+- The span is re-read under the session's row lock inside the write transaction, and the
+  summary row and the `compacted` flags of its turns are written in that ONE
+  transaction: a crash half-way leaves no summary and no flag, and the next run does it
+  again. `(session, first_turn, last_turn)` is unique, so even a bug around the lock
+  cannot store a span twice.
+- Turns are flagged, never deleted; the turn log keeps everything.
+
+Summaries outgrow their share on long sessions: when there are more active summaries
+than ENGRAM_COMPACT_MAX_SUMMARIES, or more tokens than ENGRAM_COMPACT_SUMMARY_TOKEN_CAP,
+the oldest are condensed into one (milestones unioned) and point at it.
+
+Writes to `chat_turn.compacted` and `chat_session.status` are the two sessions_app
+fields this service owns by design (sessions_app has no service for them and must not
+import us).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory_app.models_window import ContextSummary, SummaryKind, SummaryMethod
+from memory_app.selectors.context import active_summaries, compaction_due, turn_text_tokens
+from memory_app.signals_window import span_compacted
+from memory_app.window.milestones import extract_milestones, merge_milestones
+from memory_app.window.summarize import (
+    LLMUnavailable,
+    abstractive_summary,
+    condense_summaries,
+    extractive_summary,
+    summary_budget,
+)
+from memory_app.window.text import TurnText
+from memory_app.window.tokens import count_tokens
+from sessions_app.errors import NotFound
+from sessions_app.hooks import StepUsage, price_step
+from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.services.lifecycle import session_mark_compacted, turns_mark_compacted
+
+logger = logging.getLogger(__name__)
+
+MAX_SPAN_TURNS = 40  # a long backlog is summarised in spans of at most this many turns
+_ADVISORY_NAMESPACE = 0x656E6772  # "engr": keeps our advisory keys apart from others'
+
+
+@dataclass
+class CompactionResult:
+    session_id: uuid.UUID
+    status: str  # compacted | not_due | nothing_to_compact | busy
+    reason: str | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    turns_compacted: int = 0
+    summary_ids: list[int] = field(default_factory=list)
+    condensed_ids: list[int] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _session_advisory_lock(session_id: uuid.UUID) -> Iterator[bool]:
+    """A session-level advisory lock, released on exit or when the connection dies."""
+    # 63 bits of the session's uuid, XORed with our namespace: one key per session.
+    key = ((uuid.UUID(str(session_id)).int >> 64) ^ _ADVISORY_NAMESPACE) & 0x7FFFFFFFFFFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        acquired = bool(cursor.fetchone()[0])
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def _test_pause() -> None:
+    """Test hook (off by default): stop half-way through the write transaction so that a
+    test can kill the worker at a known point. Touches the marker file first."""
+    seconds = settings.ENGRAM_COMPACTION_TEST_PAUSE_SECONDS
+    if seconds <= 0:
+        return
+    marker = settings.ENGRAM_COMPACTION_TEST_PAUSE_MARKER
+    if marker:
+        Path(marker).write_text(str(time.time()))
+    time.sleep(seconds)
+
+
+@dataclass
+class _Draft:
+    text: str
+    method: str
+    tokens: int
+    llm: dict[str, Any] = field(default_factory=dict)
+
+
+def _summarise(draft: str, *, max_tokens: int) -> _Draft:
+    """The extractive draft, rewritten by the LLM when one is configured."""
+    if not settings.ENGRAM_LLM_URL:
+        return _Draft(draft, SummaryMethod.EXTRACTIVE, count_tokens(draft))
+    try:
+        result = abstractive_summary(
+            draft,
+            url=settings.ENGRAM_LLM_URL,
+            api_key=settings.ENGRAM_LLM_API_KEY,
+            model=settings.ENGRAM_LLM_MODEL,
+            timeout=settings.ENGRAM_LLM_TIMEOUT_SECONDS,
+            max_tokens=max_tokens,
+        )
+    except LLMUnavailable as exc:
+        logger.warning("compaction: LLM unavailable, keeping the extractive summary: %s", exc)
+        return _Draft(
+            draft, SummaryMethod.EXTRACTIVE, count_tokens(draft), {"llm_error": str(exc)[:500]}
+        )
+    cost = price_step(
+        StepUsage(
+            model=result.model,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cached_tokens=0,
+            cache_write_tokens=0,
+            reasoning_tokens=0,
+            at=timezone.now(),
+        )
+    )
+    return _Draft(
+        result.text,
+        SummaryMethod.LLM,
+        count_tokens(result.text),
+        {
+            "llm_model": result.model,
+            "llm_input_tokens": result.input_tokens,
+            "llm_output_tokens": result.output_tokens,
+            "llm_cost_usd": cost.quantize(Decimal("1e-10")) if cost is not None else None,
+            "llm_duration_ms": result.duration_ms,
+        },
+    )
+
+
+def _compactable_turns(session: ChatSession, keep_last: int) -> list[ChatTurn]:
+    """Open turns older than the last `keep_last` live (not rolled back) turns."""
+    live = ChatTurn.objects.filter(session=session, rolled_back=False)
+    kept = list(live.order_by("-turn_number").values_list("turn_number", flat=True)[:keep_last])
+    older = live.filter(compacted=False)
+    if keep_last:
+        if not kept:
+            return []
+        older = older.filter(turn_number__lt=min(kept))
+    return list(older.order_by("turn_number"))
+
+
+def _cart_around(session: ChatSession, span: list[ChatTurn]) -> tuple[list[Any], list[Any]]:
+    """The cart as the turn before the span left it, and as the span's last turn left it
+    (each turn stores the context it left behind, `context_after`)."""
+    before = (
+        ChatTurn.objects.filter(session=session, turn_number__lt=span[0].turn_number)
+        .order_by("-turn_number")
+        .values_list("context_after", flat=True)
+        .first()
+    )
+    after = span[-1].context_after
+    return (
+        list((before or {}).get("selections") or []),
+        list((after or {}).get("selections") or []),
+    )
+
+
+def _write_span(
+    session: ChatSession, span: list[ChatTurn], draft: _Draft, milestones: dict[str, Any]
+) -> ContextSummary | None:
+    """Summary row + compacted flags + session status, in one transaction. None when
+    the span is no longer what it was (compacted or rolled back meanwhile)."""
+    numbers = [turn.turn_number for turn in span]
+    with transaction.atomic():
+        ChatSession.objects.select_for_update().only("id").get(pk=session.pk)
+        still_open = ChatTurn.objects.filter(
+            session=session, turn_number__in=numbers, compacted=False, rolled_back=False
+        ).count()
+        if still_open != len(numbers):
+            return None
+        summary = ContextSummary.objects.create(
+            tenant_id=session.tenant_id,
+            session=session,
+            first_turn=numbers[0],
+            last_turn=numbers[-1],
+            turn_count=len(numbers),
+            kind=SummaryKind.SPAN,
+            summary=draft.text,
+            milestones=milestones,
+            method=draft.method,
+            tokens=draft.tokens,
+            source_tokens=sum(turn_text_tokens(turn) for turn in span),
+            last_turn_at=span[-1].created_at,
+            **draft.llm,
+        )
+        # Two writes on purpose, with the test pause between them: a crash here must
+        # roll back the summary and the first half of the flags together.
+        half = len(numbers) // 2
+        turns_mark_compacted(session_id=session.pk, turn_numbers=numbers[:half])
+        _test_pause()
+        turns_mark_compacted(session_id=session.pk, turn_numbers=numbers[half:])
+        session_mark_compacted(session_id=session.pk)
+        payload = {
+            "sender": ContextSummary,
+            "tenant_id": session.tenant_id,
+            "session_id": session.pk,
+            "summary_id": summary.pk,
+            "first_turn": summary.first_turn,
+            "last_turn": summary.last_turn,
+            "summary": summary.summary,
+            "milestones": summary.milestones,
+        }
+        transaction.on_commit(lambda: span_compacted.send(**payload))
+    return summary
+
+
+def _condense(session: ChatSession) -> list[int]:
+    """Merge the oldest active summaries while they exceed their count or token cap."""
+    max_summaries = max(2, settings.ENGRAM_COMPACT_MAX_SUMMARIES)
+    token_cap = settings.ENGRAM_COMPACT_SUMMARY_TOKEN_CAP
+    created: list[int] = []
+    for _ in range(10):  # each round strictly reduces the count; bounded anyway
+        active = active_summaries(session)
+        total = sum(s.tokens for s in active)
+        if len(active) < 2 or (len(active) <= max_summaries and total <= token_cap):
+            break
+        keep_newest = max(1, max_summaries // 2)
+        merge = active[: max(2, len(active) - keep_newest)]
+        budget = max(80, token_cap // 3)
+        draft = _summarise(
+            condense_summaries([s.summary for s in merge], budget), max_tokens=budget
+        )
+        with transaction.atomic():
+            ChatSession.objects.select_for_update().only("id").get(pk=session.pk)
+            ids = [s.pk for s in merge]
+            if ContextSummary.objects.filter(pk__in=ids, superseded_by__isnull=True).count() != len(
+                ids
+            ):
+                break
+            condensed = ContextSummary.objects.create(
+                tenant_id=session.tenant_id,
+                session=session,
+                first_turn=merge[0].first_turn,
+                last_turn=merge[-1].last_turn,
+                turn_count=sum(s.turn_count for s in merge),
+                kind=SummaryKind.CONDENSED,
+                summary=draft.text,
+                milestones=merge_milestones([s.milestones for s in merge]),
+                method=draft.method,
+                tokens=draft.tokens,
+                source_tokens=sum(s.tokens for s in merge),
+                last_turn_at=merge[-1].last_turn_at,
+                **draft.llm,
+            )
+            ContextSummary.objects.filter(pk__in=ids).update(superseded_by=condensed)
+        created.append(condensed.pk)
+    return created
+
+
+def session_compact(
+    *, session_id: uuid.UUID | str, force: bool = False, tenant_id: int | None = None
+) -> CompactionResult:
+    """Compact the session's older span if a threshold is crossed (or `force`), then
+    condense old summaries if they outgrew their share."""
+    try:
+        sid = uuid.UUID(str(session_id))
+        lookup = {"pk": sid} if tenant_id is None else {"pk": sid, "tenant_id": tenant_id}
+        session = ChatSession.objects.get(**lookup)
+    except (ValueError, ChatSession.DoesNotExist) as exc:
+        raise NotFound("Session not found.") from exc
+    result = CompactionResult(session_id=session.pk, status="nothing_to_compact")
+    with _session_advisory_lock(session.pk) as acquired:
+        if not acquired:
+            result.status = "busy"  # another run holds it and will see the same turns
+            return result
+        due = compaction_due(session)
+        result.reason = due.reason or ("forced" if force else None)
+        if due.reason is None and not force:
+            result.status = "not_due"
+            return result
+        span_turns = _compactable_turns(session, due.thresholds.keep_last_turns)
+        for start in range(0, len(span_turns), MAX_SPAN_TURNS):
+            span = span_turns[start : start + MAX_SPAN_TURNS]
+            texts = [
+                TurnText(t.turn_number, t.user_message, t.assistant_response, t.intent_data or {})
+                for t in span
+            ]
+            source_tokens = sum(turn_text_tokens(turn) for turn in span)
+            budget = summary_budget(source_tokens)
+            draft = _summarise(extractive_summary(texts, budget), max_tokens=budget)
+            cart_before, cart_after = _cart_around(session, span)
+            milestones = extract_milestones(texts, cart_before=cart_before, cart_after=cart_after)
+            summary = _write_span(session, span, draft, milestones)
+            if summary is None:
+                break
+            result.status = "compacted"
+            result.spans.append((summary.first_turn, summary.last_turn))
+            result.summary_ids.append(summary.pk)
+            result.turns_compacted += len(span)
+            result.methods.append(summary.method)
+        result.condensed_ids = _condense(session)
+    return result

@@ -1,0 +1,222 @@
+"""Milestone notes: the structured facts of a span that a prose summary may blur.
+
+A summary is lossy by design; milestones are what must survive it: the items (MPNs)
+mentioned, the selections made, constraints (budgets, price ceilings, dates,
+quantities), ids, decisions, commitments and open questions, each with the turn it came
+from. They are plain JSON so that the context can include them one line at a time, and
+merging two spans' milestones is a set union (condensed summaries keep them all, up to
+a per-kind cap that drops the oldest).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memory_app.window.text import (
+    COMMITMENT_RE,
+    CONSTRAINT_RE,
+    DECISION_RE,
+    HEDGE_RE,
+    TurnText,
+    digits_of,
+    mpns_in,
+    numeric_values,
+    turn_sentences,
+)
+
+KINDS = (
+    "items",
+    "selections",
+    "constraints",
+    "ids",
+    "decisions",
+    "commitments",
+    "open_questions",
+)
+MAX_TEXT_CHARS = 200
+_ID_CONTEXT = re.compile(
+    r"\b(?:order|ticket|invoice|ref(?:erence)?|case|po|quote|account|tracking|id|number|no\.?)"
+    r"\b|#",
+    re.IGNORECASE,
+)
+_SELECT_RE = re.compile(
+    r"\b(?:add(?:ed)?|put|select(?:ed)?|take|took|choose|chose|go with|going with|"
+    r"order(?:ed)?|buy|bought|cart)\b",
+    re.IGNORECASE,
+)
+_BUDGET_RE = re.compile(r"\b(?:budget|spend|afford)\b", re.IGNORECASE)
+_CEILING_RE = re.compile(
+    r"\b(?:under|below|less than|no more than|nothing over|not over|at most|max(?:imum)?|"
+    r"ceiling|cap|cheaper than)\b",
+    re.IGNORECASE,
+)
+_DEADLINE_RE = re.compile(r"\b(?:by|before|until|deadline|no later than|due)\b", re.IGNORECASE)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
+
+
+def empty_milestones() -> dict[str, list[dict[str, Any]]]:
+    return {kind: [] for kind in KINDS}
+
+
+def _constraint_kind(kind: str, sentence: str) -> str:
+    if kind == "date":
+        return "date"
+    if kind == "money":
+        if _BUDGET_RE.search(sentence):
+            return "budget"
+        if _CEILING_RE.search(sentence):
+            return "price_ceiling"
+        return "price"
+    if kind == "quantity":
+        return "quantity"
+    return "number"
+
+
+def extract_milestones(
+    turns: list[TurnText],
+    *,
+    cart_before: list[dict[str, Any]] | None = None,
+    cart_after: list[dict[str, Any]] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Milestones of a span of turns. `cart_before`/`cart_after` are the cart snapshots
+    (`[{mpn, quantity, …}]`) before the span's first turn and after its last one: what
+    was added or changed in between is a selection made in the span, whatever the text
+    said."""
+    out = empty_milestones()
+    seen: set[tuple[str, str]] = set()
+
+    def add(kind: str, key: str, entry: dict[str, Any]) -> bool:
+        if (kind, key) in seen:
+            return False
+        seen.add((kind, key))
+        out[kind].append(entry)
+        return True
+
+    for sentence in turn_sentences(turns):
+        text, turn = sentence.text, sentence.turn_number
+        clipped = _clip(text)
+        mpns = mpns_in(text)
+        for mpn in mpns:
+            add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
+            if sentence.speaker == "user" and _SELECT_RE.search(text):
+                add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
+        values = numeric_values(text)
+        new_values = 0
+        for kind, value in values:
+            if kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4:
+                new_values += add(
+                    "ids",
+                    value.lstrip("#"),
+                    {"value": value.lstrip("#"), "turn": turn, "text": clipped},
+                )
+                continue
+            constraint = _constraint_kind(kind, text)
+            if constraint == "number" and not CONSTRAINT_RE.search(text):
+                constraint = "fact"
+            if constraint == "date" and _DEADLINE_RE.search(text):
+                constraint = "deadline"
+            entry = {"kind": constraint, "value": value, "turn": turn, "text": clipped}
+            new_values += add(
+                "constraints",
+                _entry_key("constraints", entry),
+                entry,
+            )
+        # An answer that only restates values already noted ("I will keep the total
+        # within $2,214") is not kept again as a commitment: the context would pay twice.
+        restated = bool(values) and not new_values
+        if DECISION_RE.search(text) and (mpns or sentence.speaker == "user"):
+            add("decisions", clipped.lower(), {"turn": turn, "text": clipped})
+        if sentence.speaker == "assistant" and COMMITMENT_RE.search(text) and not restated:
+            add("commitments", clipped.lower(), {"turn": turn, "text": clipped})
+        if text.rstrip().endswith("?") and (
+            sentence.speaker == "assistant" or HEDGE_RE.search(text)
+        ):
+            add("open_questions", clipped.lower(), {"turn": turn, "text": clipped})
+
+    for turn_text in turns:  # structured intents name their items directly
+        intent = turn_text.intent_data or {}
+        number = turn_text.turn_number
+        named = [intent.get("mpn"), *(intent.get("mpns") or [])]
+        for mpn in [m for m in named if isinstance(m, str) and m]:
+            add("items", mpn, {"mpn": mpn, "turn": number, "text": ""})
+            if re.search(r"select|cart|add|order|buy", str(intent.get("intent", "")), re.I):
+                add("selections", mpn, {"mpn": mpn, "turn": number, "source": "intent"})
+
+    before = {row["mpn"]: row for row in cart_before or []}
+    last_turn = turns[-1].turn_number if turns else 0
+    for row in cart_after or []:
+        previous = before.get(row["mpn"])
+        if previous is None or previous.get("quantity") != row.get("quantity"):
+            out["selections"] = [s for s in out["selections"] if s["mpn"] != row["mpn"]]
+            out["selections"].append(
+                {
+                    "mpn": row["mpn"],
+                    "turn": last_turn,
+                    "source": "cart",
+                    "quantity": row.get("quantity", 1),
+                }
+            )
+    return out
+
+
+def _entry_key(kind: str, entry: dict[str, Any]) -> str:
+    if kind in ("items", "selections"):
+        return str(entry.get("mpn"))
+    if kind == "ids":
+        return str(entry.get("value"))
+    if kind == "constraints":
+        # One value per turn, whichever sentence said it first ("$2,214" by the user and
+        # "$2,214" in the answer, "14 inches" and "14 inch" are one constraint).
+        value = str(entry.get("value", ""))
+        norm = value.lower() if entry.get("kind") in ("date", "deadline") else digits_of(value)
+        return f"{norm or value}:{entry.get('turn')}"
+    return str(entry.get("text", "")).lower()
+
+
+def merge_milestones(
+    parts: list[dict[str, list[dict[str, Any]]]], *, max_per_kind: int = 400
+) -> dict[str, list[dict[str, Any]]]:
+    """The union of several spans' milestones, oldest first. An item or id mentioned
+    again keeps its first mention; beyond `max_per_kind` entries of one kind the oldest
+    are dropped (the turns themselves are still in the turn log)."""
+    out = empty_milestones()
+    for kind in KINDS:
+        seen: dict[str, int] = {}
+        for part in parts:
+            for entry in part.get(kind, []):
+                key = _entry_key(kind, entry)
+                if key in seen:
+                    if kind == "selections":  # the later selection wins (quantity)
+                        out[kind][seen[key]] = entry
+                    continue
+                seen[key] = len(out[kind])
+                out[kind].append(entry)
+        out[kind].sort(key=lambda entry: entry.get("turn", 0))
+        out[kind] = out[kind][-max_per_kind:]
+    return out
+
+
+def milestone_lines(milestones: dict[str, list[dict[str, Any]]]) -> list[tuple[str, int, str]]:
+    """(key, turn, line) per entry: the compact lines the context includes one by one."""
+    lines: list[tuple[str, int, str]] = []
+    for kind in KINDS:
+        for entry in milestones.get(kind, []):
+            turn = int(entry.get("turn", 0))
+            if kind == "items":
+                body = f"item {entry['mpn']}" + (f": {entry['text']}" if entry.get("text") else "")
+            elif kind == "selections":
+                quantity = f" x{entry['quantity']}" if entry.get("quantity") else ""
+                body = f"selected {entry['mpn']}{quantity}"
+            elif kind == "constraints":
+                body = f"{entry['kind']} {entry['value']}: {entry['text']}"
+            elif kind == "ids":
+                body = f"id {entry['value']}: {entry['text']}"
+            else:
+                body = f"{kind.rstrip('s').replace('_', ' ')}: {entry['text']}"
+            lines.append((f"{kind}:{_entry_key(kind, entry)}", turn, f"[t{turn}] {body}"))
+    return lines

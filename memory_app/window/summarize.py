@@ -1,0 +1,178 @@
+"""Summaries of a span: extractive first, abstractive (LLM) on top when configured.
+
+Extractive (the default, and the LLM's input): the span's sentences are scored for the
+facts an agent needs later — numbers, MPNs/ids, names, decisions, constraints — and the
+best ones are kept, in their original order and attributed to their turn, until a token
+budget is met. It is faithful (every sentence was said) and cheap; what it drops is
+still in the milestones and in the turn log.
+
+Abstractive: the extractive draft goes to an OpenAI-compatible `/chat/completions`
+endpoint with the instruction to keep every number, id and MPN. The call's usage is
+returned so the caller can record its cost. Any failure raises `LLMUnavailable`, and
+the caller falls back to the extractive draft (and says so).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+from memory_app.window.text import (
+    CONSTRAINT_RE,
+    DECISION_RE,
+    FILLER_RE,
+    NAME_RE,
+    Sentence,
+    TurnText,
+    mpns_in,
+    numeric_values,
+    turn_sentences,
+)
+from memory_app.window.tokens import count_tokens, truncate_to_tokens
+
+_LINE_RE = re.compile(r"^\[t(\d+)\] (?:U|A|S): (.*)$")
+SYSTEM_PROMPT = (
+    "You condense an agent's conversation notes into a short factual summary. Keep every "
+    "number, amount, date, id and part number (MPN) exactly as written, and every decision, "
+    "constraint, commitment and open question. Write terse bullet points prefixed with the "
+    "turn tag ([t12]) they came from. Do not invent anything."
+)
+
+
+def score_sentence(sentence: Sentence) -> float:
+    """How much later turns are likely to need this sentence."""
+    text = sentence.text
+    if FILLER_RE.match(text.strip()) or len(text.split()) < 3:
+        return 0.0
+    score = 1.0
+    score += 3.0 * len(mpns_in(text))
+    score += 2.0 * len(numeric_values(text))
+    score += 0.5 * min(4, len(NAME_RE.findall(text)))
+    score += 2.0 if DECISION_RE.search(text) else 0.0
+    score += 1.5 if CONSTRAINT_RE.search(text) else 0.0
+    score += 0.5 if sentence.speaker == "user" else 0.0  # the user's words are the intent
+    # Long sentences must earn their tokens.
+    return score / (1.0 + math.log1p(count_tokens(text) / 25.0))
+
+
+def summary_budget(
+    source_tokens: int, *, ratio: float = 0.3, floor: int = 60, cap: int = 400
+) -> int:
+    """Tokens a span's summary may take: a share of what it replaces, within bounds."""
+    return max(floor, min(cap, int(source_tokens * ratio)))
+
+
+def _tag(speaker: str) -> str:
+    return {"user": "U", "assistant": "A"}.get(speaker, "S")
+
+
+def select_sentences(sentences: list[Sentence], max_tokens: int) -> list[Sentence]:
+    """The best sentences that fit `max_tokens` as lines, in their original order."""
+    ranked = sorted(sentences, key=lambda s: (-score_sentence(s), s.position))
+    chosen: list[Sentence] = []
+    used = 0
+    for sentence in ranked:
+        if score_sentence(sentence) <= 0:
+            break
+        cost = count_tokens(
+            f"[t{sentence.turn_number}] {_tag(sentence.speaker)}: {sentence.text}\n"
+        )
+        if used + cost > max_tokens:
+            continue
+        chosen.append(sentence)
+        used += cost
+    return sorted(chosen, key=lambda s: s.position)
+
+
+def render_lines(sentences: list[Sentence]) -> str:
+    return "\n".join(f"[t{s.turn_number}] {_tag(s.speaker)}: {s.text}" for s in sentences)
+
+
+def extractive_summary(turns: list[TurnText], max_tokens: int) -> str:
+    """Top sentences of the span, one line each: ``[t12] U: …`` / ``[t12] A: …``."""
+    text = render_lines(select_sentences(turn_sentences(turns), max_tokens))
+    return text or truncate_to_tokens(
+        " ".join(f"[t{t.turn_number}] U: {t.user_message}" for t in turns), max_tokens
+    )
+
+
+def summary_sentences(summaries: list[str]) -> list[Sentence]:
+    """Lines of earlier extractive summaries back as sentences (for condensing); prose
+    from an LLM summary is split into sentences attributed to no turn (0)."""
+    out: list[Sentence] = []
+    for summary in summaries:
+        for line in summary.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            match = _LINE_RE.match(line)
+            if match:
+                speaker = {"U": "user", "A": "assistant"}.get(line.split("] ", 1)[1][0], "summary")
+                out.append(Sentence(int(match.group(1)), speaker, match.group(2), len(out)))
+            else:
+                out.append(Sentence(0, "summary", line.lstrip("-• "), len(out)))
+    return out
+
+
+def condense_summaries(summaries: list[str], max_tokens: int) -> str:
+    """Several summaries merged into one within `max_tokens`, best lines kept."""
+    return render_lines(select_sentences(summary_sentences(summaries), max_tokens))
+
+
+class LLMUnavailable(Exception):
+    """The configured LLM endpoint failed; the caller falls back to extractive."""
+
+
+@dataclass(frozen=True)
+class LLMSummary:
+    text: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    duration_ms: int
+    usage_raw: dict[str, object]
+
+
+def abstractive_summary(
+    draft: str, *, url: str, api_key: str, model: str, timeout: float, max_tokens: int
+) -> LLMSummary:
+    """The draft rewritten by an OpenAI-compatible chat endpoint (`{url}/chat/completions`)."""
+    body = json.dumps(
+        {
+            "model": model,
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": draft},
+            ],
+        }
+    ).encode()
+    request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
+        f"{url.rstrip('/')}/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
+    )
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            payload = json.load(response)
+        text = str(payload["choices"][0]["message"]["content"]).strip()
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise LLMUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    if not text:
+        raise LLMUnavailable("The LLM returned an empty summary.")
+    usage = payload.get("usage") or {}
+    return LLMSummary(
+        text=truncate_to_tokens(text, max_tokens),
+        model=str(payload.get("model") or model),
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        usage_raw=usage,
+    )
