@@ -38,6 +38,7 @@ from bench.harness import (
 # rollups vs a naive GROUP BY) and B4 (compaction) go here when their features land.
 BENCHMARKS: list[str] = [
     "bench.b1_ingestion",
+    "bench.b4_compaction",
 ]
 
 
