@@ -20,6 +20,22 @@ class Granularity(models.TextChoices):
     DAY = "day", "day"
 
 
+# The counter columns of `SpendCounters`, in one order for the fill's SQL and the reads.
+ROLLUP_COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "calls",
+    "errors",
+    "unpriced_calls",
+    "zero_cost_calls",
+    "negative_cost_calls",
+)
+
+
 class SpendCounters(models.Model):
     """The counters every rollup row carries. Anomalies are counted, never dropped (as in
     PostHog's LLM cost rollups): a step of an unknown model still adds its tokens and a
@@ -155,6 +171,7 @@ class RunawayAlert(models.Model):
 
 
 __all__ = [
+    "ROLLUP_COUNTERS",
     "AlertStatus",
     "Granularity",
     "RollupFillState",

@@ -21,7 +21,13 @@ from typing import Any
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import TruncDay
 
-from analytics_app.models import Granularity, RollupFillState, SpendRollup, UserSpendRollup
+from analytics_app.models import (
+    ROLLUP_COUNTERS,
+    Granularity,
+    RollupFillState,
+    SpendRollup,
+    UserSpendRollup,
+)
 from sessions_app.models import Tenant
 
 # group_by value → rollup column.
@@ -32,19 +38,7 @@ GROUPINGS = {
     "step_type": "step_type",
     "user": "user_id",
 }
-COUNTERS = [
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "cost_usd",
-    "calls",
-    "errors",
-    "unpriced_calls",
-    "zero_cost_calls",
-    "negative_cost_calls",
-]
+COUNTERS = ROLLUP_COUNTERS
 
 
 class UnsupportedGrouping(ValueError):

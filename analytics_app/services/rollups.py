@@ -24,24 +24,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from analytics_app.models import RollupFillState, UserSpendRollup
+from analytics_app.models import ROLLUP_COUNTERS, RollupFillState, UserSpendRollup
 
 logger = logging.getLogger(__name__)
 
-_COUNTERS = (
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "cost_usd",
-    "calls",
-    "errors",
-    "unpriced_calls",
-    "zero_cost_calls",
-    "negative_cost_calls",
-)
-# The aggregate of each counter over a batch of turn_step rows, in _COUNTERS order.
+# The aggregate of each counter over a batch of turn_step rows, in ROLLUP_COUNTERS order.
 _SUMS = """
     SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cache_write_tokens),
     SUM(reasoning_tokens), COALESCE(SUM(cost_usd), 0), COUNT(*),
@@ -58,8 +45,8 @@ def _bucket(unit: str) -> str:
 
 
 def _upsert_sql(table: str, key_columns: list[str], key_select: list[str]) -> str:
-    counters = ", ".join(_COUNTERS)
-    increments = ", ".join(f"{c} = {table}.{c} + EXCLUDED.{c}" for c in _COUNTERS)
+    counters = ", ".join(ROLLUP_COUNTERS)
+    increments = ", ".join(f"{c} = {table}.{c} + EXCLUDED.{c}" for c in ROLLUP_COUNTERS)
     positions = ", ".join(str(i + 1) for i in range(len(key_select)))
     return (
         f"INSERT INTO {table} ({', '.join(key_columns)}, {counters}) "  # noqa: S608 - constants only
