@@ -216,7 +216,7 @@ def _rows(
     from pgvector import Vector
 
     vectors, sources = chunk_vectors(base, spec.seed, lo, hi)
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for offset, index in enumerate(range(lo, hi)):
         memory_type, text = texts[int(sources[offset])]
         if index >= len(texts):
