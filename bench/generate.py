@@ -11,9 +11,9 @@ its own, and a chunk whose turns are all there is skipped, so an interrupted run
 where it stopped and a second run changes nothing. Growing `turns_per_session` later adds
 the new turns; growing `steps_per_turn` does not add steps to turns that already exist.
 
-`STAGES` is the list of generators, run in order. Other apps' data (long-term memories,
-once memory_app's models land) plugs in by appending a `Stage` there; a stage gets the
-spec and a progress callback, must be idempotent the same way, and returns row counts.
+`STAGES` is the list of generators, run in order; a stage gets the spec and a progress
+callback, must be idempotent the same way, and returns row counts. Long-term memories
+(with real MiniLM vectors) are the last stage, in `bench.memory_data`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ SPREAD_DAYS = 30  # sessions start over the 30 days before the anchor day
 @dataclass(frozen=True)
 class GenerateSpec:
     """How much to make. `sessions` and the counts after it are per tenant / session /
-    turn; `components` and `selections` are per session (selections ≤ components)."""
+    turn; `components` and `selections` are per session (selections ≤ components).
+    `memories` is a total over the tenants (`memory_users` users each); the first
+    `memory_texts` of them are distinct texts embedded for real, the rest reuse those
+    vectors with a small perturbation (see `bench.memory_data`)."""
 
     tenants: int
     sessions: int
@@ -49,6 +52,9 @@ class GenerateSpec:
     selections: int = 0
     seed: int = 1
     chunk_sessions: int = 200
+    memories: int = 0
+    memory_texts: int = 2000
+    memory_users: int = 1000
 
     @property
     def total_steps(self) -> int:
@@ -66,6 +72,7 @@ class StageResult:
     name: str
     inserted: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # seconds of notable steps
 
 
 Stage = Callable[[GenerateSpec, Progress], StageResult]
@@ -380,11 +387,19 @@ def stage_components_and_selections(spec: GenerateSpec, progress: Progress) -> S
     return result
 
 
-# The generators, in order. memory_app's (memories, versions, relations) goes here.
+def stage_memories(spec: GenerateSpec, progress: Progress) -> StageResult:
+    """Long-term memories; imported late, since its module imports this one."""
+    from bench.memory_data import stage_memories as memories
+
+    return memories(spec, progress)
+
+
+# The generators, in order.
 STAGES: list[Stage] = [
     stage_tenants_and_sessions,
     stage_turns_and_steps,
     stage_components_and_selections,
+    stage_memories,
 ]
 
 
@@ -393,7 +408,7 @@ def generate(spec: GenerateSpec, progress: Progress = stderr_progress) -> list[S
     progress(
         f"[generate] {spec.tenants} tenants x {spec.sessions} sessions x "
         f"{spec.turns_per_session} turns x {spec.steps_per_turn} steps "
-        f"= {spec.total_steps:,} steps (seed {spec.seed})"
+        f"= {spec.total_steps:,} steps, {spec.memories:,} memories (seed {spec.seed})"
     )
     started = time.monotonic()
     results = [stage(spec, progress) for stage in STAGES]

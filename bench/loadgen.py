@@ -86,11 +86,21 @@ def run_load(
     start together and run until `max_requests` in total or `max_seconds` have passed."""
     threads = len(operations)
     tickets = itertools.count()  # next() on it is atomic under the GIL
-    start = threading.Barrier(threads + 1)
+    deadline = [0.0]
+    began = [0.0]
+    cpu_before = [0.0]
+
+    def open_the_gate() -> None:
+        # Run by the last thread to arrive, before any is released: no worker can read
+        # the deadline before it is set (one that did would stop at once, unmeasured).
+        cpu_before[0] = time.process_time()
+        began[0] = time.perf_counter()
+        deadline[0] = began[0] + max_seconds
+
+    start = threading.Barrier(threads + 1, action=open_the_gate)
     per_thread: list[list[float]] = [[] for _ in range(threads)]
     errors: list[str] = []
     error_count = [0] * threads
-    deadline = [0.0]
 
     def worker(index: int) -> None:
         operation = operations[index]
@@ -103,7 +113,7 @@ def run_load(
         latencies = per_thread[index]
         clock = time.perf_counter
         while next(tickets) < max_requests and clock() < deadline[0]:
-            began = clock()
+            sent_at = clock()
             try:
                 operation()
             except Exception as exc:
@@ -111,7 +121,7 @@ def run_load(
                 if len(errors) < 5:
                     errors.append(str(exc)[:300])
                 continue
-            latencies.append((clock() - began) * 1000)
+            latencies.append((clock() - sent_at) * 1000)
 
     workers = [
         threading.Thread(target=worker, args=(i,), name=f"{name}-{i}", daemon=True)
@@ -120,13 +130,10 @@ def run_load(
     for thread in workers:
         thread.start()
     start.wait()
-    cpu_before = time.process_time()
-    began = time.perf_counter()
-    deadline[0] = began + max_seconds
     for thread in workers:
         thread.join(timeout=max_seconds + 60)
-    seconds = time.perf_counter() - began
-    cpu = time.process_time() - cpu_before
+    seconds = time.perf_counter() - began[0]
+    cpu = time.process_time() - cpu_before[0]
     latencies = [value for chunk in per_thread for value in chunk]
     return LoadResult(
         name=name,
@@ -141,28 +148,31 @@ def run_load(
 
 
 class HttpPoster:
-    """POSTs pre-encoded JSON to `paths` in turn on one keep-alive connection,
+    """Sends pre-encoded JSON to `paths` in turn on one keep-alive connection,
     reconnecting when the server closes it. Raises on any status other than `expect`.
-    With `key_prefix`, every request carries a new `Idempotency-Key`."""
+    With `key_prefix`, every request carries a new `Idempotency-Key`; with `bodies`,
+    request n sends bodies[n % len(bodies)] instead of `body` (B2's varied queries);
+    `method="GET"` sends no body."""
 
     def __init__(
         self,
         *,
         port: int,
         paths: list[str],
-        body: bytes,
+        body: bytes = b"",
         headers: dict[str, str],
         expect: int = 201,
         key_prefix: str | None = None,
+        bodies: list[bytes] | None = None,
+        method: str = "POST",
     ) -> None:
         self.port = port
         self.paths = paths
-        self.body = body
-        self.headers = {
-            **headers,
-            "Content-Type": "application/json",
-            "Content-Length": str(len(body)),
-        }
+        self.bodies = bodies or [body]
+        self.method = method
+        self.headers = (
+            {**headers, "Content-Type": "application/json"} if method != "GET" else headers
+        )
         self.expect = expect
         self.key_prefix = key_prefix
         self.sent = 0
@@ -173,11 +183,16 @@ class HttpPoster:
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         headers = self.headers
         path = self.paths[self.sent % len(self.paths)]
+        body: bytes | None = self.bodies[self.sent % len(self.bodies)]
         self.sent += 1
+        if self.method == "GET":
+            body = None
+        else:
+            headers = {**headers, "Content-Length": str(len(body or b""))}
         if self.key_prefix is not None:
             headers = {**headers, "Idempotency-Key": f"{self.key_prefix}-{self.sent}"}
         try:
-            self.conn.request("POST", path, self.body, headers)
+            self.conn.request(self.method, path, body, headers)
             response = self.conn.getresponse()
             payload = response.read()
         except (OSError, http.client.HTTPException):

@@ -34,10 +34,11 @@ from bench.harness import (
     write_json,
 )
 
-# The registry, in run order. B2 (memory search / context assembly), B3 (dashboard
-# rollups vs a naive GROUP BY) and B4 (compaction) go here when their features land.
+# The registry, in run order.
 BENCHMARKS: list[str] = [
     "bench.b1_ingestion",
+    "bench.b2_memory_search",
+    "bench.b3_dashboards",
     "bench.b4_compaction",
 ]
 

@@ -44,6 +44,11 @@ _ID_QUERY_TOKEN = re.compile(r"[\w][\w./-]*\d[\w./-]*|\d[\w./-]*")
 # Lexical weights for {D, C, B, A}: English content A, English summary B, simple content
 # C, simple summary D. Simple tokens weigh as much as English ones: they carry the ids.
 RANK_WEIGHTS = "{0.5, 1.0, 0.5, 1.0}"
+# HNSW candidate list. pgvector's default (40) gave recall@10 0.84 unfiltered and 0.92-0.94
+# under the tenant + visibility filter at 100k clustered memories; 200 gives 0.97 for
+# the same vector-step time (~4.5 ms: under a selective filter the iterative scan visits
+# that many tuples anyway). bench/RESULTS.md, "B2 notes".
+EF_SEARCH = 200
 
 
 @dataclass
@@ -137,7 +142,7 @@ def memory_search(
     with transaction.atomic(), connection.cursor() as cursor:
         if vector is not None:
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, candidates)}")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}")
             cursor.execute(
                 f"""
                 WITH nearest AS MATERIALIZED (

@@ -1,4 +1,5 @@
-"""`manage.py bench_generate`: synthetic tenants, sessions, turns and steps for benchmarks.
+"""`manage.py bench_generate`: synthetic tenants, sessions, turns, steps and long-term
+memories for benchmarks.
 
 Thin: the logic (deterministic, idempotent, resumable, SQL-side) is in `bench.generate`.
 """
@@ -42,6 +43,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=1, help="Names and ids derive from it.")
         parser.add_argument("--chunk-sessions", type=int, default=200)
+        parser.add_argument("--memories", type=int, default=0, help="In total, over the tenants.")
+        parser.add_argument(
+            "--memory-texts",
+            type=int,
+            default=2000,
+            help="Distinct texts embedded with the real model; further memories reuse their "
+            "vectors with a small perturbation.",
+        )
+        parser.add_argument("--memory-users", type=int, default=1000, help="Per tenant.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         spec = GenerateSpec(
@@ -53,6 +63,9 @@ class Command(BaseCommand):
             selections=options["selections"],
             seed=options["seed"],
             chunk_sessions=options["chunk_sessions"],
+            memories=options["memories"],
+            memory_texts=options["memory_texts"],
+            memory_users=options["memory_users"],
         )
         for result in generate(spec, progress=lambda line: self.stderr.write(line)):
             counts = ", ".join(f"{table} +{n:,}" for table, n in result.inserted.items())

@@ -1,0 +1,423 @@
+"""B2 memory search: latency of `POST /api/v1/memories/search` as the store grows, and
+recall@10 of its vector step against an exact scan.
+
+- Latency: the endpoint over HTTP to gunicorn (`config.settings.production`, workers =
+  nproc, gthread), query embedding included (the worker embeds the query with MiniLM),
+  from `threads` client threads, at each size; p50/p95 per size and the ratio of the
+  largest size's p95 to the 10k one's.
+- Two request shapes, both in the largest tenant: "user" (`user_id` = one user: the
+  planner filters by the (tenant, user) index, HNSW is not involved) and "tenant"
+  (`acting_user_id` only: the tenant's public memories plus the user's own, ~10% of the
+  tenant, which is where HNSW with iterative scans does the work).
+- Recall@10: the first ten of `memory_search(mode="vector")`'s vector ranking (the real
+  selector, so the same ef_search, iterative scan and filters as in production) against
+  an exact top ten under the same filters, ordered by the full-precision
+  `embedding <=> q` (an expression no index covers: a sequential scan).
+
+The data grows in place (10k ⊂ 100k ⊂ 1M, bench.memory_data), so sizes run in order and
+cannot alternate; each size's figures are taken right after its load and ANALYZE.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench.generate import GenerateSpec
+from bench.harness import BenchContext, BenchResult
+from bench.loadgen import HttpPoster, LoadResult, run_load
+from bench.memory_data import query_texts
+from bench.servers import Gunicorn
+
+ID = "B2"
+TITLE = "Memory search: POST /api/v1/memories/search p50/p95 as memories grow; recall@10"
+TARGET_P95_RATIO = 1.5
+TARGET_RECALL = 0.95
+SHAPES = ["user", "tenant"]
+K = 10
+
+
+@dataclass(frozen=True)
+class B2Size:
+    sizes: list[int]
+    memory_texts: int
+    queries: int
+    requests_per_shape: int
+    seconds_per_shape: float
+    threads: int = 2
+
+
+SIZES = {
+    "short": B2Size(sizes=[10_000, 100_000], memory_texts=5_000, queries=100,
+                    requests_per_shape=200, seconds_per_shape=25),
+    "full": B2Size(sizes=[10_000, 100_000, 1_000_000], memory_texts=20_000, queries=100,
+                   requests_per_shape=600, seconds_per_shape=60),
+}  # fmt: skip
+TABLE_HEAD = (
+    "| memories | shape | requests | errors | p50 ms | p95 ms | p95 vs 10k | recall@10 "
+    "| vector ms | exact ms | plan of the vector step |\n"
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+)
+SEED = 2  # its own tenants (bench-2-t0000, …), apart from B1/B3's sessions
+
+
+def dataset(size: B2Size, memories: int) -> GenerateSpec:
+    return GenerateSpec(
+        tenants=2,
+        sessions=0,
+        turns_per_session=0,
+        steps_per_turn=0,
+        seed=SEED,
+        memories=memories,
+        memory_texts=size.memory_texts,
+        memory_users=1000,
+    )
+
+
+def _query_users(count: int) -> list[str]:
+    # Users of tenant 0 with memories at every size (row i belongs to user (i // 2) % 1000).
+    return [f"user-{(index * 37) % 1000}" for index in range(count)]
+
+
+def _bodies(queries: list[str], users: list[str], shape: str) -> list[bytes]:
+    key = "user_id" if shape == "user" else "acting_user_id"
+    return [
+        json.dumps({"query": q, key: u, "limit": K}).encode()
+        for q, u in zip(queries, users, strict=True)
+    ]
+
+
+# --- Recall --------------------------------------------------------------------------
+
+
+def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[Any]:
+    from django.db import connection, transaction
+
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import _filters_sql  # the search's own filters
+
+    where, params = _filters_sql(
+        tenant=tenant,
+        actor=Actor(user_id=user),
+        user_id=user if shape == "user" else None,
+        agent_id=None,
+        types=None,
+        tags=None,
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")  # belt and braces: no HNSW
+        cursor.execute(
+            f"SELECT m.id FROM memory m WHERE {where} "
+            "ORDER BY m.embedding <=> %(q)s::vector, m.id LIMIT %(k)s",
+            {**params, "q": str(vector), "k": K},
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _recall(tenant: Any, queries: list[str], users: list[str], vectors: list[list[float]]):  # type: ignore[no-untyped-def]
+    """recall@10 per shape, with the vector step's in-process time (median ms)."""
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import memory_search
+
+    out: dict[str, dict[str, float]] = {}
+    for shape in SHAPES:
+        hits = 0
+        total = 0
+        step_ms = []
+        exact_ms = []
+        for query, user, vector in zip(queries, users, vectors, strict=True):
+            began = time.perf_counter()
+            outcome = memory_search(
+                tenant=tenant,
+                actor=Actor(user_id=user),
+                query=query,
+                user_id=user if shape == "user" else None,
+                limit=K,
+                mode="vector",
+                query_embedding=vector,
+            )
+            step_ms.append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            exact = _exact_top(tenant, user, shape, vector)
+            exact_ms.append((time.perf_counter() - began) * 1000)
+            found = set(outcome.vector_ranking[:K])
+            hits += len(found & set(exact))
+            total += len(exact)
+        out[shape] = {
+            "recall_at_10": hits / total if total else float("nan"),
+            "vector_search_ms_p50": statistics.median(step_ms),
+            "exact_scan_ms_p50": statistics.median(exact_ms),
+        }
+    return out
+
+
+def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float]) -> dict[str, Any]:
+    """The plan of the search's vector step (same SQL and SET LOCALs), summarised."""
+    from django.db import connection, transaction
+
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import EF_SEARCH, _filters_sql
+
+    where, params = _filters_sql(
+        tenant=tenant,
+        actor=Actor(user_id=user),
+        user_id=user if shape == "user" else None,
+        agent_id=None,
+        types=None,
+        tags=None,
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+        cursor.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) "
+            f"SELECT m.id FROM memory m WHERE {where} "
+            "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT 30",
+            {**params, "q": str(vector)},
+        )
+        plan = cursor.fetchone()[0][0]
+    nodes: list[str] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        name = node["Node Type"] + (f" on {node['Index Name']}" if "Index Name" in node else "")
+        nodes.append(name)
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan["Plan"])
+    return {"nodes": nodes, "execution_ms": round(plan["Execution Time"], 2)}
+
+
+# --- Context assembly ------------------------------------------------------------------
+
+
+def context_session(tenant: Any) -> Any:
+    """A session of user-0 with 12 recorded turns (compaction folds the oldest into a
+    summary), whose context the benchmark asks for at every memory size."""
+    from sessions_app.services.sessions import session_create
+    from sessions_app.services.turns import StepInput, turn_record
+    from sessions_app.usage import TokenCounts
+
+    session = session_create(tenant=tenant, user_id="user-0", agent_id="bench")
+    step_input = StepInput(
+        step_type="response",
+        model="gpt-4o-mini",
+        counts=TokenCounts(input_tokens=700, output_tokens=90),
+    )
+    for number in range(1, 13):
+        turn_record(
+            tenant=tenant,
+            session_id=session.pk,
+            user_message=f"Question {number}: what about order A-{7000 + number}?",
+            assistant_response=f"Order A-{7000 + number} ships on day {number}.",
+            steps=[step_input],
+        )
+    return session
+
+
+def measure_context(server: Gunicorn, secret: str, session: Any, size: Any) -> dict:
+    """`GET /sessions/{id}/context` with a query (so the query is embedded and memories
+    are searched in the request) and a 2,000-token budget."""
+    getter = HttpPoster(
+        port=server.port,
+        paths=[
+            f"/api/v1/sessions/{session.pk}/context?query=when%20does%20my%20order%20ship"
+            "&budget=2000"
+        ],
+        headers={"Authorization": f"Bearer {secret}"},
+        expect=200,
+        method="GET",
+    )
+    result = run_load(
+        name="context",
+        operations=[getter],
+        max_requests=size.requests_per_shape,
+        max_seconds=size.seconds_per_shape,
+        warmup_per_thread=2,
+    )
+    return result.summary()
+
+
+# --- The run -------------------------------------------------------------------------
+
+
+def _warm_every_worker(server: Gunicorn, secret: str, body: bytes, connections: int = 12) -> None:
+    """Each gunicorn worker loads MiniLM on its first search (seconds). Keep-alive clients
+    may all land on one worker during their warm-up, so a few fresh connections make sure
+    every worker has loaded it before anything is measured."""
+    for _ in range(connections):
+        poster = HttpPoster(
+            port=server.port,
+            paths=["/api/v1/memories/search"],
+            body=body,
+            headers={"Authorization": f"Bearer {secret}", "Connection": "close"},
+            expect=200,
+        )
+        poster()
+
+
+def run(ctx: BenchContext) -> BenchResult:
+    from django.db import connection
+
+    from memory_app.embedding import embed_texts
+    from sessions_app.models import Tenant
+    from sessions_app.services.api_keys import api_key_create
+
+    size = SIZES[ctx.size]
+    queries = query_texts(SEED, size.queries)
+    users = _query_users(size.queries)
+    vectors = embed_texts(queries)
+    per_size: dict[int, dict[str, Any]] = {}
+    context: dict[int, dict[str, Any]] = {}
+    session = None
+    server = Gunicorn(env=ctx.server_env, workers=ctx.nproc, threads=2)
+    for memories in size.sizes:
+        spec = dataset(size, memories)
+        began = time.monotonic()
+        ctx.ensure_dataset(spec)
+        generate_seconds = time.monotonic() - began
+        tenant = Tenant.objects.get(name=spec.tenant_name(0))
+        recall = _recall(tenant, queries, users, vectors)
+        plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
+        secret = api_key_create(tenant=tenant, name=f"b2-{memories}").secret
+        connection.close()
+        loads: dict[str, LoadResult] = {}
+        with server:  # a fresh server per size: no cache carries over from the smaller one
+            _warm_every_worker(server, secret, _bodies(queries, users, "user")[0])
+            for shape in SHAPES:
+                posters = [
+                    HttpPoster(
+                        port=server.port,
+                        paths=["/api/v1/memories/search"],
+                        bodies=_bodies(queries, users, shape)[t :: size.threads],
+                        headers={"Authorization": f"Bearer {secret}"},
+                        expect=200,
+                    )
+                    for t in range(size.threads)
+                ]
+                loads[shape] = run_load(
+                    name=f"{shape}@{memories}",
+                    operations=posters,
+                    max_requests=size.requests_per_shape,
+                    max_seconds=size.seconds_per_shape,
+                    warmup_per_thread=5,
+                )
+                r = loads[shape]
+                ctx.log(
+                    f"[B2] {memories:>9,} memories, {shape:>6}: {r.requests} requests, "
+                    f"p50 {r.percentile(50):.1f} ms, p95 {r.percentile(95):.1f} ms, "
+                    f"errors {r.errors}; recall@10 {recall[shape]['recall_at_10']:.3f}"
+                )
+            if session is None:
+                session = context_session(tenant)
+            context[memories] = measure_context(server, secret, session, size)
+            ctx.log(
+                f"[B2] {memories:>9,} memories, context: p50 {context[memories]['p50_ms']} ms, "
+                f"p95 {context[memories]['p95_ms']} ms"
+            )
+        per_size[memories] = {
+            "generate_seconds": round(generate_seconds, 1),
+            "http": {shape: loads[shape].summary() for shape in SHAPES},
+            "recall": recall,
+            "plans": plans,
+        }
+    return _report(ctx, size, server, per_size, context)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _report(
+    ctx: BenchContext,
+    size: B2Size,
+    server: Gunicorn,
+    per_size: dict[int, dict[str, Any]],
+    context: dict[str, Any],
+) -> BenchResult:
+    smallest, largest = size.sizes[0], size.sizes[-1]
+    rows = []
+    for memories, figures in per_size.items():
+        for shape in SHAPES:
+            http = figures["http"][shape]
+            recall = figures["recall"][shape]
+            base = per_size[smallest]["http"][shape]["p95_ms"]
+            plan = " → ".join(figures["plans"][shape]["nodes"])
+            rows.append(
+                f"| {memories:,} | {shape} | {http['requests']} | {http['errors']} | "
+                f"{_fmt(http['p50_ms'])} | {_fmt(http['p95_ms'])} | "
+                f"{http['p95_ms'] / base:.2f}x | {recall['recall_at_10']:.3f} | "
+                f"{recall['vector_search_ms_p50']:.1f} | {recall['exact_scan_ms_p50']:.1f} | "
+                f"{plan} |"
+            )
+    ratios = {
+        shape: per_size[largest]["http"][shape]["p95_ms"]
+        / per_size[smallest]["http"][shape]["p95_ms"]
+        for shape in SHAPES
+    }
+    worst_recall = min(per_size[m]["recall"][s]["recall_at_10"] for m in per_size for s in SHAPES)
+    worst_ratio = max(ratios.values())
+    verdict_latency = "meets" if worst_ratio <= TARGET_P95_RATIO else "misses"
+    verdict_recall = "meets" if worst_recall >= TARGET_RECALL else "misses"
+    generated = ", ".join(f"{m:,}: {per_size[m]['generate_seconds']:.0f} s" for m in per_size)
+    context_ratio = context[largest]["p95_ms"] / context[smallest]["p95_ms"]
+    context_line = (
+        "; ".join(
+            f"{m:,} memories: p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms"
+            for m, c in context.items()
+        )
+        + f" (p95 ratio {context_ratio:.2f}x)"
+    )
+    markdown = f"""
+Data: {largest:,} memories at most, over 2 tenants x 1,000 users (10% public, 5% shared,
+the rest private). The first {size.memory_texts:,} are distinct generated sentences
+embedded with the real MiniLM model; **every further memory reuses one of those real
+vectors plus a small deterministic Gaussian perturbation (noise norm 0.35, cosine ≈ 0.94
+to its source), renormalised, and its text is that sentence plus "(ref M-…)"** — clusters
+of near-paraphrases, so that the larger sizes are affordable (bench/memory_data.py).
+Generation time per size (cumulative growth, embeddings cached in bench/out/ after the
+first run): {generated}.
+Requests: {size.queries} generated questions phrased unlike the memories, in the largest
+tenant, {size.threads} client threads, up to {size.requests_per_shape} requests or
+{size.seconds_per_shape:g} s per shape and size, to
+`gunicorn {" ".join(server.argv[3:])}` with `config.settings.production`; each request
+embeds its query in the worker, runs the hybrid search (vector + lexical + RRF) and
+records the access of its hits. "user" = `user_id` set (one user's memories); "tenant" =
+`acting_user_id` only (public + own + shared-with-me). Recall@10: the selector's vector
+ranking (`memory_search(mode="vector")`) against an exact full-precision scan under the
+same filters, same {size.queries} queries; "vector ms" is that whole vector-mode search
+in-process (median; the HNSW step plus fetching and scoring the candidates), "exact ms"
+the exact scan. Plan: EXPLAIN ANALYZE of the vector step for the first query (at 10k the
+planner often prefers an exact scan of the tenant's rows to HNSW).
+
+{TABLE_HEAD}
+{chr(10).join(rows)}
+
+**p95 at {largest:,} / p95 at {smallest:,}: {", ".join(f"{s} {r:.2f}x" for s, r in ratios.items())}
+— {verdict_latency} the ≤ {TARGET_P95_RATIO}x target. Worst recall@10 {worst_recall:.3f} —
+{verdict_recall} the ≥ {TARGET_RECALL} target.**
+
+Context assembly (`GET /api/v1/sessions/{{id}}/context?query=…&budget=2000`, a session of
+12 turns, the query embedded and memories searched in the request): {context_line}.
+
+Sizes run one after the other on a shared 2-core machine (the data grows in place), so
+unlike the other benchmarks the latency ratio compares runs minutes apart, not
+interleaved phases.
+"""
+    data = {
+        "size": ctx.size,
+        "sizes": size.sizes,
+        "memory_texts": size.memory_texts,
+        "queries": size.queries,
+        "threads": size.threads,
+        "gunicorn": server.argv[3:],
+        "per_size": {str(m): v for m, v in per_size.items()},
+        "p95_ratio_largest_to_smallest": {s: round(r, 3) for s, r in ratios.items()},
+        "worst_recall_at_10": round(worst_recall, 4),
+        "context": context,
+        "targets": {"p95_ratio": TARGET_P95_RATIO, "recall_at_10": TARGET_RECALL},
+    }
+    return BenchResult(id=ID, title=TITLE, markdown=markdown, data=data)
