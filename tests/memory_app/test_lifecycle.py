@@ -241,3 +241,29 @@ def test_two_identical_adds_at_once_make_one_row(tenant: Tenant) -> None:
     assert sorted(actions).count("created") == 1
     assert len(actions) == 4
     assert Memory.objects.filter(tenant=tenant).count() == 1
+
+
+def test_admin_erase_action_asks_first_then_erases_the_user(tenant, admin_client) -> None:
+    """The admin's right-to-erasure action: a confirmation page, then the same erasure
+    as the API; another user of the tenant is untouched."""
+    from memory_app.models import Memory
+    from memory_app.services.memories import MemoryDraft, memory_add
+    from sessions_app.models import ChatSession
+    from sessions_app.services.sessions import session_create
+
+    doomed = session_create(tenant=tenant, user_id="leaver", agent_id="shop")
+    kept = session_create(tenant=tenant, user_id="stayer", agent_id="shop")
+    for user_id in ("leaver", "stayer"):
+        draft = MemoryDraft(user_id=user_id, type="fact", content=f"{user_id} lives in Porto")
+        memory_add(tenant=tenant, draft=draft)
+    url = "/admin/sessions_app/chatsession/"
+    selection = {"action": "erase_users", "_selected_action": [str(doomed.pk)]}
+    confirm = admin_client.post(url, selection)
+    assert confirm.status_code == 200 and b"leaver" in confirm.content
+    assert ChatSession.objects.filter(pk=doomed.pk).exists()  # nothing erased yet
+    done = admin_client.post(url, {**selection, "confirm": "yes"}, follow=True)
+    assert b"Erased 1 user" in done.content
+    assert not ChatSession.objects.filter(user_id="leaver").exists()
+    assert not Memory.objects.filter(user_id="leaver").exists()
+    assert ChatSession.objects.filter(pk=kept.pk).exists()
+    assert Memory.objects.filter(user_id="stayer").count() == 1
