@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -42,6 +43,15 @@ ERRORS = {
 def jsonable(data: Any) -> dict[str, Any]:
     """The body exactly as a client receives it, so a replay is byte-for-byte the same."""
     return json.loads(JSONRenderer().render(data))  # type: ignore[no-any-return]
+
+
+@cache
+def _turn_recorded_serializer() -> TurnRecordedSerializer:
+    """One serializer for every response of `POST …/turns`. DRF builds a serializer's
+    fields (for a ModelSerializer, by introspecting the model) on each instance: for the
+    nested turn and steps that was a fifth of a turn's CPU. An instance-less serializer
+    keeps no per-call state in `to_representation`, so one can answer every request."""
+    return TurnRecordedSerializer()
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -113,7 +123,10 @@ class TurnListView(TenantGenericAPIView):
                 idempotency_key=key,
                 **payload.service_kwargs(),
             )
-            return 201, jsonable(TurnRecordedSerializer(result).data)
+            data = _turn_recorded_serializer().to_representation(result)
+            # A stored body must replay byte for byte, so it is kept as rendered JSON;
+            # without a key the renderer's one pass is enough.
+            return 201, jsonable(data) if key is not None else data
 
         outcome = idempotent_execute(
             tenant=tenant,
