@@ -9,13 +9,23 @@ from django.db.models.signals import post_delete, post_migrate, post_save
 logger = logging.getLogger(__name__)
 
 
-def on_turn_recorded(sender: Any, *, session_id: Any, **kwargs: Any) -> None:
+def on_turn_recorded(
+    sender: Any, *, session_id: Any, session: Any = None, turn: Any = None, **kwargs: Any
+) -> None:
     """Per-turn runaway check, enqueued: the hook runs in the request that recorded the
-    turn, so it must be quick and must never fail it. A lost enqueue (broker down) is
-    caught by the minute scan."""
+    turn, so it must be quick and must never fail it. When the sender passes the committed
+    session and turn, a session that cannot be runaway yet costs no broker publish. A lost
+    enqueue (broker down) is caught by the minute scan."""
+    from analytics_app.services.runaway import Thresholds, runaway_ruled_out
     from analytics_app.tasks import runaway_check_session_task
 
     try:
+        if (
+            session is not None
+            and turn is not None
+            and runaway_ruled_out(session=session, turn=turn, t=Thresholds.from_settings())
+        ):
+            return
         runaway_check_session_task.delay(str(session_id))
     except Exception:
         logger.exception("runaway check not enqueued for session %s", session_id)

@@ -5,15 +5,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sessions_app.models import ChatTurn
+
 logger = logging.getLogger(__name__)
 
 
-def on_turn_recorded(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
-    """Enqueue extraction. The hook fires after commit; it must be quick and never raise,
-    so a broker outage costs the turn its extraction, never its recording."""
+def on_turn_recorded(
+    sender: Any, *, turn_id: int, turn: ChatTurn | None = None, **kwargs: Any
+) -> None:
+    """Enqueue extraction, unless the committed turn (when the sender passes it) has
+    nothing to extract: a broker publish costs more than the pre-filter. The hook fires
+    after commit; it must be quick and never raise, so a broker outage costs the turn its
+    extraction, never its recording."""
+    from memory_app.services.extraction import extraction_may_find
     from memory_app.tasks import extract_memories_from_turn
 
     try:
+        if turn is not None and not extraction_may_find(turn.user_message):
+            return
         extract_memories_from_turn.delay(turn_id)
     except Exception:  # the turn is stored; losing its extraction is the lesser evil
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)

@@ -5,20 +5,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memory_app.selectors.context import compaction_due
+from memory_app.selectors.context import compaction_due_reason
 from sessions_app.models import ChatSession
 
 logger = logging.getLogger(__name__)
 
 
-def enqueue_compaction_when_due(sender: Any, *, session_id: Any, **kwargs: Any) -> None:
+def enqueue_compaction_when_due(
+    sender: Any, *, session_id: Any, session: ChatSession | None = None, **kwargs: Any
+) -> None:
     """On `turn_recorded` (after commit): enqueue compaction when the recorded turn made
-    the open window cross a threshold. Must not raise: the turn is already stored."""
+    the open window cross a threshold. Must not raise: the turn is already stored.
+    `turn_record` passes the session it committed, which saves reading it again."""
     from memory_app.tasks_window import compact_session
 
     try:
-        session = ChatSession.objects.get(pk=session_id)
-        if compaction_due(session).reason is not None:
+        if session is None:
+            session = ChatSession.objects.get(pk=session_id)
+        if compaction_due_reason(session) is not None:
             compact_session.delay(str(session_id))
     except Exception:  # a broker or DB hiccup must not fail the agent's request
         logger.exception("compaction: could not check or enqueue session %s", session_id)

@@ -33,7 +33,7 @@ from django.db.models import Subquery
 from django.utils import timezone
 
 from analytics_app.services.alerts import alert_open, alert_requeue_stuck
-from sessions_app.models import ChatSession, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.services.runaway import session_flag_runaway
 
 logger = logging.getLogger(__name__)
@@ -161,6 +161,28 @@ def _judge(session: ChatSession, evidence: _Evidence, t: Thresholds) -> RunawayF
             },
         )
     return None
+
+
+def runaway_ruled_out(*, session: ChatSession, turn: ChatTurn, t: Thresholds) -> bool:
+    """True when no sign of `_judge` can be found for the session just after `turn`, from
+    the committed instances alone, so the per-turn hook need not enqueue a check. The
+    session's lifetime totals bound what its steps add up to in any window; the growth
+    sign needs the latest turn's input at the floor (a concurrent later turn is checked
+    by its own hook). Anything else, and any doubt, enqueues the check as before."""
+    if session.runaway_at is not None:
+        return True  # the check skips flagged sessions
+    total_tokens = session.total_input_tokens + session.total_output_tokens
+    over_tokens = session.budget_tokens is not None and total_tokens > session.budget_tokens
+    over_usd = session.budget_usd is not None and session.total_cost_usd > session.budget_usd
+    return (
+        session.total_errors < t.retry_loop_count
+        and total_tokens <= t.max_tokens
+        and session.total_cost_usd <= t.max_usd
+        and turn.input_tokens < t.growth_min_input_tokens
+        and session.budget_exceeded_at is None
+        and not over_tokens
+        and not over_usd
+    )
 
 
 def _flag(session: ChatSession, finding: RunawayFinding, now: datetime) -> bool:

@@ -181,6 +181,9 @@ ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)
+# A verified API key (and its tenant) is reused this long per process; a revocation made
+# in another process takes effect within it. 0 turns the cache off.
+ENGRAM_API_KEY_CACHE_SECONDS = env_int("ENGRAM_API_KEY_CACHE_SECONDS", 5)
 ENGRAM_CART_LINK_TTL_SECONDS = env_int("ENGRAM_CART_LINK_TTL_SECONDS", 7 * 24 * 3600)
 ENGRAM_PUBLIC_BASE_URL = env_str("ENGRAM_PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 

@@ -104,6 +104,31 @@ def compaction_due(session: ChatSession) -> CompactionDue:
     return CompactionDue(reason, len(open_turns), open_tokens, compactable, thresholds)
 
 
+def compaction_due_reason(session: ChatSession) -> str | None:
+    """`compaction_due(session).reason`, read at a bounded cost: the `turn_recorded` hook
+    asks it after every turn. It reads at most max(max_turns, keep_last_turns) + 1 open
+    turns (one more than that already means "max_turns"), and tokenizes their text only
+    when its UTF-8 size exceeds max_tokens: a token is at least one byte, so fewer bytes
+    than the threshold cannot be more tokens than it."""
+    thresholds = window_thresholds(session)
+    limit = max(thresholds.max_turns, thresholds.keep_last_turns) + 1
+    texts = list(
+        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
+        .order_by("-turn_number")
+        .values_list("user_message", "assistant_response")[:limit]
+    )
+    if len(texts) == limit:
+        return "max_turns"  # more open turns than both max_turns and keep_last_turns
+    if len(texts) <= thresholds.keep_last_turns:
+        return None  # nothing compactable
+    if len(texts) > thresholds.max_turns:
+        return "max_turns"
+    if sum(len(u.encode()) + len(a.encode()) for u, a in texts) <= thresholds.max_tokens:
+        return None
+    tokens = sum(count_tokens(u) + count_tokens(a) for u, a in texts)
+    return "max_tokens" if tokens > thresholds.max_tokens else None
+
+
 def active_summaries(session: ChatSession) -> list[ContextSummary]:
     return list(
         ContextSummary.objects.filter(session=session, superseded_by__isnull=True).order_by(

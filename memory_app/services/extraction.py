@@ -216,6 +216,15 @@ def _candidate_from_llm(item: Any) -> Candidate | None:
     )
 
 
+def extraction_may_find(message: str) -> bool:
+    """Whether `memories_extract_from_turn` could find anything in this message: with an
+    LLM, any non-blank message; without, only one a heuristic rule matches. Asked before
+    enqueueing, so that turns with nothing to remember cost no broker round trip."""
+    if not message.strip():
+        return False
+    return bool(settings.ENGRAM_LLM_URL) or bool(extract_heuristic(message))
+
+
 def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     """Extract and add the memories of one turn. Safe to run twice."""
     turn = ChatTurn.objects.select_related("session", "tenant").filter(pk=turn_id).first()

@@ -140,8 +140,10 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Every LLM or tool call of the turn, in order. May be empty.",
     )
 
-    def service_kwargs(self) -> dict[str, Any]:
-        data = dict(self.validated_data)
+    @staticmethod
+    def service_kwargs(validated_data: dict[str, Any]) -> dict[str, Any]:
+        """`turn_record`'s keyword arguments from this serializer's validated data."""
+        data = dict(validated_data)
         step_serializer = StepInputSerializer()
         data["steps"] = [step_serializer.to_step_input(step) for step in data["steps"]]
         return data

@@ -246,7 +246,12 @@ def turn_record(
         )
     transaction.on_commit(
         lambda: turn_recorded.send(
-            sender=ChatTurn, turn_id=turn.pk, session_id=session.pk, tenant_id=session.tenant_id
+            sender=ChatTurn,
+            turn_id=turn.pk,
+            session_id=session.pk,
+            tenant_id=session.tenant_id,
+            turn=turn,
+            session=session,
         )
     )
     return TurnRecorded(turn=turn, session=session, warnings=warnings)

@@ -188,3 +188,24 @@ def test_demo_holds_memories_for_the_demo_users() -> None:
         assert memories.count() >= 3
         assert memories.filter(source="heuristic_extraction").exists()
     assert Memory.objects.filter(tenant=demo, scope="public", pinned=True).exists()
+
+
+def test_the_hook_enqueues_extraction_only_when_something_may_be_found(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    from memory_app.services.extraction import extraction_may_find
+    from sessions_app.services.turns import turn_record
+
+    settings.ENGRAM_LLM_URL = ""
+    assert extraction_may_find("I'm allergic to peanuts")
+    assert not extraction_may_find("What's the weather like?")
+    assert not extraction_may_find("   ")
+    session = session_create(tenant=tenant, user_id="alice", agent_id="shop")
+    for message in ("What's the weather like?", "I'm allergic to peanuts."):
+        with django_capture_on_commit_callbacks(execute=True):  # the hook passes the turn
+            turn_record(tenant=tenant, session_id=session.pk, steps=[], user_message=message)
+    assert [m.content for m in Memory.objects.filter(user_id="alice")] == [
+        "I'm allergic to peanuts"
+    ]
+    settings.ENGRAM_LLM_URL = "http://127.0.0.1:9"  # with an LLM, any message may hold one
+    assert extraction_may_find("What's the weather like?")

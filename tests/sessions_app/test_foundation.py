@@ -41,6 +41,20 @@ def test_revoked_key_is_401(api: APIClient, issued_key: IssuedKey) -> None:
     assert_error(api.get("/api/v1/sessions"), 401, "authentication_failed")
 
 
+def test_a_key_revoked_by_another_process_stops_working_within_the_cache_ttl(
+    api: APIClient, issued_key: IssuedKey, settings
+) -> None:
+    from django.utils import timezone
+
+    settings.ENGRAM_API_KEY_CACHE_SECONDS = 5
+    assert api.get("/api/v1/sessions").status_code == 200
+    # Another process revokes: this one hears no signal and trusts its cache a while.
+    ApiKey.objects.filter(pk=issued_key.api_key.pk).update(revoked_at=timezone.now())
+    assert api.get("/api/v1/sessions").status_code == 200
+    settings.ENGRAM_API_KEY_CACHE_SECONDS = 0  # as if the TTL had passed
+    assert_error(api.get("/api/v1/sessions"), 401, "authentication_failed")
+
+
 def test_no_key_is_stored_in_clear(issued_key: IssuedKey) -> None:
     secret_part = issued_key.secret.split("_")[2]
     with connection.cursor() as cursor:

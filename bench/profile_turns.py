@@ -1,0 +1,96 @@
+"""`python -m bench.profile_turns [--turns 300] [--key] [--profile out.prof]`: where a
+B1 turn's time goes, without HTTP.
+
+Starts throwaway PostgreSQL + Valkey (like `bench.run`), migrates, then posts B1's turn
+body through Django's test client with `config.settings.production` (DEBUG off, Celery
+publishing to Valkey, `turn_recorded` receivers running after commit as in gunicorn).
+Prints queries per turn (with the statements of one turn) and CPU ms per turn; with
+`--profile`, writes a cProfile file of the measured turns (`python -m pstats` reads it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import sys
+import time
+import uuid
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile_turns")
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--key", action="store_true", help="send an Idempotency-Key")
+    parser.add_argument("--profile", default="", help="write cProfile stats here")
+    args = parser.parse_args(argv)
+
+    from bench.harness import log
+    from bench.run import _production_env
+    from bench.servers import data_services
+
+    with data_services(log) as (database_url, redis_url):
+        os.environ.update(_production_env(database_url, redis_url))
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0, interactive=False)
+        from django.db import connection
+        from django.test import Client
+        from django.test.utils import CaptureQueriesContext
+
+        from bench.b1_ingestion import TURN_BODY
+        from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
+        from sessions_app.services.sessions import session_create
+
+        tenant = tenant_get_or_create(name="profile")
+        secret = api_key_create(tenant=tenant, name="profile").secret
+        sessions = [
+            str(session_create(tenant=tenant, user_id=f"u{i}", agent_id="bench").pk)
+            for i in range(8)
+        ]
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}", HTTP_HOST="127.0.0.1")
+        body = json.dumps(TURN_BODY)
+
+        def post(index: int) -> None:
+            headers = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())} if args.key else {}
+            response = client.post(
+                f"/api/v1/sessions/{sessions[index % len(sessions)]}/turns",
+                body,
+                content_type="application/json",
+                **headers,
+            )
+            assert response.status_code == 201, response.content
+
+        for index in range(20):  # warm-up: caches, connections, imports
+            post(index)
+        with CaptureQueriesContext(connection) as queries:
+            post(0)
+        statements = [q["sql"] for q in queries.captured_queries]
+        print(f"statements per turn: {len(statements)}", file=sys.stderr)
+        for sql in statements:
+            print(f"  {sql[:150]}", file=sys.stderr)
+
+        profiler = cProfile.Profile() if args.profile else None
+        cpu, wall = time.process_time(), time.perf_counter()
+        if profiler:
+            profiler.enable()
+        for index in range(args.turns):
+            post(index)
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        print(
+            f"{args.turns} turns: {cpu / args.turns * 1000:.2f} ms CPU, "
+            f"{wall / args.turns * 1000:.2f} ms wall per turn",
+            file=sys.stderr,
+        )
+        connection.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
