@@ -85,6 +85,9 @@ class ChatSession(models.Model):
             models.Index(fields=["tenant", "external_session_id"], name="session_tenant_ext"),
             models.Index(fields=["status", "expires_at"], name="session_status_expiry"),
             models.Index(fields=["tenant", "-created_at"], name="session_tenant_created"),
+            # The cockpit's "top sessions by cost": walk the costliest first, stop at N.
+            models.Index(fields=["-total_cost_usd"], name="session_cost"),
+            models.Index(fields=["tenant", "-total_cost_usd"], name="session_tenant_cost"),
         ]
         constraints = [
             models.CheckConstraint(
