@@ -74,3 +74,15 @@ def test_check_deploy_is_clean_with_production_settings() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr
     assert "no issues" in result.stdout
+
+
+def test_every_setting_read_from_the_environment_is_in_env_example() -> None:
+    """STYLE rule 6: `.env.example` lists every variable the settings read."""
+    names: set[str] = set()
+    for path in [*(ROOT / "config" / "settings").glob("*.py"), *(ROOT / "config").glob("*.py")]:
+        text = path.read_text()
+        names |= set(re.findall(r'env_(?:str|int|float|bool|list)\("([A-Z0-9_]+)"', text))
+        names |= set(re.findall(r'os\.environ\.get\("([A-Z0-9_]+)"', text))
+    listed = set(re.findall(r"^([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert names, "no settings found: the pattern is stale"
+    assert sorted(names - listed) == []
