@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory_app.api.serializers_context import ContextQuerySerializer, ContextSerializer
-from memory_app.selectors.context import context_assemble
+from memory_app.services.context import context_serve
 from sessions_app.api.tenancy import TenantAPIView
 
 
@@ -29,7 +29,7 @@ class SessionContextView(TenantAPIView):
         params = ContextQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        context = context_assemble(
+        context = context_serve(
             tenant=self.tenant,
             session_id=session_id,
             query=data.get("query", ""),

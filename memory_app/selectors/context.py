@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_texts
 from memory_app.models_window import ContextSummary
-from memory_app.services.context import memory_candidates
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
@@ -350,6 +351,35 @@ def _row(candidate: Candidate, score: Score, tokens: int) -> dict[str, Any]:
     }
 
 
+def _memory_candidates(
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    acting_user_id: str | None,
+    acting_roles: list[str],
+    limit: int = 12,
+) -> list[Candidate]:
+    """Long-term memories that answer `query`, as the acting user (by default the
+    session's user) may see them: visibility is the search's, the context only ranks."""
+    if not query.strip():
+        return []
+    actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles))
+    hits = memory_search(tenant=tenant, actor=actor, query=query, limit=limit).hits
+    return [
+        Candidate(
+            f"memory:{hit.memory.pk}",
+            "memory",
+            "memories",
+            _line(hit.memory.summary or hit.memory.content),
+            "memory",
+            hit.memory.last_accessed_at or hit.memory.updated_at,
+            float(hit.memory.importance),
+            (index,),
+        )
+        for index, hit in enumerate(hits)
+    ]
+
+
 def context_assemble(
     *,
     tenant: Tenant,
@@ -371,27 +401,7 @@ def context_assemble(
         *_session_candidates(session),
         *_turn_candidates(session, thresholds.keep_last_turns),
         *_summary_candidates(session, active_summaries(session)),
-        *[
-            Candidate(
-                f"memory:{m.key}",
-                "memory",
-                "memories",
-                _line(m.text),
-                "memory",
-                m.at,
-                m.importance,
-                (index,),
-            )
-            for index, m in enumerate(
-                memory_candidates(
-                    tenant=tenant,
-                    session=session,
-                    query=query,
-                    acting_user_id=acting_user_id or session.user_id,
-                    acting_roles=acting_roles or [],
-                )
-            )
-        ],
+        *_memory_candidates(tenant, session, query, acting_user_id, acting_roles or []),
         *_failure_candidates(session),
     ]
 

@@ -238,3 +238,21 @@ def test_empty_session_gives_an_empty_context(tenant: Tenant, api: APIClient) ->
     session_update(session=session, state={"k": 1})
     body = _get(api, session.pk, budget=50).json()
     assert body["messages"][0]["content"] == 'Current session state:\nstate: {"k":1}'
+
+
+def test_memories_that_go_into_the_context_count_as_read(tenant: Tenant, api: APIClient) -> None:
+    """Serving the context records access only for the memories it included."""
+    from memory_app.models import Memory
+    from memory_app.services.memories import MemoryDraft, memory_add
+
+    memory_add(
+        tenant=tenant,
+        draft=MemoryDraft(user_id="u1", type="preference", content="I prefer matte screens."),
+    )
+    session = new_session(tenant)
+    record(tenant, session, "hi", "hello")
+    memory = Memory.objects.get(user_id="u1")
+    _get(api, session.pk, budget=800)  # no query: no memory is searched or included
+    assert Memory.objects.get(pk=memory.pk).access_count == memory.access_count
+    _get(api, session.pk, query="which screen finish", budget=800)
+    assert Memory.objects.get(pk=memory.pk).access_count == memory.access_count + 1
