@@ -8,13 +8,13 @@ thread (`in_thread`), which also proves the data is committed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import pytest
 from django.db import connection
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 from rest_framework.test import APIClient
 
 from sessions_app.models import SessionSelection
@@ -26,16 +26,6 @@ from tests.sessions_app.context_helpers import (
     create_session,
     store_laptops,
 )
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 T = TypeVar("T")
 
@@ -52,16 +42,6 @@ def in_thread(fn: Callable[[], T]) -> T:
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
 
 
 def order_on(page: Page) -> list[str]:

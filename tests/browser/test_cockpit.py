@@ -3,7 +3,6 @@ see the spend dashboard's charts and tables; others are refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -13,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from analytics_app.services.rollups import rollups_fill
 from analytics_app.services.runaway import runaway_check_session
@@ -21,16 +20,6 @@ from sessions_app.services.api_keys import tenant_get_or_create
 from tests.analytics_app.factories import Step, make_session, record_turn
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @dataclass(frozen=True)
@@ -47,16 +36,6 @@ def seeded(live_server) -> Seeded:
     client = Client()
     assert client.login(username="dev", password="dev-pass-123")
     return Seeded(runaway_id, client.cookies[settings.SESSION_COOKIE_NAME].value)
-
-
-@pytest.fixture
-def browser(seeded: Seeded) -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        yield browser
-        browser.close()
 
 
 def seed_spend() -> str:

@@ -1,0 +1,32 @@
+"""One headless Chromium for the browser tests: Debian's build (Playwright cannot
+download its own here), with the background-networking features off so that it makes
+no request beyond the live server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, sync_playwright
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """Request it after any fixture that seeds data through the ORM: Django refuses
+    synchronous ORM calls while Playwright's event loop runs in the thread."""
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
