@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.exceptions import FieldError
@@ -33,7 +33,10 @@ from analytics_app.models import (
     SpendRollup,
     UserSpendRollup,
 )
-from sessions_app.models import ChatSession, Tenant
+from sessions_app.selectors import sessions as sessions_selectors
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 # Up to this span the charts use hourly buckets; beyond, daily ones.
 HOURLY_UP_TO = timedelta(days=2)
@@ -110,19 +113,20 @@ def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
 
 def _sessions(f: DashboardFilter) -> QuerySet[ChatSession]:
     """Sessions active in the range (their totals are lifetime totals)."""
-    rows = ChatSession.objects.filter(last_active_at__gte=f.start, created_at__lt=f.end)
-    return rows.filter(tenant_id=f.tenant_id) if f.tenant_id else rows
+    return sessions_selectors.sessions_active_between(
+        start=f.start, end=f.end, tenant_id=f.tenant_id
+    )
 
 
 def top_sessions(f: DashboardFilter, limit: int = 10) -> list[ChatSession]:
-    return list(_sessions(f).select_related("tenant").order_by("-total_cost_usd")[:limit])
+    return list(_sessions(f).order_by("-total_cost_usd")[:limit])
 
 
 def runaway_sessions(f: DashboardFilter, limit: int = 20) -> list[ChatSession]:
-    rows = ChatSession.objects.filter(runaway_at__gte=f.start, runaway_at__lt=f.end)
-    if f.tenant_id:
-        rows = rows.filter(tenant_id=f.tenant_id)
-    return list(rows.select_related("tenant").order_by("-runaway_at")[:limit])
+    rows = sessions_selectors.sessions_flagged_between(
+        start=f.start, end=f.end, tenant_id=f.tenant_id
+    )
+    return list(rows[:limit])
 
 
 def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]:
@@ -151,7 +155,6 @@ def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]
     return list(
         _sessions(f)
         .filter(Q(budget_tokens__isnull=False) | Q(budget_usd__isnull=False))
-        .select_related("tenant")
         .annotate(token_use=token_use, usd_use=usd_use)
         .annotate(use=Greatest(F("token_use"), F("usd_use"), output_field=FloatField()))
         .order_by("-use")[:limit]
@@ -186,4 +189,4 @@ def rollups_freshness() -> datetime | None:
 
 
 def tenant_choices() -> list[tuple[int, str]]:
-    return list(Tenant.objects.order_by("name").values_list("pk", "name")[:500])
+    return sessions_selectors.tenant_choices(limit=500)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import TruncDay
@@ -28,7 +28,9 @@ from analytics_app.models import (
     SpendRollup,
     UserSpendRollup,
 )
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 # group_by value → rollup column.
 GROUPINGS = {
