@@ -54,6 +54,15 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return fields
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._window(attrs)
+        except OverflowError as exc:
+            # e.g. to=9999-12-31: the day after it is past datetime's range.
+            raise serializers.ValidationError(
+                {"to": ["The window falls outside the supported dates (years 1-9999)."]}
+            ) from exc
+
+    def _window(self, attrs: dict[str, Any]) -> dict[str, Any]:
         end_raw = attrs.get("to")
         if end_raw is None:
             end = timezone.now()
