@@ -52,10 +52,11 @@ def test_turn_intent_data_and_keys_refuse_bad_text(api: APIClient, bad: str) -> 
 
 @pytest.mark.parametrize("bad", ["\u0000", "\udc00"], ids=["nul", "surrogate"])
 def test_memory_structured_and_patch_refuse_bad_text(api: APIClient, bad: str) -> None:
-    body = {"user_id": "u1", "type": "preference", "content": "Prefers aisle seats", "structured": {"k": bad}}
+    memory = {"user_id": "u1", "type": "preference"}
+    body = {**memory, "content": "Prefers aisle seats", "structured": {"k": bad}}
     _field_error(raw_post(api, "/api/v1/memories", json.dumps(body)), "structured.k")
     created = api.post(
-        "/api/v1/memories", {"user_id": "u1", "type": "preference", "content": "Prefers window seats"}, format="json"
+        "/api/v1/memories", {**memory, "content": "Prefers window seats"}, format="json"
     )
     assert created.status_code == 201, created.content
     memory_id = created.json()["memory"]["id"]
