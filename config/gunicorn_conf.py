@@ -22,3 +22,7 @@ loglevel = os.environ.get("ENGRAM_WEB_LOG_LEVEL", "info")
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 # No control socket: its default path is per user, so two servers on one machine would clash.
 control_socket_disable = True
+# Request lines are not capped at gunicorn's 4094 bytes: a documented query parameter
+# (the context `query`, up to 4000 characters) can be longer once percent-encoded. Bodies
+# stay capped by ENGRAM_MAX_BODY_BYTES.
+limit_request_line = 0

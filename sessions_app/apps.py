@@ -9,10 +9,14 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from sessions_app.api import schema  # noqa: F401  registers the auth scheme
+        from sessions_app.api import (
+            schema,  # noqa: F401  registers the auth scheme
+            strict_types,
+        )
         from sessions_app.models import ApiKey, Tenant
         from sessions_app.selectors.api_keys import api_key_cache_clear
 
+        strict_types.install()
         # Authentication caches verified keys with their tenant for a few seconds.
         for model in (ApiKey, Tenant):
             for signal in (post_save, post_delete):

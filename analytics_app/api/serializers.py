@@ -22,7 +22,8 @@ class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]
         try:
             if len(data) == 10:
                 return date.fromisoformat(data)
-            parsed = datetime.fromisoformat(data.replace("Z", "+00:00"))
+            # RFC 3339 allows a lowercase t/z, which fromisoformat does not read.
+            parsed = datetime.fromisoformat(data.upper().replace("Z", "+00:00"))
         except ValueError as exc:
             raise serializers.ValidationError(
                 "Expected YYYY-MM-DD or an ISO 8601 date-time."

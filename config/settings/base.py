@@ -140,7 +140,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "sessions_app.api.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "sessions_app.api.schema.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": True,
 }
