@@ -73,9 +73,9 @@ def _strict(
     def run_validation(self: serializers.Field, data: Any = empty) -> Any:  # type: ignore[type-arg]
         # Wraps run_validation, not to_internal_value: DRF turns "" into None for nullable
         # fields before to_internal_value runs, which would let `"budget_usd": ""` through.
-        if data is not empty and data is not None and _from_json_body(self):
-            if not check(self, data):
-                raise serializers.ValidationError(message, code="invalid")
+        typed = data is not empty and data is not None
+        if typed and _from_json_body(self) and not check(self, data):
+            raise serializers.ValidationError(message, code="invalid")
         return original(self, data)
 
     run_validation.__engram_strict__ = True  # type: ignore[attr-defined]
