@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             children[name] = process
             threading.Thread(target=_pump, args=(name, process.stdout), daemon=True).start()
-        server = "runserver (reloads on change)" if dev else "gunicorn " + describe_sizing()
-        say("stack", f"web on http://{host}:{web_port}/  via {server}")
+        served_by = "runserver (reloads on change)" if dev else "gunicorn " + describe_sizing()
+        say("stack", f"web on http://{host}:{web_port}/  via {served_by}")
         say("stack", "admin /admin/, API docs /api/docs/")
         say("stack", "Ctrl-C stops everything")
         while not stopping.is_set():

@@ -41,11 +41,11 @@ class EngramJsonFormatter(JsonFormatter):
     """One JSON object per line: time, level, logger, message, request_id, and the
     traceback as `exc_info` when there is one."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("rename_fields", {"levelname": "level", "name": "logger"})
-        kwargs.setdefault("timestamp", True)
-        super().__init__(  # type: ignore[misc]
-            "%(levelname)s %(name)s %(message)s %(request_id)s", *args, **kwargs
+    def __init__(self) -> None:
+        super().__init__(
+            "%(levelname)s %(name)s %(message)s %(request_id)s",
+            rename_fields={"levelname": "level", "name": "logger"},
+            timestamp=True,
         )
 
 

@@ -123,7 +123,9 @@ class MemoryListView(TenantGenericAPIView):
 
 class MemoryBulkView(TenantAPIView):
     @extend_schema(
-        request=MemoryCreateSerializer(many=True, min_length=1, max_length=MAX_BULK_ITEMS),
+        request=MemoryCreateSerializer(  # type: ignore[call-arg]  # many=True: a ListSerializer
+            many=True, min_length=1, max_length=MAX_BULK_ITEMS
+        ),
         responses={
             200: MemoryBulkResultSerializer,
             404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),

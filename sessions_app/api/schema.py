@@ -86,15 +86,26 @@ class EngramAutoSchema(AutoSchema):
             schema.update(constraints)
         return schema
 
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
+        serializer = self.get_request_serializer()  # type: ignore[no-untyped-call]
+        if body is not None and getattr(serializer, "openapi_constraints", None):
+            # A body that must name one field cannot be left out, even on PATCH.
+            body["required"] = True
+        return body
+
     def _unwrap_list_serializer(self, serializer: Any, direction: str) -> dict[str, Any] | None:
         schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]
-            serializer, direction
+            serializer,
+            direction,  # type: ignore[arg-type]
         )
         if schema and is_list_serializer(serializer):
-            if getattr(serializer, "min_length", None) is not None:
-                schema["minItems"] = serializer.min_length
-            if getattr(serializer, "max_length", None) is not None:
-                schema["maxItems"] = serializer.max_length
+            min_length = getattr(serializer, "min_length", None)
+            max_length = getattr(serializer, "max_length", None)
+            if min_length is not None:
+                schema["minItems"] = min_length
+            if max_length is not None:
+                schema["maxItems"] = max_length
         return schema
 
     def _map_serializer_field(
@@ -136,11 +147,11 @@ class EngramAutoSchema(AutoSchema):
         return statuses
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
-        responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[misc]
+        responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[arg-type]
         if not self.path.startswith("/api/v1"):
             return responses
-        for status in self._inherited_errors():
-            responses.setdefault(str(status), {"description": _DESCRIPTIONS[status]})
+        for code in self._inherited_errors():
+            responses.setdefault(str(code), {"description": _DESCRIPTIONS[code]})
         error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
         for status, response in responses.items():
             if status.isdigit() and int(status) >= 400 and not response.get("content"):

@@ -12,7 +12,7 @@ serializers written later are held to it too.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -58,7 +58,7 @@ _CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  #
     serializers.DecimalField: (
         lambda f, v: (
             _is_number(v)
-            or (isinstance(v, str) and re.fullmatch(decimal_pattern(f), v) is not None)
+            or (isinstance(v, str) and re.fullmatch(decimal_pattern(f), v) is not None)  # type: ignore[arg-type]
         ),
         'Must be a decimal string (e.g. "12.50") or a number.',
     ),
@@ -82,10 +82,32 @@ def _strict(
     return run_validation
 
 
+def _refuse_unknown_fields(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def to_internal_value(self: serializers.Serializer, data: Any) -> Any:  # type: ignore[type-arg]
+        if isinstance(data, Mapping) and _from_json_body(self):
+            known = {name for name, field in self.fields.items() if not field.read_only}
+            unknown = sorted(str(key) for key in data if key not in known)
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["Unknown field."] for name in unknown}, code="invalid"
+                )
+        return original(self, data)
+
+    to_internal_value.__engram_strict__ = True  # type: ignore[attr-defined]
+    return to_internal_value
+
+
 def install() -> None:
-    """Idempotent: wraps each field class's `to_internal_value` once."""
+    """Idempotent: wraps each field class's `run_validation` once, and makes serializers
+    reading a JSON body refuse fields they do not declare (a typo such as `budget_token`
+    would otherwise be dropped silently; the schema says `additionalProperties: false`)."""
+    current_serializer = serializers.Serializer.to_internal_value
+    if not getattr(current_serializer, "__engram_strict__", False):
+        serializers.Serializer.to_internal_value = _refuse_unknown_fields(  # type: ignore[method-assign,assignment]
+            current_serializer
+        )
     for cls, (check, message) in _CHECKS.items():
-        current = cls.run_validation
+        current = cls.run_validation  # type: ignore[attr-defined]
         if getattr(current, "__engram_strict__", False):
             continue
-        cls.run_validation = _strict(current, check, message)  # type: ignore[method-assign]
+        cls.run_validation = _strict(current, check, message)  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from sessions_app.services.turns import turn_record, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
-IDEMPOTENCY_KEY_PATTERN = re.compile(r"[!-~]{1,255}")
+IDEMPOTENCY_KEY_PATTERN = re.compile(r"[!-~](?:[ -~]{0,253}[!-~])?")
 BUDGET_RETRY_AFTER_SECONDS = 60  # budgets do not refill by themselves: check back later
 
 ERRORS = {
@@ -72,7 +72,7 @@ def idempotency_key(request: Request) -> str | None:
     key = key.strip()
     if not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
         raise InvalidInput(
-            fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 visible ASCII characters, no spaces."]}
+            fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable ASCII characters."]}
         )
     return key
 
