@@ -18,6 +18,7 @@ def on_turn_recorded(
     enqueue (broker down) is caught by the minute scan."""
     from analytics_app.services.runaway import Thresholds, runaway_ruled_out
     from analytics_app.tasks import runaway_check_session_task
+    from sessions_app.services.outbox import task_publish
 
     try:
         if (
@@ -26,7 +27,7 @@ def on_turn_recorded(
             and runaway_ruled_out(session=session, turn=turn, t=Thresholds.from_settings())
         ):
             return
-        runaway_check_session_task.delay(str(session_id))
+        task_publish(runaway_check_session_task, str(session_id))
     except Exception:
         logger.exception("runaway check not enqueued for session %s", session_id)
 

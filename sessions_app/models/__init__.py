@@ -2,6 +2,7 @@
 
 from sessions_app.models.context import SessionComponent, SessionSelection
 from sessions_app.models.idempotency import IdempotencyRecord
+from sessions_app.models.outbox import OutboxMessage
 from sessions_app.models.sessions import ChatSession, SessionStatus
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.turns import ChatTurn, TurnStep
@@ -11,6 +12,7 @@ __all__ = [
     "ChatSession",
     "ChatTurn",
     "IdempotencyRecord",
+    "OutboxMessage",
     "SessionComponent",
     "SessionSelection",
     "SessionStatus",
