@@ -188,6 +188,9 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# A budget reservation (budget/check with reserve: true) holds this long unless a turn
+# spends it first; clients may ask for 1-3600 s.
+ENGRAM_BUDGET_LEASE_SECONDS = env_int("ENGRAM_BUDGET_LEASE_SECONDS", 60)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

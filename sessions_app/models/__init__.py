@@ -1,5 +1,6 @@
 """Sessions app models, one module per concept."""
 
+from sessions_app.models.budgets import BudgetReservation
 from sessions_app.models.context import SessionComponent, SessionSelection
 from sessions_app.models.idempotency import IdempotencyRecord
 from sessions_app.models.outbox import OutboxMessage
@@ -9,6 +10,7 @@ from sessions_app.models.turns import ChatTurn, TurnStep
 
 __all__ = [
     "ApiKey",
+    "BudgetReservation",
     "ChatSession",
     "ChatTurn",
     "IdempotencyRecord",
