@@ -124,7 +124,7 @@ class RollupPart:
     last_step_id: int
 
 
-def _marker(name: str) -> int:
+def rollup_marker(name: str) -> int:
     return (
         RollupFillState.objects.filter(name=name).values_list("last_step_id", flat=True).first()
         or 0
@@ -147,7 +147,7 @@ def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
             {"key": row[column], **{name: row[name] for name in COUNTERS}}
             for row in grouped.annotate(**sums)
         ]
-        return RollupPart(start=lo, end=hi, rows=found, last_step_id=_marker(name))
+        return RollupPart(start=lo, end=hi, rows=found, last_step_id=rollup_marker(name))
 
     if group_by == "user":
         lo, hi = _floor_day(start), _ceil(end, _floor_day(end), timedelta(days=1))
