@@ -207,3 +207,19 @@ def test_dashboard_is_exact_before_the_first_fill_and_between_fills(
     assert _kpi(html, "LLM calls") == "4"
     users = html.split('id="top-users"')[1].split("</table>")[0]
     assert "early-bird" in users and "1.0000" in users, users
+
+
+def test_admin_says_engram_uses_real_plurals_and_links_the_dashboards(
+    staff_client: Client,
+) -> None:
+    html = staff_client.get(reverse("admin:index")).content.decode()
+    assert '<a href="/admin/">Engram</a>' in html and "<title>Operations | Engram admin" in html
+    for plural in ("Memories", "Context summaries", "API keys", "Outbox messages"):
+        assert f">{plural}</a>" in html, plural
+    for wrong in ("Memorys", "summarys", "Api keys"):
+        assert wrong not in html
+    dashboards = html.split('id="engram-dashboards"')[1].split("</div>")[0]
+    assert f'href="{reverse("dashboard-spend")}"' in dashboards
+    assert (
+        staff_client.get(reverse("admin:sessions_app_outboxmessage_changelist")).status_code == 200
+    )
