@@ -9,7 +9,10 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from sessions_app.api import schema  # noqa: F401  registers the auth scheme
+        from sessions_app.api import (
+            schema,  # noqa: F401  registers the auth scheme
+            throttling,  # noqa: F401  registers its settings check
+        )
         from sessions_app.models import ApiKey, Tenant
         from sessions_app.selectors.api_keys import api_key_cache_clear
 

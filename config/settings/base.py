@@ -125,7 +125,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": True,
+    "DEFAULT_THROTTLE_CLASSES": ["sessions_app.api.throttling.ApiKeyRateThrottle"],
 }
+# Requests per API key per window ("<n>/<second|minute|hour|day>"), counted in the shared
+# cache across processes; past it: 429 rate_limited with Retry-After. Empty: no limit.
+ENGRAM_RATE_LIMIT = env_str("ENGRAM_RATE_LIMIT", "6000/minute")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram API",
     "DESCRIPTION": "The memory layer for LLM agents: sessions, turns, spend, memories, context.",
@@ -142,6 +146,10 @@ SPECTACULAR_SETTINGS = {
         "MemorySourceEnum": "memory_app.models.MemorySource",
         "MemoryRelationTypeEnum": "memory_app.models.RelationType",
     },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "sessions_app.api.schema.add_rate_limit_responses",
+    ],
 }
 
 # --- Celery ---------------------------------------------------------------------------
