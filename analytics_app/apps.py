@@ -60,4 +60,19 @@ class AnalyticsAppConfig(AppConfig):
         from sessions_app.hooks import turn_recorded, user_erased
 
         turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
+
+        from analytics_app.selectors.usage_rollups import rollup_lag
+        from sessions_app.metrics import scrape_gauge
+
+        scrape_gauge(
+            "engram_rollup_lag_seconds",
+            "Seconds since the newest step all spend rollups have counted (absent before "
+            "the first fill).",
+            lambda: rollup_lag().seconds,
+        )
+        scrape_gauge(
+            "engram_rollup_steps_behind",
+            "Steps recorded that the slowest spend rollup has not counted yet.",
+            lambda: float(rollup_lag().steps_behind),
+        )
         user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")

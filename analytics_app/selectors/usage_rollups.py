@@ -165,3 +165,25 @@ def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
         part(days, "spend:day", first_day, last_day),
         part(hours, "spend:hour", last_day, hi),
     ]
+
+
+@dataclass(frozen=True)
+class RollupLag:
+    seconds: float | None  # since the newest step every rollup has counted; None: never filled
+    steps_behind: int  # steps recorded that the slowest rollup has not counted yet
+
+
+def rollup_lag(now: datetime | None = None) -> RollupLag:
+    """How far the rollups trail the turn log, for /metrics. Two index lookups."""
+    from django.db.models import Max, Min
+    from django.utils import timezone
+
+    from sessions_app.models import TurnStep
+
+    state = RollupFillState.objects.aggregate(at=Min("filled_through"), step=Min("last_step_id"))
+    newest = TurnStep.objects.aggregate(step=Max("id"))["step"] or 0
+    at = state["at"]
+    return RollupLag(
+        seconds=None if at is None else ((now or timezone.now()) - at).total_seconds(),
+        steps_behind=max(0, newest - (state["step"] or 0)),
+    )

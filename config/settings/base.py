@@ -35,6 +35,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "sessions_app.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "sessions_app.api.middleware.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -130,6 +131,10 @@ REST_FRAMEWORK = {
 # Requests per API key per window ("<n>/<second|minute|hour|day>"), counted in the shared
 # cache across processes; past it: 429 rate_limited with Retry-After. Empty: no limit.
 ENGRAM_RATE_LIMIT = env_str("ENGRAM_RATE_LIMIT", "6000/minute")
+# GET /metrics (Prometheus): with a token, scrapers send `Authorization: Bearer <token>`;
+# without one, only loopback clients and logged-in staff are served. Under several
+# server processes, also set PROMETHEUS_MULTIPROC_DIR (see sessions_app/metrics.py).
+ENGRAM_METRICS_TOKEN = env_str("ENGRAM_METRICS_TOKEN", "")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram API",
     "DESCRIPTION": "The memory layer for LLM agents: sessions, turns, spend, memories, context.",
