@@ -37,6 +37,13 @@ SCHEDULE: list[Periodic] = [
         description="Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS.",
     ),
     Periodic(
+        name="sessions: purge ended budget reservations",
+        task="sessions_app.purge_budget_reservations",
+        every=3600,
+        expires=1800,
+        description="Delete budget reservations whose lease ended without a turn.",
+    ),
+    Periodic(
         name="sessions: drain the outbox",
         task="sessions_app.outbox_drain",
         every=30,

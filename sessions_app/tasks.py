@@ -8,6 +8,7 @@ from typing import Any
 from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
+from sessions_app.services.budgets import budget_reservations_purge
 from sessions_app.services.idempotency import idempotency_purge
 from sessions_app.services.lifecycle import sessions_housekeep
 from sessions_app.services.outbox import outbox_drain
@@ -36,3 +37,9 @@ def drain_outbox() -> dict[str, Any]:
     """Publish the tasks that could not be published when their write committed."""
     result = outbox_drain()
     return {"sent": result.sent, "failed": result.failed, "remaining": result.remaining}
+
+
+@shared_task(name="sessions_app.purge_budget_reservations", **TASK_DEFAULTS)
+def purge_budget_reservations() -> int:
+    """Delete budget reservations whose lease ended."""
+    return budget_reservations_purge()

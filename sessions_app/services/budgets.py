@@ -100,3 +100,12 @@ def budget_reservation_release(
     BudgetReservation.objects.filter(session=session).filter(
         spent | Q(expires_at__lte=now)
     ).delete()
+
+
+def budget_reservations_purge(*, now: datetime | None = None, limit: int = 10_000) -> int:
+    """Delete reservations whose lease ended (they no longer count; a session that never
+    records again would keep them forever). Bounded per run by `limit`."""
+    now = now or timezone.now()
+    ended = BudgetReservation.objects.filter(expires_at__lte=now).values("pk")[:limit]
+    deleted, _ = BudgetReservation.objects.filter(pk__in=ended).delete()
+    return deleted

@@ -19,7 +19,8 @@ from rest_framework.test import APIClient
 
 from sessions_app.models import BudgetReservation, ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
-from sessions_app.services.budgets import budget_check_reserve
+from sessions_app.services.budgets import budget_check_reserve, budget_reservations_purge
+from sessions_app.tasks import purge_budget_reservations
 from tests.sessions_app.helpers import assert_error, create_session, post_turn, turn_body
 
 TURN_TOKENS = 1000  # one step: 900 in + 100 out
@@ -135,6 +136,12 @@ def test_reservations_hold_until_the_turn_or_the_lease_ends(api: APIClient, tena
     # A turn without a reservation id spends the oldest live one.
     post_turn(api, sid, turn_body(steps=STEPS))
     assert not BudgetReservation.objects.filter(session_id=sid).exists()
+
+    # Leases that end without a turn are purged by the hourly task.
+    reserve(api, sid, 10, lease_seconds=5)
+    assert purge_budget_reservations.apply().get() == 0  # still live
+    assert budget_reservations_purge(now=timezone.now() + timedelta(seconds=6)) == 1
+    assert not BudgetReservation.objects.exists()
 
 
 @pytest.mark.django_db
