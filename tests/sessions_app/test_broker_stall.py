@@ -31,9 +31,9 @@ from django.db import connection
 from config.celery_app import app as celery_app
 from config.embedded import EmbeddedValkey, free_port
 from memory_app.models import Memory, MemoryType
-from memory_app.models_window import ContextSummary
 from memory_app.tasks import extract_memories_from_turn
-from memory_app.tasks_window import compact_session
+from memory_app.window.models import ContextSummary
+from memory_app.window.tasks import compact_session
 from sessions_app.models import OutboxMessage
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.outbox import _publish
