@@ -98,13 +98,19 @@ class BrokerBackingOff(Exception):
 
 def task_publish(task: Task | str, *args: Any, **kwargs: Any) -> bool:
     """Enqueue `task(*args, **kwargs)` without ever blocking longer than the publish
-    timeout and without raising: True when published (or run eagerly in tests), False
-    when it was kept in the outbox (or, if even that failed, logged as lost). For use in
-    after-commit hooks, where the request's write is already durable."""
+    timeout and without raising for the broker: True when published, False when it was
+    kept in the outbox (or, if even that failed, logged as lost). For use in after-commit
+    hooks, where the request's write is already durable. In eager mode (tests) the task
+    runs inline and its own errors propagate, as with `.delay`."""
     global _broker_down_until
     name = task if isinstance(task, str) else task.name
+    if current_app.conf.task_always_eager:
+        # Inline (tests without a worker): a failing task is the caller's error, as with
+        # `.delay`, not a publish to keep for later.
+        current_app.tasks[name].apply_async(args=list(args), kwargs=kwargs)
+        return True
     try:
-        if time.monotonic() < _broker_down_until and not current_app.conf.task_always_eager:
+        if time.monotonic() < _broker_down_until:
             raise BrokerBackingOff("a publish failed moments ago")
         _publish(name, args, kwargs)
         return True

@@ -35,6 +35,7 @@ from memory_app.tasks import extract_memories_from_turn
 from memory_app.window.models import ContextSummary
 from memory_app.window.tasks import compact_session
 from sessions_app.models import OutboxMessage
+from sessions_app.services import outbox
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.outbox import _publish
 
@@ -79,6 +80,7 @@ def broker() -> Iterator[tuple[str, int]]:
     celery_app.conf.broker_write_url = url
     celery_app.conf.task_always_eager = False
     celery_app.pool.force_close_all()
+    outbox._broker_down_until = 0.0
     try:
         yield url, pid
     finally:
@@ -86,6 +88,7 @@ def broker() -> Iterator[tuple[str, int]]:
         celery_app.conf.task_always_eager = True
         celery_app.conf.broker_url, celery_app.conf.broker_write_url = old
         celery_app.pool.force_close_all()
+        outbox._broker_down_until = 0.0
         valkey.stop()
 
 
