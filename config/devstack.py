@@ -57,7 +57,15 @@ def web_command(dev: bool, host: str, port: str) -> tuple[list[str], dict[str, s
         str(ROOT / "config" / "gunicorn_conf.py"),
         "config.wsgi:application",
     ]
-    return argv, {**pool_env(sizing), "ENGRAM_HOST": host, "ENGRAM_PORT": port}
+    # Several workers: /metrics adds up every worker's samples from this folder (cleared
+    # by the gunicorn hook at start; see sessions_app/metrics.py).
+    metrics = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(DATA / "prometheus")
+    return argv, {
+        **pool_env(sizing),
+        "ENGRAM_HOST": host,
+        "ENGRAM_PORT": port,
+        "PROMETHEUS_MULTIPROC_DIR": metrics,
+    }
 
 
 def describe_sizing() -> str:

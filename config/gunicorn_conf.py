@@ -4,6 +4,7 @@ request id of each response in the access log."""
 
 import os
 
+from config.gunicorn_metrics import child_exit, on_starting  # noqa: F401  gunicorn hooks
 from config.serving import web_sizing
 
 _sizing = web_sizing()
