@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Max, Prefetch, QuerySet
 
 from sessions_app.errors import NotFound
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
@@ -77,3 +77,17 @@ def steps_failed_recent(*, session_id: Any, limit: int) -> list[TurnStep]:
 def step_list(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnStep]:
     """The tenant's steps recorded in [start, end), for spend reports."""
     return TurnStep.objects.filter(tenant=tenant, created_at__gte=start, created_at__lt=end)
+
+
+def steps_after(
+    *, after_id: int, start: datetime, end: datetime, tenant_id: int | None = None
+) -> QuerySet[TurnStep]:
+    """Steps with an id above `after_id` recorded in [start, end): what a rollup has not
+    counted yet."""
+    steps = TurnStep.objects.filter(id__gt=after_id, created_at__gte=start, created_at__lt=end)
+    return steps.filter(tenant_id=tenant_id) if tenant_id else steps
+
+
+def step_newest_id() -> int:
+    """The id of the newest step (0 when there is none): how far the log has grown."""
+    return int(TurnStep.objects.aggregate(step=Max("id"))["step"] or 0)
