@@ -178,6 +178,10 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# POST /api/v1/turns/batch: at most this many turns per request, and this many bytes
+# (a batch is many turns' bodies, so it gets its own size limit).
+ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
+ENGRAM_TURN_BATCH_MAX_BODY_BYTES = env_int("ENGRAM_TURN_BATCH_MAX_BODY_BYTES", 8 * 1_048_576)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

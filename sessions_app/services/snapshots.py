@@ -26,12 +26,7 @@ EMPTY_CONTEXT: dict[str, Any] = {
 }
 
 
-def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
-    selections = list(
-        SessionSelection.objects.filter(session=session)
-        .order_by("position")
-        .values("mpn", "quantity", "note")
-    )
+def _snapshot(session: ChatSession, selections: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "focus_mpn": session.focus_mpn,
         "last_query": session.last_query,
@@ -40,6 +35,30 @@ def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
         "last_results": list(session.last_results or []),
         "selections": selections,
     }
+
+
+def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
+    selections = list(
+        SessionSelection.objects.filter(session=session)
+        .order_by("position")
+        .values("mpn", "quantity", "note")
+    )
+    return _snapshot(session, selections)
+
+
+def session_context_snapshots(*, sessions: list[ChatSession]) -> dict[Any, dict[str, Any]]:
+    """`session_context_snapshot` of many sessions with one query for all their carts
+    (a batch of turns records the same snapshot on every turn of a session: nothing in
+    a batch changes focus, results or cart)."""
+    carts: dict[Any, list[dict[str, Any]]] = {session.pk: [] for session in sessions}
+    rows = (
+        SessionSelection.objects.filter(session_id__in=list(carts))
+        .order_by("session_id", "position")
+        .values_list("session_id", "mpn", "quantity", "note")
+    )
+    for session_id, mpn, quantity, note in rows:
+        carts[session_id].append({"mpn": mpn, "quantity": quantity, "note": note})
+    return {session.pk: _snapshot(session, carts[session.pk]) for session in sessions}
 
 
 @transaction.atomic

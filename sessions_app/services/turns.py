@@ -76,9 +76,11 @@ def _quantize(cost: Decimal | None) -> Decimal | None:
     return None if cost is None else cost.quantize(COST_PRECISION)
 
 
-def _build_steps(
+def turn_price_steps(
     *, turn: ChatTurn, session: ChatSession, steps: list[StepInput], at: datetime
 ) -> list[TurnStep]:
+    """The turn's step rows, priced, not saved. InvalidInput for counts that do not add
+    up; nothing is written before that, so a batch can refuse just this turn."""
     rows = []
     for order, step in enumerate(steps, start=1):
         try:
@@ -126,6 +128,67 @@ def _build_steps(
     return rows
 
 
+# The session's running totals and the turn attribute each one adds up.
+SESSION_TOTALS = {
+    "total_input_tokens": "input_tokens",
+    "total_output_tokens": "output_tokens",
+    "total_cached_tokens": "cached_tokens",
+    "total_reasoning_tokens": "reasoning_tokens",
+    "total_cost_usd": "cost_usd",
+    "total_calls": "call_count",
+    "total_errors": "error_count",
+    "unpriced_calls": "unpriced_calls",
+    "total_duration_ms": "duration_ms",
+}
+
+
+def turn_set_totals(*, turn: ChatTurn, step_rows: list[TurnStep], duration_ms: int | None) -> None:
+    """The turn's totals from its priced steps (before it is inserted)."""
+    priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
+    turn.input_tokens = sum(row.input_tokens for row in step_rows)
+    turn.output_tokens = sum(row.output_tokens for row in step_rows)
+    turn.cached_tokens = sum(row.cached_tokens for row in step_rows)
+    turn.reasoning_tokens = sum(row.reasoning_tokens for row in step_rows)
+    turn.cost_usd = sum(priced, Decimal(0))
+    turn.call_count = len(step_rows)
+    turn.error_count = sum(1 for row in step_rows if not row.success)
+    turn.unpriced_calls = len(step_rows) - len(priced)
+    turn.duration_ms = (
+        duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
+    )
+
+
+def turn_increments(turn: ChatTurn) -> dict[str, Any]:
+    """What the turn adds to its session's counters."""
+    return {
+        "turn_count": 1,
+        "last_turn_number": 1,
+        **{total: getattr(turn, name) for total, name in SESSION_TOTALS.items()},
+    }
+
+
+def turn_price_warnings(step_rows: list[TurnStep]) -> list[TurnWarning]:
+    return [
+        TurnWarning(
+            code="price_missing",
+            message=f"No price for model {row.model!r}; the step's cost is not counted.",
+        )
+        for row in step_rows
+        if row.cost_usd is None and row.model
+    ]
+
+
+def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
+    return TurnWarning(
+        code="budget_exceeded",
+        message=(
+            "The session's budget is spent"
+            + ("" if was_exceeded else " with this turn")
+            + "; the turn was stored. Check POST …/budget/check before spending more."
+        ),
+    )
+
+
 @transaction.atomic
 def turn_record(
     *,
@@ -171,38 +234,15 @@ def turn_record(
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
     # once, with its totals (an insert then an update cost a query per turn).
-    step_rows = _build_steps(turn=turn, session=session, steps=steps, at=now)
-    priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
-    turn.input_tokens = sum(row.input_tokens for row in step_rows)
-    turn.output_tokens = sum(row.output_tokens for row in step_rows)
-    turn.cached_tokens = sum(row.cached_tokens for row in step_rows)
-    turn.reasoning_tokens = sum(row.reasoning_tokens for row in step_rows)
-    turn.cost_usd = sum(priced, Decimal(0))
-    turn.call_count = len(step_rows)
-    turn.error_count = sum(1 for row in step_rows if not row.success)
-    turn.unpriced_calls = len(step_rows) - len(priced)
-    turn.duration_ms = (
-        duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
-    )
+    step_rows = turn_price_steps(turn=turn, session=session, steps=steps, at=now)
+    turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=duration_ms)
     turn.save()
     TurnStep.objects.bulk_create(step_rows)  # takes turn_id from the now saved turn
     # The response lists the steps: serve them from memory, not from another query.
     turn._prefetched_objects_cache = {"steps": step_rows}  # type: ignore[attr-defined]
 
     session_touch(session=session, now=now)
-    increments: dict[str, Any] = {
-        "turn_count": 1,
-        "last_turn_number": 1,
-        "total_input_tokens": turn.input_tokens,
-        "total_output_tokens": turn.output_tokens,
-        "total_cached_tokens": turn.cached_tokens,
-        "total_reasoning_tokens": turn.reasoning_tokens,
-        "total_cost_usd": turn.cost_usd,
-        "total_calls": turn.call_count,
-        "total_errors": turn.error_count,
-        "unpriced_calls": turn.unpriced_calls,
-        "total_duration_ms": turn.duration_ms,
-    }
+    increments = turn_increments(turn)
     updates: dict[str, Any] = {name: F(name) + value for name, value in increments.items()}
     updates |= {
         "last_active_at": session.last_active_at,
@@ -222,28 +262,12 @@ def turn_record(
         if name in updates:
             setattr(session, name, updates[name])
 
-    warnings = [
-        TurnWarning(
-            code="price_missing",
-            message=f"No price for model {row.model!r}; the step's cost is not counted.",
-        )
-        for row in step_rows
-        if row.cost_usd is None and row.model
-    ]
+    warnings = turn_price_warnings(step_rows)
     if budget_remaining(session).exceeded:
         if session.budget_exceeded_at is None:
             session.budget_exceeded_at = now
             session.save(update_fields=["budget_exceeded_at"])
-        warnings.append(
-            TurnWarning(
-                code="budget_exceeded",
-                message=(
-                    "The session's budget is spent"
-                    + ("" if was_exceeded else " with this turn")
-                    + "; the turn was stored. Check POST …/budget/check before spending more."
-                ),
-            )
-        )
+        warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
     transaction.on_commit(
         lambda: turn_recorded.send(
             sender=ChatTurn,

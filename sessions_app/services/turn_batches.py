@@ -1,0 +1,350 @@
+"""Recording many turns in one request, with set-based SQL.
+
+A batch behaves as if its turns were posted one by one to `POST …/sessions/{id}/turns`
+in order: the same validation, pricing, numbering, state chaining, budget flags, context
+snapshot, idempotency and `turn_recorded` hooks, and each item gets the answer the
+single route would have given it. What differs is the shape of the SQL:
+
+1. Keys are claimed for the whole batch in one committed statement
+   (`idempotency_claim_many`); replays and reused keys are answered from that read.
+2. One transaction does the rest: the batch's sessions are locked in id order
+   (``SELECT … FOR NO KEY UPDATE``; the order keeps concurrent batches from
+   deadlocking), their carts are read in one query, every item is priced and checked in
+   memory (an item that fails is answered alone and writes nothing), then one multi-row
+   INSERT of the turns, one of the steps, one UPDATE of all the sessions' totals and one
+   of the keys' stored responses.
+3. After commit, `turn_recorded` is sent once per turn, in order.
+
+A crash anywhere in step 2 leaves no turn of the batch (one transaction); its claims stay
+in flight until `STALE_IN_FLIGHT`, exactly as for a crashed single turn.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.errors import ApplicationError, IdempotencyKeyReused, InvalidInput, NotFound
+from sessions_app.hooks import turn_recorded
+from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnStep
+from sessions_app.selectors.budgets import budget_remaining
+from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.services.idempotency import (
+    KeyClaim,
+    KeyedRequest,
+    idempotency_claim_many,
+    idempotency_complete_many,
+    idempotency_release_many,
+)
+from sessions_app.services.lifecycle import session_touch
+from sessions_app.services.snapshots import session_context_snapshots
+from sessions_app.services.turns import (
+    SESSION_TOTALS,
+    UNCHANGED,
+    StepInput,
+    TurnRecorded,
+    budget_exceeded_warning,
+    turn_increments,
+    turn_price_steps,
+    turn_price_warnings,
+    turn_set_totals,
+)
+
+# PostgreSQL binds at most 65,535 parameters per statement.
+MAX_PARAMETERS = 65_535
+# What a batch may change on a session row (everything else is left to other writers).
+SESSION_FIELDS = [
+    "turn_count",
+    "last_turn_number",
+    *SESSION_TOTALS,
+    "last_active_at",
+    "expires_at",
+    "updated_at",
+    "state",
+    "status",
+    "budget_exceeded_at",
+]
+
+Render = Callable[[TurnRecorded, bool], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BatchTurn:
+    """One valid item: the session, `turn_record`'s keyword arguments, and its key with
+    the route scope and body fingerprint the single route would have used."""
+
+    session_id: uuid.UUID
+    steps: list[StepInput]
+    fields: dict[str, Any]  # user_message, assistant_response, …, state (if given)
+    idempotency_key: str | None = None
+    request_hash: str = ""
+
+    @property
+    def scope(self) -> str:
+        """The single route's scope, so a key replays across both routes."""
+        return f"POST /sessions/{self.session_id}/turns"
+
+
+@dataclass
+class BatchOutcome:
+    """The answer for one item: 201 with the rendered body, or an error."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    replayed: bool = False
+    error: ApplicationError | None = None
+
+
+@dataclass
+class _Pending:
+    """An item being recorded: its rows, built in memory before any write."""
+
+    index: int
+    item: BatchTurn
+    turn: ChatTurn
+    steps: list[TurnStep]
+    recorded: TurnRecorded
+    record_id: int | None = None
+    later_of_session: bool = False
+
+
+def _failed(error: ApplicationError) -> BatchOutcome:
+    return BatchOutcome(status=error.status, error=error)
+
+
+def _settle_keys(
+    *, tenant: Tenant, items: list[BatchTurn | None]
+) -> tuple[dict[int, BatchOutcome], dict[int, int], dict[int, int]]:
+    """Claim the batch's keys. Returns the outcomes already known (replays, reused or
+    in-flight keys), the record id of each claimed item, and for each repeat of a key
+    inside the batch, the index of its first use (a repeat with the same body answers
+    as a replay of the first; with another body, 422)."""
+    known: dict[int, BatchOutcome] = {}
+    first_use: dict[str, int] = {}
+    repeats: dict[int, int] = {}
+    for index, item in enumerate(items):
+        if item is None or item.idempotency_key is None:
+            continue
+        first = first_use.setdefault(item.idempotency_key, index)
+        if first != index:
+            leader = items[first]
+            assert leader is not None
+            if (leader.scope, leader.request_hash) == (item.scope, item.request_hash):
+                repeats[index] = first
+            else:
+                known[index] = _failed(
+                    IdempotencyKeyReused(fields={"idempotency_key": ["Used with another body."]})
+                )
+    requests = []
+    for key, index in first_use.items():
+        item = items[index]
+        assert item is not None
+        requests.append(KeyedRequest(key=key, scope=item.scope, request_hash=item.request_hash))
+    claims: dict[str, KeyClaim] = idempotency_claim_many(tenant=tenant, requests=requests)
+    claimed: dict[int, int] = {}
+    for key, index in first_use.items():
+        claim = claims[key]
+        if claim.record_id is not None:
+            claimed[index] = claim.record_id
+        elif claim.replay is not None:
+            known[index] = BatchOutcome(
+                status=claim.replay.status, body=claim.replay.body, replayed=True
+            )
+        else:
+            assert claim.error is not None
+            known[index] = _failed(claim.error)
+    return known, claimed, repeats
+
+
+def turns_record_batch(
+    *,
+    tenant: Tenant,
+    items: list[BatchTurn | None],
+    render: Render,
+    now: datetime | None = None,
+) -> list[BatchOutcome | None]:
+    """Record the valid items (None marks an item the caller already refused) and answer
+    each one; `render(recorded, keyed)` makes an item's 201 body (JSON-ready when keyed,
+    since it is stored for replays). Returns one outcome per item, None where the item
+    was None."""
+    now = now or timezone.now()
+    known, claimed, repeats = _settle_keys(tenant=tenant, items=items)
+    todo = [
+        (index, item)
+        for index, item in enumerate(items)
+        if item is not None and index not in known and index not in repeats
+    ]
+    try:
+        recorded = _record(tenant=tenant, todo=todo, claimed=claimed, render=render, now=now)
+    except BaseException:
+        idempotency_release_many(record_ids=list(claimed.values()))
+        raise
+    # Items refused before any write (unknown session, bad counts) free their keys, as a
+    # failed single turn does, so that a corrected retry can use them.
+    idempotency_release_many(
+        record_ids=[pk for index, pk in claimed.items() if recorded.get(index, _NONE).status != 201]
+    )
+    known |= recorded
+    outcomes: list[BatchOutcome | None] = []
+    for index, item in enumerate(items):
+        if item is None:
+            outcomes.append(None)
+        elif index in repeats:
+            first = known[repeats[index]]
+            outcomes.append(
+                BatchOutcome(status=first.status, body=first.body, replayed=True)
+                if first.status == 201
+                else BatchOutcome(status=first.status, error=first.error)
+            )
+        else:
+            outcomes.append(known[index])
+    return outcomes
+
+
+_NONE = BatchOutcome(status=0)
+
+
+def _lock_sessions(*, tenant: Tenant, ids: set[uuid.UUID]) -> dict[uuid.UUID, ChatSession]:
+    """Lock the batch's sessions, always in id order so that two batches sharing
+    sessions queue instead of deadlocking. NO KEY UPDATE: the turns' foreign keys only
+    need KEY SHARE, so this lock does not block inserts that reference the row."""
+    locked = (
+        ChatSession.objects.select_for_update(no_key=True)
+        .filter(tenant=tenant, pk__in=ids)
+        .order_by("pk")
+    )
+    return {session.pk: session for session in locked}
+
+
+@transaction.atomic
+def _record(
+    *,
+    tenant: Tenant,
+    todo: list[tuple[int, BatchTurn]],
+    claimed: dict[int, int],
+    render: Render,
+    now: datetime,
+) -> dict[int, BatchOutcome]:
+    outcomes: dict[int, BatchOutcome] = {}
+    if not todo:
+        return outcomes
+    sessions = _lock_sessions(tenant=tenant, ids={item.session_id for _, item in todo})
+    refused: dict[uuid.UUID, ApplicationError] = {}
+    for session in sessions.values():
+        try:
+            session_ensure_writable(session=session, now=now)
+        except ApplicationError as exc:
+            refused[session.pk] = exc
+    writable = [s for s in sessions.values() if s.pk not in refused]
+    snapshots = session_context_snapshots(sessions=writable)
+    touched: dict[uuid.UUID, ChatSession] = {}
+    pending: list[_Pending] = []
+    last_index: dict[uuid.UUID, int] = {}
+
+    for index, item in todo:
+        session = sessions.get(item.session_id)
+        if session is None:
+            outcomes[index] = _failed(NotFound("Session not found."))
+            continue
+        if session.pk in refused:
+            outcomes[index] = _failed(refused[session.pk])
+            continue
+        state = item.fields.get("state", UNCHANGED)
+        turn = ChatTurn(
+            tenant_id=session.tenant_id,
+            session=session,
+            turn_number=session.last_turn_number + 1,  # safe: the row is locked
+            user_message=item.fields.get("user_message", ""),
+            assistant_response=item.fields.get("assistant_response", ""),
+            intent_data=item.fields.get("intent_data") or {},
+            reasoning=item.fields.get("reasoning", ""),
+            metadata=item.fields.get("metadata") or {},
+            state_before=session.state,
+            state_after=session.state if state is UNCHANGED else state,
+            context_after=snapshots[session.pk],
+            idempotency_key=item.idempotency_key,
+        )
+        try:
+            steps = turn_price_steps(turn=turn, session=session, steps=item.steps, at=now)
+        except InvalidInput as exc:
+            outcomes[index] = _failed(exc)
+            continue
+        turn_set_totals(turn=turn, step_rows=steps, duration_ms=item.fields.get("duration_ms"))
+        turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]
+
+        # The session as the single route would leave it after this turn.
+        was_exceeded = budget_remaining(session).exceeded
+        for name, value in turn_increments(turn).items():
+            setattr(session, name, getattr(session, name) + value)
+        session_touch(session=session, now=now)
+        session.updated_at = now
+        if state is not UNCHANGED:
+            session.state = state
+        if session.status == SessionStatus.OPENED:
+            session.status = SessionStatus.ACTIVE
+        warnings = turn_price_warnings(steps)
+        if budget_remaining(session).exceeded:
+            if session.budget_exceeded_at is None:
+                session.budget_exceeded_at = now
+            warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
+        touched[session.pk] = session
+        last_index[session.pk] = len(pending)
+        pending.append(
+            _Pending(
+                index=index,
+                item=item,
+                turn=turn,
+                steps=steps,
+                # A copy: later turns of the batch move the live instance on.
+                recorded=TurnRecorded(turn=turn, session=copy.copy(session), warnings=warnings),
+                record_id=claimed.get(index),
+            )
+        )
+    if not pending:
+        return outcomes
+    for position, entry in enumerate(pending):
+        entry.later_of_session = last_index[entry.turn.session_id] != position
+
+    turns = [entry.turn for entry in pending]
+    ChatTurn.objects.bulk_create(turns, batch_size=_rows_per_insert(ChatTurn))
+    steps = [step for entry in pending for step in entry.steps]
+    TurnStep.objects.bulk_create(steps, batch_size=_rows_per_insert(TurnStep))
+    ChatSession.objects.bulk_update(list(touched.values()), SESSION_FIELDS)
+
+    responses: dict[int, tuple[int, dict[str, Any]]] = {}
+    for entry in pending:
+        body = render(entry.recorded, entry.record_id is not None)
+        outcomes[entry.index] = BatchOutcome(status=201, body=body)
+        if entry.record_id is not None:
+            responses[entry.record_id] = (201, body)
+    idempotency_complete_many(responses=responses)
+    transaction.on_commit(lambda: _announce(pending))
+    return outcomes
+
+
+def _rows_per_insert(model: type[Any]) -> int:
+    return MAX_PARAMETERS // len(model._meta.concrete_fields)
+
+
+def _announce(pending: list[_Pending]) -> None:
+    """`turn_recorded` once per turn, in order, after commit. `session_turns_follow`
+    tells receivers that judge the session as a whole (compaction, runaway) that a later
+    turn of the same session comes in this batch, so they may wait for that one."""
+    for entry in pending:
+        session = entry.recorded.session
+        turn_recorded.send(
+            sender=ChatTurn,
+            turn_id=entry.turn.pk,
+            session_id=session.pk,
+            tenant_id=session.tenant_id,
+            turn=entry.turn,
+            session=session,
+            session_turns_follow=entry.later_of_session,
+        )
