@@ -109,8 +109,12 @@ STORAGES = {
 }
 LOGIN_URL = "admin:login"
 
-# Request bodies above this many bytes answer 413 (`request_too_large`).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+# Request bodies above this many bytes answer 413 (`request_too_large`), checked by
+# BodySizeLimitMiddleware per route; POST /api/v1/turns/batch has its own limit.
+ENGRAM_MAX_BODY_BYTES = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+ENGRAM_TURN_BATCH_MAX_BODY_BYTES = env_int("ENGRAM_TURN_BATCH_MAX_BODY_BYTES", 8 * 1_048_576)
+# Django's own check (DRF reads the body through it) must let the larger one through.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(ENGRAM_MAX_BODY_BYTES, ENGRAM_TURN_BATCH_MAX_BODY_BYTES)
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -178,10 +182,8 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
-# POST /api/v1/turns/batch: at most this many turns per request, and this many bytes
-# (a batch is many turns' bodies, so it gets its own size limit).
+# POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
 ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
-ENGRAM_TURN_BATCH_MAX_BODY_BYTES = env_int("ENGRAM_TURN_BATCH_MAX_BODY_BYTES", 8 * 1_048_576)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

@@ -25,7 +25,7 @@ class BodySizeLimitMiddleware:
         limit = (
             settings.ENGRAM_TURN_BATCH_MAX_BODY_BYTES
             if request.path.endswith(BATCH_PATH_SUFFIX)
-            else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            else min(settings.ENGRAM_MAX_BODY_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         )
         raw = request.META.get("CONTENT_LENGTH") or "0"
         try:
