@@ -152,7 +152,8 @@ class HttpPoster:
     reconnecting when the server closes it. Raises on any status other than `expect`.
     With `key_prefix`, every request carries a new `Idempotency-Key`; with `bodies`,
     request n sends bodies[n % len(bodies)] instead of `body` (B2's varied queries);
-    `method="GET"` sends no body."""
+    `method="GET"` sends no body; `check` may raise on a body with the expected status
+    (B1's batches answer 200 with a status per item)."""
 
     def __init__(
         self,
@@ -165,7 +166,9 @@ class HttpPoster:
         key_prefix: str | None = None,
         bodies: list[bytes] | None = None,
         method: str = "POST",
+        check: Callable[[bytes], None] | None = None,
     ) -> None:
+        self.check = check
         self.port = port
         self.paths = paths
         self.bodies = bodies or [body]
@@ -204,3 +207,5 @@ class HttpPoster:
             self.conn = None
         if response.status != self.expect:
             raise RuntimeError(f"HTTP {response.status}: {payload[:200]!r}")
+        if self.check is not None:
+            self.check(payload)

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
+from django.db.models import OuterRef
+from django.db.models.functions import JSONObject
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
 
@@ -26,39 +29,36 @@ EMPTY_CONTEXT: dict[str, Any] = {
 }
 
 
-def _snapshot(session: ChatSession, selections: list[dict[str, Any]]) -> dict[str, Any]:
+def session_cart_column() -> ArraySubquery:
+    """The cart as `[{mpn, quantity, note}]` in position order, as an annotation for the
+    SELECT that locks the session: a turn then reads its snapshot without a query of
+    its own (most sessions have no cart; the query cost every turn a round trip)."""
+    return ArraySubquery(
+        SessionSelection.objects.filter(session=OuterRef("pk"))
+        .order_by("position")
+        .values(json=JSONObject(mpn="mpn", quantity="quantity", note="note"))
+    )
+
+
+def session_context_snapshot(
+    *, session: ChatSession, cart: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The context as the session has it now; `cart` as read by `session_cart_column`
+    when the caller has it, else it is read here."""
+    if cart is None:
+        cart = list(
+            SessionSelection.objects.filter(session=session)
+            .order_by("position")
+            .values("mpn", "quantity", "note")
+        )
     return {
         "focus_mpn": session.focus_mpn,
         "last_query": session.last_query,
         "last_filters": session.last_filters,
         "query_history": list(session.query_history or []),
         "last_results": list(session.last_results or []),
-        "selections": selections,
+        "selections": cart,
     }
-
-
-def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
-    selections = list(
-        SessionSelection.objects.filter(session=session)
-        .order_by("position")
-        .values("mpn", "quantity", "note")
-    )
-    return _snapshot(session, selections)
-
-
-def session_context_snapshots(*, sessions: list[ChatSession]) -> dict[Any, dict[str, Any]]:
-    """`session_context_snapshot` of many sessions with one query for all their carts
-    (a batch of turns records the same snapshot on every turn of a session: nothing in
-    a batch changes focus, results or cart)."""
-    carts: dict[Any, list[dict[str, Any]]] = {session.pk: [] for session in sessions}
-    rows = (
-        SessionSelection.objects.filter(session_id__in=list(carts))
-        .order_by("session_id", "position")
-        .values_list("session_id", "mpn", "quantity", "note")
-    )
-    for session_id, mpn, quantity, note in rows:
-        carts[session_id].append({"mpn": mpn, "quantity": quantity, "note": note})
-    return {session.pk: _snapshot(session, carts[session.pk]) for session in sessions}
 
 
 @transaction.atomic

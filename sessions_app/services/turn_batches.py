@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from sessions_app.errors import ApplicationError, IdempotencyKeyReused, InvalidInput, NotFound
 from sessions_app.hooks import turn_recorded
-from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.services.idempotency import (
@@ -43,15 +43,15 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
-from sessions_app.services.lifecycle import session_touch
-from sessions_app.services.snapshots import session_context_snapshots
+from sessions_app.services.snapshots import session_context_snapshot
 from sessions_app.services.turns import (
-    SESSION_TOTALS,
     UNCHANGED,
     StepInput,
     TurnRecorded,
     budget_exceeded_warning,
-    turn_increments,
+    session_apply_turn,
+    sessions_for_turns,
+    sessions_save_counters,
     turn_price_steps,
     turn_price_warnings,
     turn_set_totals,
@@ -59,19 +59,6 @@ from sessions_app.services.turns import (
 
 # PostgreSQL binds at most 65,535 parameters per statement.
 MAX_PARAMETERS = 65_535
-# What a batch may change on a session row (everything else is left to other writers).
-SESSION_FIELDS = [
-    "turn_count",
-    "last_turn_number",
-    *SESSION_TOTALS,
-    "last_active_at",
-    "expires_at",
-    "updated_at",
-    "state",
-    "status",
-    "budget_exceeded_at",
-]
-
 Render = Callable[[TurnRecorded, bool], dict[str, Any]]
 
 
@@ -212,14 +199,9 @@ _NONE = BatchOutcome(status=0)
 
 
 def _lock_sessions(*, tenant: Tenant, ids: set[uuid.UUID]) -> dict[uuid.UUID, ChatSession]:
-    """Lock the batch's sessions, always in id order so that two batches sharing
-    sessions queue instead of deadlocking. NO KEY UPDATE: the turns' foreign keys only
-    need KEY SHARE, so this lock does not block inserts that reference the row."""
-    locked = (
-        ChatSession.objects.select_for_update(no_key=True)
-        .filter(tenant=tenant, pk__in=ids)
-        .order_by("pk")
-    )
+    """Lock the batch's sessions (with their carts), always in id order so that two
+    batches sharing sessions queue instead of deadlocking."""
+    locked = sessions_for_turns().filter(tenant=tenant, pk__in=ids).order_by("pk")
     return {session.pk: session for session in locked}
 
 
@@ -242,8 +224,12 @@ def _record(
             session_ensure_writable(session=session, now=now)
         except ApplicationError as exc:
             refused[session.pk] = exc
-    writable = [s for s in sessions.values() if s.pk not in refused]
-    snapshots = session_context_snapshots(sessions=writable)
+    # Nothing in a batch changes focus, results or cart: one snapshot per session.
+    snapshots = {
+        session.pk: session_context_snapshot(session=session, cart=list(session.cart))
+        for session in sessions.values()
+        if session.pk not in refused
+    }
     touched: dict[uuid.UUID, ChatSession] = {}
     pending: list[_Pending] = []
     last_index: dict[uuid.UUID, int] = {}
@@ -281,18 +267,9 @@ def _record(
 
         # The session as the single route would leave it after this turn.
         was_exceeded = budget_remaining(session).exceeded
-        for name, value in turn_increments(turn).items():
-            setattr(session, name, getattr(session, name) + value)
-        session_touch(session=session, now=now)
-        session.updated_at = now
-        if state is not UNCHANGED:
-            session.state = state
-        if session.status == SessionStatus.OPENED:
-            session.status = SessionStatus.ACTIVE
+        session_apply_turn(session=session, turn=turn, state=state, now=now)
         warnings = turn_price_warnings(steps)
         if budget_remaining(session).exceeded:
-            if session.budget_exceeded_at is None:
-                session.budget_exceeded_at = now
             warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
         touched[session.pk] = session
         last_index[session.pk] = len(pending)
@@ -316,7 +293,7 @@ def _record(
     ChatTurn.objects.bulk_create(turns, batch_size=_rows_per_insert(ChatTurn))
     steps = [step for entry in pending for step in entry.steps]
     TurnStep.objects.bulk_create(steps, batch_size=_rows_per_insert(TurnStep))
-    ChatSession.objects.bulk_update(list(touched.values()), SESSION_FIELDS)
+    sessions_save_counters(list(touched.values()))
 
     responses: dict[int, tuple[int, dict[str, Any]]] = {}
     for entry in pending:

@@ -1,21 +1,25 @@
 """Recording turns and rolling them back.
 
 `turn_record` writes the turn, its steps and the session's totals in one transaction.
-The session row is locked (`SELECT … FOR UPDATE`) first, so turn numbers are assigned
-race-free from `last_turn_number`, and concurrent turns of one session queue up instead
-of colliding on the unique (session, turn_number) constraint. Totals move with F().
+The session row is locked (`SELECT … FOR NO KEY UPDATE`, which also reads the cart for
+the context snapshot) first, so turn numbers are assigned race-free from
+`last_turn_number`, and concurrent turns of one session queue up instead of colliding
+on the unique (session, turn_number) constraint. Under that lock the instance's totals
+are the row's, so they are moved on in memory and written back with one fixed UPDATE
+(`sessions_save_counters`, shared with the batch route).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
@@ -27,6 +31,7 @@ from sessions_app.selectors.turns import turn_get
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import (
     EMPTY_CONTEXT,
+    session_cart_column,
     session_context_restore,
     session_context_snapshot,
 )
@@ -62,13 +67,72 @@ class TurnRecorded:
     warnings: list[TurnWarning] = field(default_factory=list)
 
 
+def sessions_for_turns() -> QuerySet[ChatSession]:
+    """Sessions locked for recording turns, each with its cart (`.cart`, see
+    `session_cart_column`) read by the same statement.
+
+    NO KEY UPDATE rather than UPDATE: it still serialises writers of the row (turn
+    numbers stay race-free), but not the KEY SHARE locks that inserts referencing the
+    session take for their foreign keys."""
+    return ChatSession.objects.select_for_update(no_key=True).annotate(cart=session_cart_column())
+
+
+def _cart(session: ChatSession) -> list[dict[str, Any]]:
+    """The cart read with the lock (`sessions_for_turns`)."""
+    return list(session.cart)  # type: ignore[attr-defined]
+
+
 def _lock_session(*, tenant: Tenant, session_id: Any) -> ChatSession:
     try:
-        return ChatSession.objects.select_for_update().get(
-            tenant=tenant, pk=uuid.UUID(str(session_id))
-        )
+        return sessions_for_turns().get(tenant=tenant, pk=uuid.UUID(str(session_id)))
     except (ValueError, ChatSession.DoesNotExist) as exc:
         raise NotFound("Session not found.") from exc
+
+
+# What recording turns changes on a session row, and the PostgreSQL type of each.
+_COUNTER_COLUMNS = {
+    "turn_count": "int",
+    "last_turn_number": "int",
+    "total_input_tokens": "bigint",
+    "total_output_tokens": "bigint",
+    "total_cached_tokens": "bigint",
+    "total_reasoning_tokens": "bigint",
+    "total_cost_usd": "numeric",
+    "total_calls": "int",
+    "total_errors": "int",
+    "unpriced_calls": "int",
+    "total_duration_ms": "bigint",
+    "last_active_at": "timestamptz",
+    "expires_at": "timestamptz",
+    "updated_at": "timestamptz",
+    "status": "text",
+    "budget_exceeded_at": "timestamptz",
+}
+# Built once from the constant column names above (no input reaches it).
+_SAVE_COUNTERS_SQL = (
+    "UPDATE chat_session AS s SET "  # noqa: S608
+    + ", ".join(f"{name} = v.{name}" for name in _COUNTER_COLUMNS)
+    + ", state = v.state::jsonb FROM unnest(%s::uuid[], "
+    + ", ".join(f"%s::{kind}[]" for kind in _COUNTER_COLUMNS.values())
+    + ", %s::text[]) AS v(id, "
+    + ", ".join(_COUNTER_COLUMNS)
+    + ", state) WHERE s.id = v.id"
+)
+
+
+def sessions_save_counters(sessions: list[ChatSession]) -> None:
+    """Write what recording turns changed on these locked sessions (counters, activity,
+    expiry, status, state, budget flag) in one UPDATE for all of them. The rows are
+    locked by `sessions_for_turns` until commit, so the values on the instances are the
+    rows' values: no other writer can have moved them. A fixed statement, so that
+    neither the ORM nor PostgreSQL compiles it per turn."""
+    if not sessions:
+        return
+    params: list[Any] = [[session.pk for session in sessions]]
+    params += [[getattr(session, name) for session in sessions] for name in _COUNTER_COLUMNS]
+    params.append([json.dumps(session.state) for session in sessions])
+    with connection.cursor() as cursor:
+        cursor.execute(_SAVE_COUNTERS_SQL, params)
 
 
 def _quantize(cost: Decimal | None) -> Decimal | None:
@@ -167,6 +231,24 @@ def turn_increments(turn: ChatTurn) -> dict[str, Any]:
     }
 
 
+def session_apply_turn(
+    *, session: ChatSession, turn: ChatTurn, state: dict[str, Any], now: datetime
+) -> None:
+    """Move the locked session's instance on by one turn: counters, activity and expiry,
+    state (unless UNCHANGED), opened -> active, and the budget flag when this turn spends
+    the budget. `sessions_save_counters` writes it."""
+    for name, value in turn_increments(turn).items():
+        setattr(session, name, getattr(session, name) + value)
+    session_touch(session=session, now=now)
+    session.updated_at = now
+    if state is not UNCHANGED:
+        session.state = state
+    if session.status == SessionStatus.OPENED:
+        session.status = SessionStatus.ACTIVE
+    if session.budget_exceeded_at is None and budget_remaining(session).exceeded:
+        session.budget_exceeded_at = now
+
+
 def turn_price_warnings(step_rows: list[TurnStep]) -> list[TurnWarning]:
     return [
         TurnWarning(
@@ -229,7 +311,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_after=session_context_snapshot(session=session),
+        context_after=session_context_snapshot(session=session, cart=_cart(session)),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
@@ -241,33 +323,11 @@ def turn_record(
     # The response lists the steps: serve them from memory, not from another query.
     turn._prefetched_objects_cache = {"steps": step_rows}  # type: ignore[attr-defined]
 
-    session_touch(session=session, now=now)
-    increments = turn_increments(turn)
-    updates: dict[str, Any] = {name: F(name) + value for name, value in increments.items()}
-    updates |= {
-        "last_active_at": session.last_active_at,
-        "expires_at": session.expires_at,
-        "updated_at": now,
-    }
-    if state is not UNCHANGED:
-        updates["state"] = state_after
-    if session.status == SessionStatus.OPENED:
-        updates["status"] = SessionStatus.ACTIVE
-    ChatSession.objects.filter(pk=session.pk).update(**updates)
-    # The row is locked until commit, so the instance can follow the same increments
-    # instead of being read again.
-    for name, value in increments.items():
-        setattr(session, name, getattr(session, name) + value)
-    for name in ("state", "status", "updated_at"):
-        if name in updates:
-            setattr(session, name, updates[name])
-
+    session_apply_turn(session=session, turn=turn, state=state, now=now)
     warnings = turn_price_warnings(step_rows)
     if budget_remaining(session).exceeded:
-        if session.budget_exceeded_at is None:
-            session.budget_exceeded_at = now
-            session.save(update_fields=["budget_exceeded_at"])
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
+    sessions_save_counters([session])
     transaction.on_commit(
         lambda: turn_recorded.send(
             sender=ChatTurn,
