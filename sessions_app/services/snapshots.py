@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import OuterRef
-from django.db.models.functions import JSONObject
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
 
@@ -29,22 +26,11 @@ EMPTY_CONTEXT: dict[str, Any] = {
 }
 
 
-def session_cart_column() -> ArraySubquery:
-    """The cart as `[{mpn, quantity, note}]` in position order, as an annotation for the
-    SELECT that locks the session: a turn then reads its snapshot without a query of
-    its own (most sessions have no cart; the query cost every turn a round trip)."""
-    return ArraySubquery(
-        SessionSelection.objects.filter(session=OuterRef("pk"))
-        .order_by("position")
-        .values(json=JSONObject(mpn="mpn", quantity="quantity", note="note"))
-    )
-
-
 def session_context_snapshot(
     *, session: ChatSession, cart: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """The context as the session has it now; `cart` as read by `session_cart_column`
-    when the caller has it, else it is read here."""
+    """The context as the session has it now; `cart` as read with the session's lock
+    (`sessions_lock_for_turns`) when the caller has it, else it is read here."""
     if cart is None:
         cart = list(
             SessionSelection.objects.filter(session=session)

@@ -50,7 +50,7 @@ from sessions_app.services.turns import (
     TurnRecorded,
     budget_exceeded_warning,
     session_apply_turn,
-    sessions_for_turns,
+    sessions_lock_for_turns,
     sessions_save_counters,
     turn_price_steps,
     turn_price_warnings,
@@ -198,13 +198,6 @@ def turns_record_batch(
 _NONE = BatchOutcome(status=0)
 
 
-def _lock_sessions(*, tenant: Tenant, ids: set[uuid.UUID]) -> dict[uuid.UUID, ChatSession]:
-    """Lock the batch's sessions (with their carts), always in id order so that two
-    batches sharing sessions queue instead of deadlocking."""
-    locked = sessions_for_turns().filter(tenant=tenant, pk__in=ids).order_by("pk")
-    return {session.pk: session for session in locked}
-
-
 @transaction.atomic
 def _record(
     *,
@@ -217,7 +210,9 @@ def _record(
     outcomes: dict[int, BatchOutcome] = {}
     if not todo:
         return outcomes
-    sessions = _lock_sessions(tenant=tenant, ids={item.session_id for _, item in todo})
+    sessions = sessions_lock_for_turns(
+        tenant=tenant, ids=sorted({item.session_id for _, item in todo})
+    )
     refused: dict[uuid.UUID, ApplicationError] = {}
     for session in sessions.values():
         try:
@@ -226,7 +221,7 @@ def _record(
             refused[session.pk] = exc
     # Nothing in a batch changes focus, results or cart: one snapshot per session.
     snapshots = {
-        session.pk: session_context_snapshot(session=session, cart=list(session.cart))
+        session.pk: session_context_snapshot(session=session, cart=session.cart)
         for session in sessions.values()
         if session.pk not in refused
     }

@@ -19,7 +19,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
@@ -31,7 +30,6 @@ from sessions_app.selectors.turns import turn_get
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import (
     EMPTY_CONTEXT,
-    session_cart_column,
     session_context_restore,
     session_context_snapshot,
 )
@@ -67,26 +65,46 @@ class TurnRecorded:
     warnings: list[TurnWarning] = field(default_factory=list)
 
 
-def sessions_for_turns() -> QuerySet[ChatSession]:
-    """Sessions locked for recording turns, each with its cart (`.cart`, see
-    `session_cart_column`) read by the same statement.
+# The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
+# quantity, note}]` in position order) read by the same statement: most sessions have no
+# cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
+# UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
+# the KEY SHARE locks that inserts referencing the session take for their foreign keys.
+# Fixed SQL, so that nothing compiles it per turn.
+_LOCK_SQL = """
+SELECT s.*, ARRAY(
+    SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
+      FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
+) AS cart_json
+  FROM chat_session AS s
+ WHERE s.tenant_id = %s AND s.id = ANY(%s)
+ ORDER BY s.id
+   FOR NO KEY UPDATE OF s
+"""
 
-    NO KEY UPDATE rather than UPDATE: it still serialises writers of the row (turn
-    numbers stay race-free), but not the KEY SHARE locks that inserts referencing the
-    session take for their foreign keys."""
-    return ChatSession.objects.select_for_update(no_key=True).annotate(cart=session_cart_column())
 
-
-def _cart(session: ChatSession) -> list[dict[str, Any]]:
-    """The cart read with the lock (`sessions_for_turns`)."""
-    return list(session.cart)  # type: ignore[attr-defined]
+def sessions_lock_for_turns(
+    *, tenant: Tenant, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, ChatSession]:
+    """Lock the tenant's sessions among `ids`, in id order (so that two writers sharing
+    sessions queue instead of deadlocking), each with its cart as `.cart`. Unknown or
+    foreign ids are absent from the answer."""
+    locked = {}
+    for session in ChatSession.objects.raw(_LOCK_SQL, [tenant.pk, ids]):
+        session.cart = [json.loads(row) for row in session.cart_json]  # type: ignore[attr-defined]
+        locked[session.pk] = session
+    return locked
 
 
 def _lock_session(*, tenant: Tenant, session_id: Any) -> ChatSession:
     try:
-        return sessions_for_turns().get(tenant=tenant, pk=uuid.UUID(str(session_id)))
-    except (ValueError, ChatSession.DoesNotExist) as exc:
+        pk = uuid.UUID(str(session_id))
+    except ValueError as exc:
         raise NotFound("Session not found.") from exc
+    session = sessions_lock_for_turns(tenant=tenant, ids=[pk]).get(pk)
+    if session is None:
+        raise NotFound("Session not found.")
+    return session
 
 
 # What recording turns changes on a session row, and the PostgreSQL type of each.
@@ -123,7 +141,7 @@ _SAVE_COUNTERS_SQL = (
 def sessions_save_counters(sessions: list[ChatSession]) -> None:
     """Write what recording turns changed on these locked sessions (counters, activity,
     expiry, status, state, budget flag) in one UPDATE for all of them. The rows are
-    locked by `sessions_for_turns` until commit, so the values on the instances are the
+    locked by `sessions_lock_for_turns` until commit, so the values on the instances are the
     rows' values: no other writer can have moved them. A fixed statement, so that
     neither the ORM nor PostgreSQL compiles it per turn."""
     if not sessions:
@@ -311,7 +329,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_after=session_context_snapshot(session=session, cart=_cart(session)),
+        context_after=session_context_snapshot(session=session, cart=session.cart),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
