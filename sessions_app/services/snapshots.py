@@ -32,11 +32,12 @@ def session_context_snapshot(
     """The context as the session has it now; `cart` as read with the session's lock
     (`sessions_lock_for_turns`) when the caller has it, else it is read here."""
     if cart is None:
-        cart = list(
-            SessionSelection.objects.filter(session=session)
+        cart = [
+            {"mpn": mpn, "quantity": quantity, "note": note}
+            for mpn, quantity, note in SessionSelection.objects.filter(session=session)
             .order_by("position")
-            .values("mpn", "quantity", "note")
-        )
+            .values_list("mpn", "quantity", "note")
+        ]
     return {
         "focus_mpn": session.focus_mpn,
         "last_query": session.last_query,

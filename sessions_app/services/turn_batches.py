@@ -210,9 +210,10 @@ def _record(
     outcomes: dict[int, BatchOutcome] = {}
     if not todo:
         return outcomes
-    sessions = sessions_lock_for_turns(
+    locked = sessions_lock_for_turns(
         tenant=tenant, ids=sorted({item.session_id for _, item in todo})
     )
+    sessions = {pk: entry.session for pk, entry in locked.items()}
     refused: dict[uuid.UUID, ApplicationError] = {}
     for session in sessions.values():
         try:
@@ -221,7 +222,7 @@ def _record(
             refused[session.pk] = exc
     # Nothing in a batch changes focus, results or cart: one snapshot per session.
     snapshots = {
-        session.pk: session_context_snapshot(session=session, cart=session.cart)
+        session.pk: session_context_snapshot(session=session, cart=locked[session.pk].cart)
         for session in sessions.values()
         if session.pk not in refused
     }
@@ -230,10 +231,11 @@ def _record(
     last_index: dict[uuid.UUID, int] = {}
 
     for index, item in todo:
-        session = sessions.get(item.session_id)
-        if session is None:
+        found = sessions.get(item.session_id)
+        if found is None:
             outcomes[index] = _failed(NotFound("Session not found."))
             continue
+        session = found
         if session.pk in refused:
             outcomes[index] = _failed(refused[session.pk])
             continue

@@ -83,28 +83,38 @@ SELECT s.*, ARRAY(
 """
 
 
+@dataclass(frozen=True)
+class LockedSession:
+    """A session locked for recording turns, with its cart as read under the lock."""
+
+    session: ChatSession
+    cart: list[dict[str, Any]]
+
+
 def sessions_lock_for_turns(
     *, tenant: Tenant, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, ChatSession]:
+) -> dict[uuid.UUID, LockedSession]:
     """Lock the tenant's sessions among `ids`, in id order (so that two writers sharing
-    sessions queue instead of deadlocking), each with its cart as `.cart`. Unknown or
-    foreign ids are absent from the answer."""
-    locked = {}
-    for session in ChatSession.objects.raw(_LOCK_SQL, [tenant.pk, ids]):
-        session.cart = [json.loads(row) for row in session.cart_json]  # type: ignore[attr-defined]
-        locked[session.pk] = session
-    return locked
+    sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
+    are absent from the answer."""
+    return {
+        session.pk: LockedSession(
+            session=session,
+            cart=[json.loads(row) for row in session.cart_json],  # type: ignore[attr-defined]
+        )
+        for session in ChatSession.objects.raw(_LOCK_SQL, [tenant.pk, ids])
+    }
 
 
-def _lock_session(*, tenant: Tenant, session_id: Any) -> ChatSession:
+def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
     try:
         pk = uuid.UUID(str(session_id))
     except ValueError as exc:
         raise NotFound("Session not found.") from exc
-    session = sessions_lock_for_turns(tenant=tenant, ids=[pk]).get(pk)
-    if session is None:
+    locked = sessions_lock_for_turns(tenant=tenant, ids=[pk]).get(pk)
+    if locked is None:
         raise NotFound("Session not found.")
-    return session
+    return locked
 
 
 # What recording turns changes on a session row, and the PostgreSQL type of each.
@@ -312,7 +322,8 @@ def turn_record(
     `budget_exceeded_at` and the result a `budget_exceeded` warning. Receivers of
     `turn_recorded` hear of the turn after commit."""
     now = now or timezone.now()
-    session = _lock_session(tenant=tenant, session_id=session_id)
+    locked = _lock_session(tenant=tenant, session_id=session_id)
+    session = locked.session
     session_ensure_writable(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
@@ -329,7 +340,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_after=session_context_snapshot(session=session, cart=session.cart),
+        context_after=session_context_snapshot(session=session, cart=locked.cart),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
@@ -374,7 +385,7 @@ def turn_rollback(
     cart). Turns n and later are marked rolled back, never deleted; totals stay, since
     their money was spent. Later turns continue numbering after the last recorded one."""
     now = now or timezone.now()
-    session = _lock_session(tenant=tenant, session_id=session_id)
+    session = _lock_session(tenant=tenant, session_id=session_id).session
     session_ensure_writable(session=session, now=now)
     turn = turn_get(session=session, turn_number=turn_number)
     if turn.rolled_back:
