@@ -208,3 +208,48 @@ def test_20_concurrent_batches_on_shared_sessions_give_exact_totals_without_gaps
         )
     assert total == 300 == ChatTurn.objects.count()
     assert IdempotencyRecord.objects.filter(status="completed").count() == 300
+
+
+@pytest.mark.django_db
+def test_both_routes_snapshot_the_cart_read_with_the_lock(api: APIClient) -> None:
+    """The lock's statement reads the cart (no query of its own): a turn on a session
+    with a cart and one without each store their own cart, in position order."""
+    from tests.sessions_app.context_helpers import DELL, HP, store_laptops
+
+    with_cart, without = create_session(api)["id"], create_session(api)["id"]
+    store_laptops(api, with_cart)
+    for mpn in (HP, DELL):
+        added = api.post(f"/api/v1/sessions/{with_cart}/selections", {"mpn": mpn}, format="json")
+        assert added.status_code == 201, added.content
+    assert post_turn(api, with_cart).status_code == 201
+    results = post_batch(api, [item(without), item(with_cart)]).json()["results"]
+    assert [r["status"] for r in results] == [201, 201]
+    carts = {
+        (str(turn.session_id), turn.turn_number): [
+            s["mpn"] for s in turn.context_after["selections"]
+        ]
+        for turn in ChatTurn.objects.all()
+    }
+    assert carts == {(with_cart, 1): [HP, DELL], (with_cart, 2): [HP, DELL], (without, 1): []}
+    stored = ChatTurn.objects.get(session_id=with_cart, turn_number=2).context_after
+    assert stored["selections"][0] == {"mpn": HP, "quantity": 1, "note": ""}
+
+
+@pytest.mark.django_db
+def test_schema_documents_the_batch_route() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.test import Client
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json",
+                 stdout=StringIO(), stderr=StringIO())  # fmt: skip
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    post = schema["paths"]["/api/v1/turns/batch"]["post"]
+    assert set(post["responses"]) >= {"200", "400", "413"}
+    components = schema["components"]["schemas"]
+    item = components["TurnBatchItemRequest"]["properties"]
+    assert {"session_id", "idempotency_key", "steps", "state"} <= set(item)
+    assert item["idempotency_key"]["maxLength"] == 255
+    result = components["TurnBatchResult"]["properties"]
+    assert set(result) == {"index", "status", "replayed", "turn", "error"}
