@@ -266,6 +266,7 @@ def run(ctx: BenchContext) -> BenchResult:
                         headers=auth,
                         expect=200,
                         check=_all_recorded,
+                        timeout=300,  # 500 turns per request, on a shared machine
                     )
                     for ids in sessions[phase]
                 ]
