@@ -7,12 +7,13 @@ single route would have given it. What differs is the shape of the SQL:
 
 1. Keys are claimed for the whole batch in one committed statement
    (`idempotency_claim_many`); replays and reused keys are answered from that read.
-2. One transaction does the rest: the batch's sessions are locked in id order
-   (``SELECT … FOR NO KEY UPDATE``; the order keeps concurrent batches from
-   deadlocking), their carts are read in one query, every item is priced and checked in
+2. One transaction does the rest: one statement locks the batch's sessions in id order
+   and reads their carts (`sessions_lock_for_turns`, as the single route; the order
+   keeps concurrent batches from deadlocking), every item is priced and checked in
    memory (an item that fails is answered alone and writes nothing), then one multi-row
-   INSERT of the turns, one of the steps, one UPDATE of all the sessions' totals and one
-   of the keys' stored responses.
+   INSERT of the turns, one of the steps, one UPDATE of all the sessions' counters
+   (`sessions_save_counters`, as the single route) and one of the keys' stored
+   responses.
 3. After commit, `turn_recorded` is sent once per turn, in order.
 
 A crash anywhere in step 2 leaves no turn of the batch (one transaction); its claims stay
