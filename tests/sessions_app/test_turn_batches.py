@@ -253,3 +253,43 @@ def test_schema_documents_the_batch_route() -> None:
     assert item["idempotency_key"]["maxLength"] == 255
     result = components["TurnBatchResult"]["properties"]
     assert set(result) == {"index", "status", "replayed", "turn", "error"}
+
+
+@pytest.mark.django_db
+def test_a_batch_stores_the_same_rows_as_the_single_route(api: APIClient) -> None:
+    """The batch writes with COPY: every column, JSON, NULLs and decimals included,
+    must read back as the single route's ORM insert stores it."""
+    steps = [
+        *SEED_STEPS,
+        {"step_type": "tool", "input_tokens": 0, "output_tokens": 0, "duration_ms": 5,
+         "success": False, "error": "timeout"},
+        {"step_type": "llm", "model": "no-such-model", "input_tokens": 10, "output_tokens": 1},
+        {"step_type": "llm", "model": "gpt-4o", "usage": {"prompt_tokens": 40,
+         "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}}},
+    ]  # fmt: skip
+    body = turn_body(steps=steps, state={"k": [1, "two"]}, metadata={"m": None},
+                     reasoning="because", duration_ms=1234)  # fmt: skip
+    one, two = create_session(api)["id"], create_session(api)["id"]
+    assert post_turn(api, one, body, key="same").status_code == 201
+    results = post_batch(api, [{"session_id": two, "idempotency_key": "other", **body}])
+    assert results.json()["results"][0]["status"] == 201
+
+    def rows(model: Any, session_id: str, skip: set[str]) -> list[dict[str, Any]]:
+        out = []
+        for row in model.objects.filter(session_id=session_id).order_by("id").values():
+            out.append({k: v for k, v in row.items() if k not in skip})
+        return out
+
+    skip = {"id", "session_id", "turn_id", "created_at", "idempotency_key"}
+    assert rows(ChatTurn, one, skip) == rows(ChatTurn, two, skip)
+    step_rows = rows(TurnStep, one, skip)
+    assert step_rows == rows(TurnStep, two, skip)
+    assert [r["cost_usd"] is None for r in step_rows] == [False] * 3 + [False, True, False]
+    assert step_rows[3]["usage_raw"] is None and step_rows[3]["error"] == "timeout"
+    assert step_rows[5]["usage_raw"]["prompt_tokens"] == 40
+    batch_turn = ChatTurn.objects.get(session_id=two)
+    assert batch_turn.created_at is not None and batch_turn.idempotency_key == "other"
+    assert all(
+        s.created_at == batch_turn.created_at for s in TurnStep.objects.filter(turn=batch_turn)
+    )
+    assert_totals_match_turns(two)
