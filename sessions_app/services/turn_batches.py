@@ -40,6 +40,7 @@ from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.idempotency import (
     KeyClaim,
     KeyedRequest,
@@ -47,7 +48,7 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
-from sessions_app.services.snapshots import session_context_snapshot
+from sessions_app.services.snapshots import session_workspace_snapshot
 from sessions_app.services.turns import (
     UNCHANGED,
     StepInput,
@@ -222,9 +223,10 @@ def _record(
             session_ensure_writable(session=session, now=now)
         except ApplicationError as exc:
             refused[session.pk] = exc
-    # Nothing in a batch changes focus, results or cart: one snapshot per session.
+    # Nothing in a batch changes the workspace (focus, results, cart): one snapshot per
+    # session.
     snapshots = {
-        session.pk: session_context_snapshot(session=session, cart=locked[session.pk].cart)
+        session.pk: session_workspace_snapshot(session=session, cart=locked[session.pk].cart)
         for session in sessions.values()
         if session.pk not in refused
     }
@@ -262,6 +264,11 @@ def _record(
             outcomes[index] = _failed(exc)
             continue
         turn_set_totals(turn=turn, step_rows=steps, duration_ms=item.fields.get("duration_ms"))
+        # As the single route: the turn spends a budget reservation (only now, once the
+        # item can no longer fail: the batch's transaction keeps what it deletes).
+        budget_reservation_release(
+            session=session, reservation_id=item.fields.get("reservation_id"), now=now
+        )
         turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]
 
         # The session as the single route would leave it after this turn.
