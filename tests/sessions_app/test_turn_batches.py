@@ -214,7 +214,7 @@ def test_20_concurrent_batches_on_shared_sessions_give_exact_totals_without_gaps
 def test_both_routes_snapshot_the_cart_read_with_the_lock(api: APIClient) -> None:
     """The lock's statement reads the cart (no query of its own): a turn on a session
     with a cart and one without each store their own cart, in position order."""
-    from tests.sessions_app.context_helpers import DELL, HP, store_laptops
+    from tests.sessions_app.workspace_helpers import DELL, HP, store_laptops
 
     with_cart, without = create_session(api)["id"], create_session(api)["id"]
     store_laptops(api, with_cart)
