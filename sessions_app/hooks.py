@@ -7,8 +7,10 @@ attached by the other apps in their `AppConfig.ready()`:
 - `turn_recorded` is sent *after the transaction commits*, with `turn_id`, `session_id`
   and `tenant_id`, and (from `turn_record`) `turn` and `session`: the instances as
   committed, so that a receiver can decide without a query whether it has work to
-  enqueue (read them, never save them; other senders may omit them). Receivers enqueue
-  Celery tasks; they must be quick and must not raise.
+  enqueue (read them, never save them; other senders may omit them). The batch route
+  sends it once per turn, in order, with `session_turns_follow=True` on every turn but
+  the session's last in that batch, so a receiver that judges the session as a whole may
+  wait for the last. Receivers enqueue Celery tasks; they must be quick and must not raise.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
 - `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's

@@ -15,14 +15,22 @@ logger = logging.getLogger(__name__)
 
 
 def enqueue_compaction_when_due(
-    sender: Any, *, session_id: Any, session: ChatSession | None = None, **kwargs: Any
+    sender: Any,
+    *,
+    session_id: Any,
+    session: ChatSession | None = None,
+    session_turns_follow: bool = False,
+    **kwargs: Any,
 ) -> None:
     """On `turn_recorded` (after commit): enqueue compaction when the recorded turn made
     the open window cross a threshold. Must not raise: the turn is already stored.
-    `turn_record` passes the session it committed, which saves reading it again."""
+    `turn_record` passes the session it committed, which saves reading it again. In a
+    batch, only the session's last turn is checked: the window only grows within it."""
     from memory_app.window.tasks import compact_session
     from sessions_app.services.outbox import task_publish
 
+    if session_turns_follow:
+        return
     try:
         if session is None:
             session = session_get_by_id(session_id=session_id)
