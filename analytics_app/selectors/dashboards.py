@@ -104,7 +104,11 @@ def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
     rows = UserSpendRollup.objects.filter(bucket_start__gte=f.start, bucket_start__lt=f.end)
     if f.tenant_id:
         rows = rows.filter(tenant_id=f.tenant_id)
-    grouped = rows.values("tenant__name", "user_id").annotate(**_SUMS).order_by("-cost_usd")[:limit]
+    grouped = (
+        rows.values("tenant_id", "tenant__name", "user_id")
+        .annotate(**_SUMS)
+        .order_by("-cost_usd")[:limit]
+    )
     return [_with_totals(dict(row)) for row in grouped]
 
 
