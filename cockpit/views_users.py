@@ -36,10 +36,13 @@ def user_page(request: HttpRequest, tenant: int, user_id: str) -> HttpResponse:
             :MODEL_SESSIONS
         ]
     )
-    end = timezone.now()
+    today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=SPEND_DAYS - 1)
     days = user_spend_over_time(
-        tenant_id=tenant, user_id=user_id, start=end - timedelta(days=SPEND_DAYS), end=end
+        tenant_id=tenant, user_id=user_id, start=start, end=today + timedelta(days=1)
     )
+    by_day = {row["bucket_start"]: float(row["cost_usd"] or 0) for row in days}
+    chart_days = [start + timedelta(days=n) for n in range(SPEND_DAYS)]
     models = spend_by_model(session_ids=newest_ids)
     memories = user_memories_by_type(tenant=tenant_obj, user_id=user_id)
     context = {
@@ -50,7 +53,7 @@ def user_page(request: HttpRequest, tenant: int, user_id: str) -> HttpResponse:
         "spend_days": days,
         "spend_days_total": sum(float(r["cost_usd"] or 0) for r in days),
         "spend_chart": column_chart(
-            [(r["bucket_start"].strftime("%m-%d"), float(r["cost_usd"] or 0)) for r in days],
+            [(day.strftime("%m-%d"), by_day.get(day, 0.0)) for day in chart_days],
             title=f"Spend per day, last {SPEND_DAYS} days (USD)",
             unit="$",
         ),
