@@ -155,3 +155,14 @@ def test_unknown_ids_are_404(world: World, staff: Client) -> None:
     missing = "00000000-0000-0000-0000-000000000000"
     assert staff.get(reverse("cockpit-session", args=[missing])).status_code == 404
     assert staff.get(reverse("cockpit-memory", args=[missing])).status_code == 404
+
+
+def test_spend_page_and_admin_session_page_link_to_the_cockpit(world: World, staff: Client) -> None:
+    spend = staff.get(reverse("dashboard-spend")).content.decode()
+    assert 'id="top-sessions-chart"' in spend and "night-owl · " in spend
+    assert reverse("cockpit-session", args=[world.costly_id]) in spend
+    assert reverse("cockpit-user", args=[world.tenant_id, world.user_id]) in spend
+    admin_page = staff.get(
+        reverse("admin:sessions_app_chatsession_change", args=[world.costly_id])
+    ).content.decode()
+    assert reverse("cockpit-session", args=[world.costly_id]) in admin_page
