@@ -60,8 +60,8 @@ def memory_explorer(request: HttpRequest) -> HttpResponse:
     hits: list[Any] = []
     exact = None
     page = None
+    exact_id = _exact_id(query) if query else None
     if tenant is not None and query:
-        exact_id = _exact_id(query)
         if exact_id is not None:
             found = memory_for_staff(memory_id=exact_id)
             exact = found if found is not None and found.tenant_id == tenant.pk else None
@@ -92,6 +92,7 @@ def memory_explorer(request: HttpRequest) -> HttpResponse:
         "query": query,
         "hits": hits,
         "exact": exact,
+        "exact_id": exact_id,
         "page": page,
         "query_string": query_string.urlencode(),
     }

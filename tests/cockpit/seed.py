@@ -44,35 +44,34 @@ class World:
     user_id: str = "night-owl"
 
 
-def seed_world(*, extra_sessions: int = 0, extra_memories: int = 0) -> World:
-    """`extra_*` add filler rows (other users) to check that page costs do not grow."""
+def seed_world() -> World:
     tenant = tenant_get_or_create(name="acme")
     at = timezone.now() - timedelta(hours=20)
     costly = make_session(tenant, user_id="night-owl", agent_id="shop", budget_usd=Decimal("2"))
     # Per-session thresholds have no API yet: set as the window tests do.
     ChatSession.objects.filter(pk=costly.pk).update(compact_keep_last_turns=2)
     calm = make_session(tenant, user_id="day-user", agent_id="support")
+    turns = []
     for n, message in enumerate(MESSAGES):
-        record_turn(
-            costly,
-            [
-                Step(step_type="intent", model="gpt-4o-mini"),
-                Step(
-                    step_type="tool_call",
-                    model="claude-sonnet-4",
-                    input_tokens=7000,
-                    cost_usd=Decimal("0.5"),
-                    success=n != 3,
-                    error=None if n != 3 else "tool timeout after 30s",
-                ),
-            ],
-            at=at + timedelta(minutes=n),
-            user_message=message,
+        turns.append(
+            record_turn(
+                costly,
+                [
+                    Step(step_type="intent", model="gpt-4o-mini"),
+                    Step(
+                        step_type="tool_call",
+                        model="claude-sonnet-4",
+                        input_tokens=7000,
+                        cost_usd=Decimal("0.5"),
+                        success=n != 3,
+                        error=None if n != 3 else "tool timeout after 30s",
+                    ),
+                ],
+                at=at + timedelta(minutes=n),
+                user_message=message,
+            )
         )
         record_turn(calm, [Step()], at=at + timedelta(minutes=n), user_message="hi")
-    for n in range(extra_sessions):
-        filler = make_session(tenant, user_id=f"filler-{n % 7}", agent_id="shop")
-        record_turn(filler, [Step(), Step(step_type="response")], at=at, user_message="hello")
     session_results_store(
         session=costly,
         query="laptop 32GB",
@@ -95,7 +94,7 @@ def seed_world(*, extra_sessions: int = 0, extra_memories: int = 0) -> World:
             type=kind,
             content=content,
             session_id=costly.pk,
-            structured={"extracted_from": {"turn_id": 0, "turn_number": turn}},
+            structured={"extracted_from": {"turn_id": turns[turn - 1].pk, "turn_number": turn}},
             **kw,  # type: ignore[arg-type]
         )
         return str(memory_add(tenant=tenant, draft=draft).memory.pk)
@@ -108,16 +107,6 @@ def seed_world(*, extra_sessions: int = 0, extra_memories: int = 0) -> World:
     order = remember("My order A-73812 never arrived", "fact", 3, importance=0.9)
     remember("Budget for the laptop is 1500 euros", "fact", 1)
     remember("Ships to the office in Lisbon", "fact", 8, scope="shared", allowed_users=["ops-bot"])
-    fillers = [
-        MemoryDraft(
-            user_id=f"filler-{n % 7}",
-            type="fact",
-            content=f"Filler fact number {n} about topic {n * 7}",
-        )
-        for n in range(extra_memories)
-    ]
-    for draft in fillers:
-        memory_add(tenant=tenant, draft=draft)
 
     users = get_user_model()
     if not users.objects.filter(username="ops").exists():

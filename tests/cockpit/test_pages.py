@@ -5,6 +5,7 @@ costs a bounded number of queries whatever the data size."""
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -155,6 +156,8 @@ def test_unknown_ids_are_404(world: World, staff: Client) -> None:
     missing = "00000000-0000-0000-0000-000000000000"
     assert staff.get(reverse("cockpit-session", args=[missing])).status_code == 404
     assert staff.get(reverse("cockpit-memory", args=[missing])).status_code == 404
+    explorer = staff.get(reverse("cockpit-memories"), {"tenant": world.tenant_id, "q": missing})
+    assert f"No memory with id <code>{missing}</code>" in explorer.content.decode()
 
 
 def test_spend_page_and_admin_session_page_link_to_the_cockpit(world: World, staff: Client) -> None:
@@ -166,3 +169,16 @@ def test_spend_page_and_admin_session_page_link_to_the_cockpit(world: World, sta
         reverse("admin:sessions_app_chatsession_change", args=[world.costly_id])
     ).content.decode()
     assert reverse("cockpit-session", args=[world.costly_id]) in admin_page
+
+
+def test_every_admin_link_on_the_pages_opens(world: World, staff: Client) -> None:
+    """The numbers link to the admin objects behind them: each link resolves for staff."""
+    links: set[str] = set()
+    for url in pages(world):
+        html = staff.get(url).content.decode()
+        links |= {html_unescape(href) for href in re.findall(r'href="(/admin/[^"]+)"', html)}
+    assert len(links) > 20
+    for link in sorted(links):
+        response = staff.get(link)
+        assert response.status_code == 200, link
+        assert "?e=1" not in response.get("Location", ""), link
