@@ -83,7 +83,7 @@ def _measure(urls: dict[str, str], repeats: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     with override_settings(STORAGES=storages):
         for name, url in urls.items():
-            timings, queries = [], 0
+            timings, sql, queries, slowest = [], [], 0, ("", 0.0)
             for _ in range(repeats + 1):
                 with CaptureQueriesContext(connection) as captured:
                     began = time.perf_counter()
@@ -92,7 +92,17 @@ def _measure(urls: dict[str, str], repeats: int) -> dict[str, dict[str, Any]]:
                 if response.status_code != 200:
                     raise RuntimeError(f"{url} answered {response.status_code}")
                 queries = len(captured)
-            out[name] = {"url": url, "ms": statistics.median(timings[1:]), "queries": queries}
+                times = [(q["sql"], float(q["time"]) * 1000) for q in captured.captured_queries]
+                sql.append(sum(ms for _, ms in times))
+                slowest = max(times, key=lambda item: item[1])
+            out[name] = {
+                "url": url,
+                "ms": statistics.median(timings[1:]),
+                "sql_ms": statistics.median(sql[1:]),
+                "queries": queries,
+                "slowest_sql": slowest[0][:300],
+                "slowest_sql_ms": slowest[1],
+            }
     return out
 
 
@@ -125,15 +135,16 @@ def run(ctx: BenchContext) -> BenchResult:
         page["ratio_to_spend"] = page["ms"] / base if base else None
         rows.append(
             f"| {name} | `{page['url']}` | {page['queries']} (≤ {BOUNDS[name]}"
-            f"{'' if ok else ' EXCEEDED'}) | {page['ms']:,.1f} | {page['ms'] / base:.2f}x |"
+            f"{'' if ok else ' EXCEEDED'}) | {page['ms']:,.1f} | {page['sql_ms']:,.1f} "
+            f"| {page['slowest_sql_ms']:,.1f} | {page['ms'] / base:.2f}x |"
         )
     markdown = f"""
 Data: {steps:,} steps, {memories:,} memories (B3's short dataset plus `bench.memory_data`
 memories of the session users; rollups filled). Django test Client as a staff user,
 production settings; median of {REPEATS[ctx.size]} renders after one warm-up.
 
-| page | url | queries (bound) | ms | vs spend page |
-|---|---|---|---|---|
+| page | url | queries (bound) | ms | of which SQL ms | slowest query ms | vs spend page |
+|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 **{"Every page within its query bound." if within else "A PAGE EXCEEDED ITS QUERY BOUND."}**
