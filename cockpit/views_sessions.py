@@ -16,9 +16,9 @@ from cockpit.sessions import budget_use
 from memory_app.selectors.audit import memories_of_session, newest_summaries
 from memory_app.selectors.context import context_assemble
 from memory_app.services.context import MEMORY_KEY_PREFIX
-from sessions_app.selectors.context import component_list, selection_lines
 from sessions_app.selectors.sessions import session_for_staff
 from sessions_app.selectors.turns import turn_list
+from sessions_app.selectors.workspace import component_list, selection_lines
 
 TURNS_PER_PAGE = 30
 COMPONENTS_SHOWN = 30

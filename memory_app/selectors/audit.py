@@ -13,8 +13,8 @@ from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
 
 from memory_app.models import Memory, MemoryRelation, MemoryScope
-from memory_app.models_window import ContextSummary
 from memory_app.window.milestones import milestone_lines
+from memory_app.window.models import ContextSummary
 from sessions_app.models import Tenant
 
 

@@ -15,13 +15,13 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from analytics_app.services.rollups import rollups_fill
+from bench.generate_cli import main as generate_main
 from memory_app.models import Memory
 from sessions_app.models import ChatSession, Tenant
 from tests.cockpit.seed import World, seed_world
@@ -92,7 +92,7 @@ def test_every_page_has_a_bounded_query_count_that_does_not_grow_with_the_data(
         client.get(url)
     small = {name: count(client, url) for name, url in urls(world).items()}
 
-    call_command("bench_generate", *BENCH, stdout=StringIO(), stderr=StringIO())
+    generate_main(BENCH, stdout=StringIO(), stderr=StringIO())
     rollups_fill()
     grown = {name: count(client, url) for name, url in urls(world).items()}
     on_bench = {name: count(client, url) for name, url in bench_urls().items()}
