@@ -36,7 +36,7 @@ SPEC = GenerateSpec(
     memory_users=50,
 )
 REPEATS = {"short": 5, "full": 5}
-BOUNDS = {"spend": 17, "user": 12, "session": 28, "explorer": 8, "search": 14, "memory": 9}
+BOUNDS = {"spend": 32, "user": 12, "session": 28, "explorer": 8, "search": 14, "memory": 9}
 
 
 def _urls() -> dict[str, str]:
