@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sessions_app.models import ChatSession
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 
 @dataclass(frozen=True)

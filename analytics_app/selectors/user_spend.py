@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 
 from analytics_app.models import UserSpendRollup
-from sessions_app.models import TurnStep
+from sessions_app.selectors.turns import steps_of_sessions
 
 
 def user_spend_over_time(
@@ -39,7 +39,7 @@ def spend_by_model(*, session_ids: Sequence[uuid.UUID], limit: int = 15) -> list
     if not session_ids:
         return []
     rows = (
-        TurnStep.objects.filter(session_id__in=list(session_ids))
+        steps_of_sessions(session_ids=session_ids)
         .values("model")
         .annotate(
             input_tokens=Sum("input_tokens"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
@@ -15,7 +15,9 @@ from django.db.models.functions import RowNumber
 from memory_app.models import Memory, MemoryRelation, MemoryScope
 from memory_app.window.milestones import milestone_lines
 from memory_app.window.models import ContextSummary
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 
 def memory_for_staff(*, memory_id: Any) -> Memory | None:
