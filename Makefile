@@ -46,7 +46,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none REDIS_URL=redis://127.0.0.1:1 \
-		$(VENV)/bin/mypy sessions_app memory_app analytics_app config
+		$(VENV)/bin/mypy sessions_app memory_app analytics_app cockpit config
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 test: test-system-deps lint

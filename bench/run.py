@@ -41,6 +41,7 @@ BENCHMARKS: list[str] = [
     "bench.b3_dashboards",
     "bench.b4_compaction",
     "bench.b5_connections",
+    "bench.b17_cockpit",
 ]
 
 

@@ -35,4 +35,5 @@ urlpatterns = [
     ),
     path("", include("sessions_app.pages.urls")),
     path("", include("analytics_app.pages.urls")),
+    path("", include("cockpit.urls")),
 ]

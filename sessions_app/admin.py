@@ -18,7 +18,7 @@ from django.db.models import Model, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -364,11 +364,20 @@ class ChatSessionAdmin(LargeTableAdmin):
 
     @admin.display(description="see also")
     def links(self, session: ChatSession) -> SafeString:
-        return format_html(
+        links = format_html(
             "{} · {}",
             changelist_link(ChatTurn, "all turns", session__id__exact=session.pk),
             changelist_link(TurnStep, "all steps", session__id__exact=session.pk),
         )
+        try:  # the operators' cockpit, by URL name: this app does not import it
+            cockpit = format_html(
+                ' · <a href="{}">cockpit: session</a> · <a href="{}">cockpit: user</a>',
+                reverse("cockpit-session", args=[session.pk]),
+                reverse("cockpit-user", args=[session.tenant_id, session.user_id]),
+            )
+        except NoReverseMatch:
+            return links
+        return format_html("{}{}", links, cockpit)
 
     @admin.action(description="Archive selected sessions")
     def archive(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:

@@ -50,10 +50,20 @@ def column_chart(points: Sequence[tuple[str, float]], *, title: str, unit: str =
         bars,
     )
     marks = sorted({0, len(points) // 2, len(points) - 1})
+    last = len(points) - 1
+
+    def anchor(i: int) -> tuple[str, str]:
+        """The edge labels align inward, so that they are not cut off by the frame."""
+        if i == 0 and last > 0:
+            return f"{i * step + 1:.1f}", "start"
+        if i == last and last > 0:
+            return f"{(i + 1) * step - 1:.1f}", "end"
+        return f"{(i + 0.5) * step:.1f}", "middle"
+
     labels = format_html_join(
         "",
-        '<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text>',
-        ((f"{(i + 0.5) * step:.1f}", height - 10, points[i][0]) for i in marks),
+        '<text x="{}" y="{}" font-size="11" text-anchor="{}">{}</text>',
+        ((*anchor(i)[:1], height - 10, anchor(i)[1], points[i][0]) for i in marks),
     )
     return format_html(
         '<svg class="chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">'

@@ -81,6 +81,7 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
     }
     errors = dashboards.spend_breakdown(f, "step_type")
     memory = dashboards.memory_growth(f)
+    top_sessions = dashboards.top_sessions(f)
     context = {
         "form": form,
         "filter": f,
@@ -113,7 +114,15 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         "errors_chart": bar_chart(
             [(r["key"], 100 * r["error_rate"]) for r in errors], title="Error rate by step type (%)"
         ),
-        "top_sessions": dashboards.top_sessions(f),
+        "top_sessions": top_sessions,
+        "top_sessions_chart": bar_chart(
+            [
+                (f"{s.user_id} · {str(s.pk)[:8]}", float(s.total_cost_usd or 0))
+                for s in top_sessions
+            ],
+            title="Top sessions by cost (USD)",
+            unit="$",
+        ),
         "top_users": dashboards.top_users(f),
         "runaway": dashboards.runaway_sessions(f),
         "budgets": dashboards.budget_consumption(f),

@@ -152,9 +152,10 @@ def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
     rows = UserSpendRollup.objects.filter(bucket_start__gte=f.start, bucket_start__lt=f.end)
     if f.tenant_id:
         rows = rows.filter(tenant_id=f.tenant_id)
-    grouped = rows.values("tenant__name", "user_id").annotate(**_SUMS)
-    tail = _tail_sums(_tail(f, "user:day").values("tenant__name", "user_id"))
-    merged = _costliest(_merged(("tenant__name", "user_id"), grouped, tail))[:limit]
+    keys = ("tenant_id", "tenant__name", "user_id")  # tenant_id: the cockpit's user page link
+    grouped = rows.values(*keys).annotate(**_SUMS)
+    tail = _tail_sums(_tail(f, "user:day").values(*keys))
+    merged = _costliest(_merged(keys, grouped, tail))[:limit]
     return [_with_totals(row) for row in merged]
 
 

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "memory_app",
     "analytics_app",
+    "cockpit",
 ]
 
 MIDDLEWARE = [

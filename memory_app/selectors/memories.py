@@ -22,14 +22,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Actor:
-    """The end user (and their roles) on whose behalf an agent reads memories."""
+    """The end user (and their roles) on whose behalf an agent reads memories.
+
+    `operator` is a staff member in the cockpit, who must see every memory of a tenant
+    to audit it; the API never builds such an actor (an API key is never an operator)."""
 
     user_id: str | None = None
     roles: tuple[str, ...] = ()
+    operator: bool = False
 
 
 def visibility_q(actor: Actor) -> Q:
     """private → its user; shared → its user, listed users, listed roles; public → all."""
+    if actor.operator:
+        return Q()
     visible = Q(scope=MemoryScope.PUBLIC)
     if actor.roles:
         visible |= Q(scope=MemoryScope.SHARED, allowed_roles__overlap=list(actor.roles))
@@ -43,6 +49,8 @@ def visibility_q(actor: Actor) -> Q:
 
 def visibility_sql(actor: Actor, alias: str = "m") -> tuple[str, dict[str, Any]]:
     """The same rule as `visibility_q`, for the raw search SQL."""
+    if actor.operator:
+        return "TRUE", {}
     sql = (
         f"({alias}.scope = 'public'"
         f" OR ({alias}.scope = 'shared' AND {alias}.allowed_roles && %(acting_roles)s::varchar[])"
@@ -62,6 +70,8 @@ def memory_list(
     memory_type: str | None = None,
     tag: str | None = None,
     scope: str | None = None,
+    pinned: bool | None = None,
+    decay_below: float | None = None,
 ) -> QuerySet[Memory]:
     memories = Memory.objects.filter(tenant=tenant).filter(visibility_q(actor))
     if user_id:
@@ -74,6 +84,10 @@ def memory_list(
         memories = memories.filter(tags__contains=[tag])
     if scope:
         memories = memories.filter(scope=scope)
+    if pinned is not None:
+        memories = memories.filter(pinned=pinned)
+    if decay_below is not None:
+        memories = memories.filter(decay_score__lt=decay_below)
     return memories.defer("embedding", "search_vector").prefetch_related("relations")
 
 

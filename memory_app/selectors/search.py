@@ -75,6 +75,9 @@ def _filters_sql(
     agent_id: str | None,
     types: Sequence[str] | None,
     tags: Sequence[str] | None,
+    scope: str | None = None,
+    pinned: bool | None = None,
+    decay_below: float | None = None,
 ) -> tuple[str, dict[str, Any]]:
     visible, params = visibility_sql(actor)
     clauses = ["m.tenant_id = %(tenant)s", visible]
@@ -91,6 +94,15 @@ def _filters_sql(
     if tags:
         clauses.append("m.tags && %(tags)s::varchar[]")
         params["tags"] = list(tags)
+    if scope:
+        clauses.append("m.scope = %(scope)s")
+        params["scope"] = scope
+    if pinned is not None:
+        clauses.append("m.pinned = %(pinned)s")
+        params["pinned"] = pinned
+    if decay_below is not None:
+        clauses.append("m.decay_score < %(decay_below)s")
+        params["decay_below"] = decay_below
     return " AND ".join(clauses), params
 
 
@@ -124,13 +136,24 @@ def memory_search(
     mode: SearchMode = "hybrid",
     now: datetime | None = None,
     query_embedding: list[float] | None = None,
+    scope: str | None = None,
+    pinned: bool | None = None,
+    decay_below: float | None = None,
 ) -> SearchOutcome:
     """The memories that best answer `query`, visible to `actor`, best first. A read
     only: the caller records the access (`memory_record_access`) for the hits it uses."""
     now = now or timezone.now()
     candidates = max(3 * limit, 30)
     where, params = _filters_sql(
-        tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags
+        tenant=tenant,
+        actor=actor,
+        user_id=user_id,
+        agent_id=agent_id,
+        types=types,
+        tags=tags,
+        scope=scope,
+        pinned=pinned,
+        decay_below=decay_below,
     )
     params["k"] = candidates
     vector_ranking: list[uuid.UUID] = []

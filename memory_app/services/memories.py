@@ -376,3 +376,22 @@ def memory_record_access(*, memory_ids: Sequence[uuid.UUID], now: datetime | Non
             [now, [str(pk) for pk in memory_ids]],
         )
         return cursor.rowcount
+
+
+def memory_set_pinned(*, memory: Memory, pinned: bool) -> Memory:
+    """Pin or unpin. Not a new version: the text is unchanged, and a version row per
+    click would bury the real edits in the history."""
+    Memory.objects.filter(pk=memory.pk).update(pinned=pinned)
+    memory.pinned = pinned
+    return memory
+
+
+def memory_reembed(*, memory: Memory) -> Memory:
+    """Recompute the vector with the configured embedder (after a model change, or to
+    repair a bad vector). Not a new version: the text is unchanged."""
+    vector = embed_texts([memory.content])[0]
+    model_name = embedder().model_name
+    Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=model_name)
+    memory.embedding = vector
+    memory.embedding_model = model_name
+    return memory

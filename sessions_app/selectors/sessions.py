@@ -120,3 +120,25 @@ def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
     session = session_get(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session)
     return session
+
+
+def session_for_staff(*, session_id: Any) -> ChatSession | None:
+    """Any tenant's session by id, for the operators' pages (staff are not a tenant), or
+    None for a malformed or unknown id."""
+    try:
+        pk = uuid.UUID(str(session_id))
+    except ValueError:
+        return None
+    return ChatSession.objects.select_related("tenant").filter(pk=pk).first()
+
+
+def user_sessions(*, tenant_id: int, user_id: str) -> QuerySet[ChatSession]:
+    """One user's sessions, newest first (index `session_tenant_user`)."""
+    return ChatSession.objects.filter(tenant_id=tenant_id, user_id=user_id).order_by(
+        "-created_at", "-pk"
+    )
+
+
+def tenant_for_staff(*, tenant_id: int) -> Tenant | None:
+    """A tenant by id for the operators' pages, or None (their views answer 404)."""
+    return Tenant.objects.filter(pk=tenant_id).first()

@@ -4,6 +4,7 @@ log through these rather than through the models."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -91,3 +92,9 @@ def steps_after(
 def step_newest_id() -> int:
     """The id of the newest step (0 when there is none): how far the log has grown."""
     return int(TurnStep.objects.aggregate(step=Max("id"))["step"] or 0)
+
+
+def steps_of_sessions(*, session_ids: Sequence[Any]) -> QuerySet[TurnStep]:
+    """The steps of these sessions (index `step_session_created`): per-user breakdowns
+    that the rollups do not key by user read only that user's sessions."""
+    return TurnStep.objects.filter(session_id__in=list(session_ids))
