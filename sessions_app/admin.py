@@ -153,6 +153,7 @@ class RecentTurnInline(ReadOnlyInline):
     verbose_name_plural = f"latest {RecentInlineFormSet.limit} turns (all in the turn list)"
     fields = readonly_fields = (
         "turn_number",
+        "kind",
         "created_at",
         "message",
         "input_tokens",
@@ -294,6 +295,7 @@ class ChatSessionAdmin(LargeTableAdmin):
                     "state",
                     "metadata",
                     "external_session_id",
+                    "provider",
                 ],
             },
         ),
@@ -390,6 +392,8 @@ class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
         "__str__",
         "session_link",
         "turn_number",
+        "kind",
+        "changed_by",
         "input_tokens",
         "output_tokens",
         "cost_usd",
@@ -398,7 +402,7 @@ class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
         "rolled_back",
         "created_at",
     ]
-    list_filter = [RecentFilter, "rolled_back", "compacted"]
+    list_filter = [RecentFilter, "kind", "rolled_back", "compacted"]
     search_fields = ["idempotency_key__exact"]
     uuid_search_field = "session_id"
     raw_id_fields = ["session", "tenant"]

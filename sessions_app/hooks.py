@@ -14,6 +14,9 @@ attached by the other apps in their `AppConfig.ready()`:
   so other apps delete what they hold about the user atomically with ours.
 - `step_pricer` is the function that prices a step when it is recorded; analytics_app
   registers the model-price table. Without one, steps are recorded unpriced.
+- `context_window_lookup` tells a model's context window in tokens; analytics_app
+  registers the same table (the sizes are kept with the prices). Without one, or for an
+  unknown model, it answers None and only absolute thresholds apply.
 """
 
 from __future__ import annotations
@@ -55,3 +58,19 @@ def price_step(usage: StepUsage) -> Decimal | None:
     if _step_pricer is None or not usage.model:
         return None
     return _step_pricer(usage)
+
+
+ContextWindowLookup = Callable[[str], int | None]
+_context_window_lookup: ContextWindowLookup | None = None
+
+
+def register_context_window_lookup(lookup: ContextWindowLookup) -> None:
+    global _context_window_lookup
+    _context_window_lookup = lookup
+
+
+def model_context_window(model: str) -> int | None:
+    """The model's context window in tokens, or None when unknown."""
+    if _context_window_lookup is None or not model:
+        return None
+    return _context_window_lookup(model)

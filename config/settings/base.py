@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.settings.env import env_bool, env_float, env_int, env_list, env_str
+from config.settings.env import env_bool, env_float, env_int, env_int_map, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -175,6 +175,11 @@ ENGRAM_LLM_TIMEOUT_SECONDS = env_float("ENGRAM_LLM_TIMEOUT_SECONDS", 30.0)
 
 # --- Sessions, budgets, idempotency ---------------------------------------------------
 ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
+# Default TTL per provider (seed 002); a session's own ttl_seconds wins over both.
+ENGRAM_SESSION_TTL_BY_PROVIDER = env_int_map(
+    "ENGRAM_SESSION_TTL_BY_PROVIDER",
+    {"claude": 30 * 24 * 3600, "anthropic": 30 * 24 * 3600, "ollama": 7 * 24 * 3600},
+)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
@@ -191,6 +196,9 @@ ENGRAM_PUBLIC_BASE_URL = env_str("ENGRAM_PUBLIC_BASE_URL", "http://127.0.0.1:800
 ENGRAM_COMPACT_MAX_TURNS = env_int("ENGRAM_COMPACT_MAX_TURNS", 10)
 ENGRAM_COMPACT_MAX_TOKENS = env_int("ENGRAM_COMPACT_MAX_TOKENS", 8000)
 ENGRAM_COMPACT_KEEP_LAST_TURNS = env_int("ENGRAM_COMPACT_KEEP_LAST_TURNS", 6)
+# Also compact when the open window passes this share of the model's context window (from
+# the price table); the lower of this and ENGRAM_COMPACT_MAX_TOKENS applies. 0 turns it off.
+ENGRAM_COMPACT_CONTEXT_SHARE = env_float("ENGRAM_COMPACT_CONTEXT_SHARE", 0.8)
 # Older summaries are condensed into one when there are more than this many active ones,
 # or when their tokens together exceed the cap.
 ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)

@@ -31,3 +31,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw in (None, ""):
         return list(default)
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_int_map(name: str, default: dict[str, int]) -> dict[str, int]:
+    """`key=int` pairs separated by commas (`claude=2592000,ollama=604800`); the pairs
+    given replace the defaults' entries of the same key, others stay."""
+    raw = os.environ.get(name)
+    result = dict(default)
+    if raw in (None, ""):
+        return result
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        key, _, value = part.partition("=")
+        result[key.strip().lower()] = int(value)
+    return result

@@ -10,6 +10,7 @@ from sessions_app.api.fields import identifier_field, money_output_field
 from sessions_app.models import ChatSession
 
 MAX_TTL_SECONDS = 365 * 24 * 3600
+MAX_REASONING = 200_000
 
 
 class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -40,11 +41,58 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=255,
         help_text="A provider's own session id to resume (e.g. a Claude CLI session).",
     )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="The model the agent calls; its context window (kept with the prices) sets "
+        "the relative compaction threshold. Blank: the model of the latest step.",
+    )
+    compact_context_share = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.05,
+        max_value=1.0,
+        help_text="Compact when the open window passes this share of the model's context "
+        "window (e.g. 0.7); null: ENGRAM_COMPACT_CONTEXT_SHARE. The absolute token "
+        "threshold still applies; the lower one wins.",
+    )
+    provider = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text=(
+            "The LLM provider behind the agent, e.g. `claude` or `ollama`. Without "
+            "`ttl_seconds`, the TTL is this provider's default (ENGRAM_SESSION_TTL_BY_PROVIDER: "
+            "claude 30 days, ollama 7 days), else ENGRAM_SESSION_TTL_SECONDS."
+        ),
+    )
 
 
 class SessionUpdateSerializer(SessionCreateSerializer):
     user_id = None  # type: ignore[assignment]
     agent_id = None  # type: ignore[assignment]
+    provider = None  # type: ignore[assignment]
+    reasoning = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_REASONING,
+        trim_whitespace=False,
+        help_text="Why `state` changes; kept on the `state_change` turn that logs it.",
+    )
+    changed_by = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="Who changes `state` (an agent, an operator); kept on that turn.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("reasoning" in attrs or "changed_by" in attrs) and "state" not in attrs:
+            raise serializers.ValidationError(
+                {"reasoning": ["Only meaningful with `state`: it explains a state change."]}
+            )
+        return attrs
 
 
 class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -62,9 +110,14 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "state",
             "metadata",
             "external_session_id",
+            "provider",
+            "model",
+            "compact_context_share",
             "focus_mpn",
             "last_query",
             "last_filters",
+            "last_results",
+            "query_history",
             "totals",
             "budget",
             "runaway",

@@ -179,6 +179,8 @@ class TurnStepSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 _TURN_HELP = {
     "id": "The turn's id.",
     "turn_number": "1-based, unique in the session, never reused.",
+    "kind": "`exchange` (a user message and the answer) or `state_change` (a PATCH of state).",
+    "changed_by": "Who made a `state_change`; blank for exchanges.",
     "user_message": "What the user said.",
     "assistant_response": "What the agent answered.",
     "intent_data": "The classified intent.",

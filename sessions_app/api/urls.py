@@ -9,6 +9,11 @@ urlpatterns = [
     path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
     path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
     path(
+        f"{session}/turns/<int:turn_number>",
+        views_turns.TurnDetailView.as_view(),
+        name="session-turn-detail",
+    ),
+    path(
         f"{session}/turns/<int:turn_number>/rollback",
         views_turns.TurnRollbackView.as_view(),
         name="session-turn-rollback",

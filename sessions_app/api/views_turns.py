@@ -26,7 +26,7 @@ from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.budgets import budget_check
 from sessions_app.selectors.sessions import session_ensure_writable, session_get
-from sessions_app.selectors.turns import turn_list
+from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.turns import turn_record, turn_rollback
 
@@ -144,6 +144,19 @@ class TurnListView(TenantGenericAPIView):
         )
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(outcome.body, status=outcome.status, headers=headers)
+
+
+class TurnDetailView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = TurnSerializer
+
+    @extend_schema(
+        summary="One turn of the log, with its steps",
+        responses={200: TurnSerializer, 404: ERRORS[404]},
+    )
+    def get(self, request: Request, session_id: str, turn_number: int) -> Response:
+        session = session_get(tenant=self.tenant, session_id=session_id)
+        return Response(TurnSerializer(turn_get(session=session, turn_number=turn_number)).data)
 
 
 class TurnRollbackView(TenantGenericAPIView):

@@ -4,7 +4,7 @@ from sessions_app.models.context import SessionComponent, SessionSelection
 from sessions_app.models.idempotency import IdempotencyRecord
 from sessions_app.models.sessions import ChatSession, SessionStatus
 from sessions_app.models.tenancy import ApiKey, Tenant
-from sessions_app.models.turns import ChatTurn, TurnStep
+from sessions_app.models.turns import ChatTurn, TurnKind, TurnStep
 
 __all__ = [
     "ApiKey",
@@ -15,5 +15,6 @@ __all__ = [
     "SessionSelection",
     "SessionStatus",
     "Tenant",
+    "TurnKind",
     "TurnStep",
 ]

@@ -29,6 +29,13 @@ class ChatSession(models.Model):
     state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     external_session_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: none given
+    provider = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The LLM provider behind the agent (claude, ollama…); picks the default TTL.",
+    )
 
     # What the agent is looking at.
     focus_mpn = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: no focus
@@ -69,6 +76,19 @@ class ChatSession(models.Model):
     compact_max_turns = models.IntegerField(null=True, blank=True)
     compact_max_tokens = models.IntegerField(null=True, blank=True)
     compact_keep_last_turns = models.IntegerField(null=True, blank=True)
+    compact_context_share = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Compact when the open window passes this share of the model's context "
+        "window; null means the settings' default.",
+    )
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The model the agent calls; blank: the model of its latest step.",
+    )
 
     ttl_seconds = models.IntegerField()
     expires_at = models.DateTimeField()

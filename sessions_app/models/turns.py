@@ -7,12 +7,29 @@ from sessions_app.models.sessions import ChatSession
 from sessions_app.models.tenancy import Tenant
 
 
+class TurnKind(models.TextChoices):
+    EXCHANGE = "exchange", "exchange"
+    STATE_CHANGE = "state_change", "state change"
+
+
 class ChatTurn(models.Model):
-    """One exchange: the user's message, the agent's answer, and what it cost."""
+    """One exchange: the user's message, the agent's answer, and what it cost. A change
+    of the session's state made outside a turn (PATCH) is logged as a turn too, of kind
+    `state_change`, so that it can be audited and rolled back like any other."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="turns")
     turn_number = models.IntegerField()
+    kind = models.CharField(
+        max_length=16, choices=TurnKind.choices, default=TurnKind.EXCHANGE, db_default="exchange"
+    )
+    changed_by = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Who made a state change (an agent, an operator); blank for exchanges.",
+    )
     user_message = models.TextField(blank=True, default="")
     assistant_response = models.TextField(blank=True, default="")
     intent_data = models.JSONField(default=dict, blank=True)

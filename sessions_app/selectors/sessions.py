@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions_app.errors import NotFound, SessionExpired
-from sessions_app.models import ChatSession, SessionStatus, Tenant
+from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnStep
 
 
 def session_list(*, tenant: Tenant) -> QuerySet[ChatSession]:
@@ -54,3 +54,18 @@ def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
     session = session_get(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session)
     return session
+
+
+def session_model(session: ChatSession) -> str:
+    """The model the session's agent calls: the one set on the session, else the model
+    of its newest LLM step (one index scan on (session, created_at)); blank if none."""
+    if session.model:
+        return session.model
+    model = (
+        TurnStep.objects.filter(session=session)
+        .exclude(model="")
+        .order_by("-created_at")
+        .values_list("model", flat=True)
+        .first()
+    )
+    return model or ""

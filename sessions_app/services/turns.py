@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.hooks import StepUsage, price_step, turn_recorded
-from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
@@ -140,6 +140,8 @@ def turn_record(
     state: dict[str, Any] = UNCHANGED,
     duration_ms: int | None = None,
     idempotency_key: str | None = None,
+    kind: str = TurnKind.EXCHANGE,
+    changed_by: str = "",
     now: datetime | None = None,
 ) -> TurnRecorded:
     """Store one turn with its steps and add them to the session's totals.
@@ -159,6 +161,8 @@ def turn_record(
         tenant_id=session.tenant_id,
         session=session,
         turn_number=session.last_turn_number + 1,  # safe: the row is locked
+        kind=kind,
+        changed_by=changed_by,
         user_message=user_message,
         assistant_response=assistant_response,
         intent_data=intent_data or {},
