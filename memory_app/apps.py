@@ -9,8 +9,11 @@ class MemoryAppConfig(AppConfig):
     def ready(self) -> None:
         from memory_app import admin_window, receivers, tasks_window  # noqa: F401
         from memory_app.receivers_window import enqueue_compaction_when_due
+        from memory_app.selectors.export import memory_user_export
         from memory_app.signals_window import span_compacted
-        from sessions_app.hooks import demo_loaded, turn_recorded
+        from sessions_app.hooks import demo_loaded, register_user_exporter, turn_recorded
+
+        register_user_exporter("memory_app", memory_user_export)
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
         turn_recorded.connect(

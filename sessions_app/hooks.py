@@ -14,6 +14,9 @@ attached by the other apps in their `AppConfig.ready()`:
   so other apps delete what they hold about the user atomically with ours.
 - `step_pricer` is the function that prices a step when it is recorded; analytics_app
   registers the model-price table. Without one, steps are recorded unpriced.
+- `user_exporters` add sections to `GET /users/{id}/export` (the counterpart of
+  erasure): each registered function takes (tenant_id, user_id) and answers a dict of
+  JSON-ready sections (memory_app: memories, versions, relations, summaries).
 - `context_window_lookup` tells a model's context window in tokens; analytics_app
   registers the same table (the sizes are kept with the prices). Without one, or for an
   unknown model, it answers None and only absolute thresholds apply.
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.dispatch import Signal
 
@@ -74,3 +78,19 @@ def model_context_window(model: str) -> int | None:
     if _context_window_lookup is None or not model:
         return None
     return _context_window_lookup(model)
+
+
+UserExporter = Callable[[int, str], dict[str, Any]]
+_user_exporters: dict[str, UserExporter] = {}
+
+
+def register_user_exporter(name: str, exporter: UserExporter) -> None:
+    """Register (or replace, by name: `ready()` may run twice) an export section maker."""
+    _user_exporters[name] = exporter
+
+
+def user_export_sections(tenant_id: int, user_id: str) -> dict[str, Any]:
+    sections: dict[str, Any] = {}
+    for name in sorted(_user_exporters):
+        sections.update(_user_exporters[name](tenant_id, user_id))
+    return sections

@@ -175,6 +175,10 @@ ENGRAM_LLM_TIMEOUT_SECONDS = env_float("ENGRAM_LLM_TIMEOUT_SECONDS", 30.0)
 
 # --- Sessions, budgets, idempotency ---------------------------------------------------
 ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
+# Rotation: past this many tokens (input + output) the next turn opens a successor session;
+# per agent id (`agent=tokens,…`), else the global value; 0 is off. A session's own wins.
+ENGRAM_ROTATE_AFTER_TOKENS = env_int("ENGRAM_ROTATE_AFTER_TOKENS", 0)
+ENGRAM_ROTATE_AFTER_TOKENS_BY_AGENT = env_int_map("ENGRAM_ROTATE_AFTER_TOKENS_BY_AGENT", {})
 # Default TTL per provider (seed 002); a session's own ttl_seconds wins over both.
 ENGRAM_SESSION_TTL_BY_PROVIDER = env_int_map(
     "ENGRAM_SESSION_TTL_BY_PROVIDER",
@@ -215,6 +219,12 @@ ENGRAM_COMPACTION_TEST_PAUSE_MARKER = env_str("ENGRAM_COMPACTION_TEST_PAUSE_MARK
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)
 ENGRAM_MEMORY_DECAY_DELETE_BELOW = env_float("ENGRAM_MEMORY_DECAY_DELETE_BELOW", 0.2)
+# Insertion gates: a memory (not pinned) below either floor is refused (422
+# memory_rejected; extraction drops it). 0 lets everything in.
+ENGRAM_MEMORY_MIN_IMPORTANCE = env_float("ENGRAM_MEMORY_MIN_IMPORTANCE", 0.0)
+ENGRAM_MEMORY_MIN_CONFIDENCE = env_float("ENGRAM_MEMORY_MIN_CONFIDENCE", 0.0)
+# A memory's free `metadata` object, as compact JSON, may not exceed this many bytes.
+ENGRAM_MEMORY_METADATA_MAX_BYTES = env_int("ENGRAM_MEMORY_METADATA_MAX_BYTES", 4096)
 # Reciprocal rank fusion constant: smaller favours the top of each list more.
 ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
 # Recency part of the search score halves every this many days since the last update.

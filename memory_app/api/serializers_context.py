@@ -68,7 +68,9 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
 class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
     key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
     kind = serializers.CharField(
-        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure."
+        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure; "
+        "previous_turn, previous_summary, previous_milestone from the session a rotation "
+        "continued."
     )
     tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
     score = serializers.FloatField(

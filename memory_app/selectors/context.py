@@ -16,10 +16,11 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_texts
 from memory_app.models_window import ContextSummary
-from memory_app.selectors.memories import Actor
+from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
+from memory_app.window.predecessors import predecessor_candidates
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
 from sessions_app.errors import NotFound
 from sessions_app.hooks import model_context_window
@@ -385,7 +386,7 @@ def _memory_candidates(
         return []
     actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles))
     hits = memory_search(tenant=tenant, actor=actor, query=query, limit=limit).hits
-    return [
+    return _related_memory_candidates(tenant, actor, hits) + [
         Candidate(
             f"memory:{hit.memory.pk}",
             "memory",
@@ -398,6 +399,30 @@ def _memory_candidates(
         )
         for index, hit in enumerate(hits)
     ]
+
+
+def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) -> list[Candidate]:
+    """A found memory's direct relations come with it (seed 001: "supersedes",
+    "derived_from", "related_to"), as kind `related_memory` with a little less signal
+    than their anchor, so the breakdown shows why they are there."""
+    anchors = {hit.memory.pk: hit.memory for hit in hits}
+    out: list[Candidate] = []
+    for index, (anchor, kind, memory) in enumerate(
+        memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
+    ):
+        out.append(
+            Candidate(
+                f"memory:{memory.pk}",
+                "related_memory",
+                "memories",
+                _line(f"({kind.replace('_', ' ')}) {memory.summary or memory.content}"),
+                "memory",
+                memory.last_accessed_at or memory.updated_at,
+                0.8 * min(float(memory.importance), float(anchors[anchor].importance)),
+                (100 + index,),
+            )
+        )
+    return out
 
 
 def context_assemble(
@@ -421,6 +446,12 @@ def context_assemble(
         *_session_candidates(session),
         *_turn_candidates(session, thresholds.keep_last_turns),
         *_summary_candidates(session, active_summaries(session)),
+        *predecessor_candidates(
+            session,
+            summary_candidates=_summary_candidates,
+            active_summaries=active_summaries,
+            line=_line,
+        ),
         *_memory_candidates(tenant, session, query, acting_user_id, acting_roles or []),
         *_failure_candidates(session),
     ]

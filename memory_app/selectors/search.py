@@ -19,6 +19,7 @@ Access statistics move in one UPDATE after the query: the view calls
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -65,6 +66,39 @@ class SearchOutcome:
     lexical_ranking: list[uuid.UUID] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class MemoryFilters:
+    """Hard filters beyond user, agent, types and tags; None means no filter. Applied in
+    both rankings' WHERE, so a filtered search still returns `limit` hits if they exist."""
+
+    session_id: uuid.UUID | None = None
+    created_from: datetime | None = None  # inclusive
+    created_to: datetime | None = None  # exclusive
+    pinned: bool | None = None
+    min_importance: float | None = None
+    min_confidence: float | None = None
+    metadata: dict[str, Any] | None = None  # the memory's metadata contains this object
+
+    def clauses(self, params: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        checks: list[tuple[str, Any, str]] = [
+            ("session_id", self.session_id, "m.session_id = %(f_session_id)s"),
+            ("created_from", self.created_from, "m.created_at >= %(f_created_from)s"),
+            ("created_to", self.created_to, "m.created_at < %(f_created_to)s"),
+            ("pinned", self.pinned, "m.pinned = %(f_pinned)s"),
+            ("min_importance", self.min_importance, "m.importance >= %(f_min_importance)s"),
+            ("min_confidence", self.min_confidence, "m.confidence >= %(f_min_confidence)s"),
+        ]
+        for name, value, clause in checks:
+            if value is not None:
+                out.append(clause)
+                params[f"f_{name}"] = value
+        if self.metadata:
+            out.append("m.metadata @> %(f_metadata)s::jsonb")
+            params["f_metadata"] = json.dumps(self.metadata)
+        return out
+
+
 def _filters_sql(
     *,
     tenant: Tenant,
@@ -73,6 +107,7 @@ def _filters_sql(
     agent_id: str | None,
     types: Sequence[str] | None,
     tags: Sequence[str] | None,
+    filters: MemoryFilters | None = None,
 ) -> tuple[str, dict[str, Any]]:
     visible, params = visibility_sql(actor)
     clauses = ["m.tenant_id = %(tenant)s", visible]
@@ -89,6 +124,8 @@ def _filters_sql(
     if tags:
         clauses.append("m.tags && %(tags)s::varchar[]")
         params["tags"] = list(tags)
+    if filters is not None:
+        clauses += filters.clauses(params)
     return " AND ".join(clauses), params
 
 
@@ -122,13 +159,20 @@ def memory_search(
     mode: SearchMode = "hybrid",
     now: datetime | None = None,
     query_embedding: list[float] | None = None,
+    filters: MemoryFilters | None = None,
 ) -> SearchOutcome:
     """The memories that best answer `query`, visible to `actor`, best first. A read
     only: the caller records the access (`memory_record_access`) for the hits it uses."""
     now = now or timezone.now()
     candidates = max(3 * limit, 30)
     where, params = _filters_sql(
-        tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags
+        tenant=tenant,
+        actor=actor,
+        user_id=user_id,
+        agent_id=agent_id,
+        types=types,
+        tags=tags,
+        filters=filters,
     )
     params["k"] = candidates
     vector_ranking: list[uuid.UUID] = []

@@ -57,6 +57,15 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "window (e.g. 0.7); null: ENGRAM_COMPACT_CONTEXT_SHARE. The absolute token "
         "threshold still applies; the lower one wins.",
     )
+    rotate_after_tokens = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=10**12,
+        help_text="Past this many tokens (input + output), the next turn opens a successor "
+        "session (`previous_session_id` links it; this one is archived). Null: the agent's "
+        "or the settings' default (ENGRAM_ROTATE_AFTER_TOKENS[_BY_AGENT]); 0: never.",
+    )
     provider = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -96,6 +105,11 @@ class SessionUpdateSerializer(SessionCreateSerializer):
 
 
 class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    previous_session_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The session this one continues after a rotation; null if none.",
+    )
     totals = serializers.SerializerMethodField(help_text="Tokens, cost and counts so far.")
     budget = serializers.SerializerMethodField(help_text="The budget and what remains of it.")
     runaway = serializers.SerializerMethodField(help_text="Runaway flag, reason and time.")
@@ -113,6 +127,8 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "provider",
             "model",
             "compact_context_share",
+            "rotate_after_tokens",
+            "previous_session_id",
             "focus_mpn",
             "last_query",
             "last_filters",

@@ -216,7 +216,7 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    code = serializers.CharField(help_text="budget_exceeded or price_missing.")
+    code = serializers.CharField(help_text="budget_exceeded, price_missing or session_rotated.")
     message = serializers.CharField(help_text="What happened, for a human.")
 
 
@@ -224,6 +224,10 @@ class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField(help_text="The session's id.")
     status = serializers.CharField(help_text="opened, active, compacted, expired, archived.")
     expires_at = serializers.DateTimeField(help_text="When it expires without further writes.")
+    previous_session_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="Set when this turn opened the session as the successor of a rotated one.",
+    )
 
 
 class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -231,7 +235,9 @@ class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     session = SessionBriefSerializer(help_text="The session after the turn.")
     totals = serializers.SerializerMethodField(help_text="The session's new totals.")
     budget = serializers.SerializerMethodField(help_text="The session's budget state.")
-    warnings = TurnWarningSerializer(many=True, help_text="budget_exceeded, price_missing.")
+    warnings = TurnWarningSerializer(
+        many=True, help_text="budget_exceeded, price_missing, session_rotated."
+    )
 
     @extend_schema_field(serializers.DictField())
     def get_totals(self, result: TurnRecorded) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions_app.api import views_context, views_sessions, views_turns
+from sessions_app.api import views_context, views_sessions, views_turns, views_users
 
 session = "sessions/<str:session_id>"
 
@@ -52,5 +52,6 @@ urlpatterns = [
         views_context.SelectionDetailView.as_view(),
         name="session-selection-detail",
     ),
+    path("users/<str:user_id>/export", views_users.UserExportView.as_view(), name="user-export"),
     path(f"{session}/cart-link", views_context.CartLinkView.as_view(), name="session-cart-link"),
 ]

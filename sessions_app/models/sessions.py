@@ -90,6 +90,18 @@ class ChatSession(models.Model):
         help_text="The model the agent calls; blank: the model of its latest step.",
     )
 
+    # Rotation (seed 002's "long session summarisation"): past this many tokens the next
+    # turn opens a successor; null means the agent's or the settings' default.
+    rotate_after_tokens = models.BigIntegerField(null=True, blank=True)
+    previous_session = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="successors",
+        help_text="The session this one continues after a rotation.",
+    )
+
     ttl_seconds = models.IntegerField()
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)

@@ -38,13 +38,28 @@ def session_ensure_writable(*, session: ChatSession, now: datetime | None = None
     """SessionExpired (410) if the session may no longer change. Every service that
     writes to a session (turns, results, cart, focus, PATCH) calls this."""
     if session_is_expired(session, now=now):
-        raise SessionExpired(
-            "The session has expired; start a new one.",
-            extra={
-                "expires_at": session.expires_at.isoformat(),
-                "session_status": session.status,
-            },
+        extra: dict[str, Any] = {
+            "expires_at": session.expires_at.isoformat(),
+            "session_status": session.status,
+        }
+        successor = (
+            session_successor_id(session) if session.status == SessionStatus.ARCHIVED else None
         )
+        if successor is not None:
+            extra["successor_session_id"] = successor
+            raise SessionExpired("The session was rotated; continue in its successor.", extra=extra)
+        raise SessionExpired("The session has expired; start a new one.", extra=extra)
+
+
+def session_successor_id(session: ChatSession) -> str | None:
+    """The id of the session that continues `session` after a rotation, if any."""
+    successor = (
+        ChatSession.objects.filter(previous_session=session)
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return None if successor is None else str(successor)
 
 
 def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:

@@ -31,6 +31,7 @@ def session_create(
     provider: str = "",
     model: str = "",
     compact_context_share: float | None = None,
+    rotate_after_tokens: int | None = None,
 ) -> ChatSession:
     """A new session; budgets default to the tenant's, the TTL to the provider's default
     (see `default_ttl_seconds`)."""
@@ -52,6 +53,7 @@ def session_create(
         provider=provider,
         model=model,
         compact_context_share=compact_context_share,
+        rotate_after_tokens=rotate_after_tokens,
     )
 
 
@@ -75,6 +77,7 @@ def session_update(
     external_session_id: str | None = UNSET,
     model: str = UNSET,
     compact_context_share: float | None = UNSET,
+    rotate_after_tokens: int | None = UNSET,
     reasoning: str = "",
     changed_by: str = "",
 ) -> ChatSession:
@@ -93,6 +96,7 @@ def session_update(
         ("external_session_id", external_session_id),
         ("model", model),
         ("compact_context_share", compact_context_share),
+        ("rotate_after_tokens", rotate_after_tokens),
     ):
         if value is not UNSET:
             setattr(session, name, value)

@@ -25,6 +25,7 @@ from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.lifecycle import session_touch
+from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
 from sessions_app.services.snapshots import (
     EMPTY_CONTEXT,
     session_context_restore,
@@ -153,6 +154,9 @@ def turn_record(
     now = now or timezone.now()
     session = _lock_session(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session, now=now)
+    rotated_from: ChatSession | None = None
+    if kind == TurnKind.EXCHANGE and rotation_due(session):
+        rotated_from, session = session, session_rotate(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
     state_before = session.state
@@ -234,6 +238,17 @@ def turn_record(
         for row in step_rows
         if row.cost_usd is None and row.model
     ]
+    if rotated_from is not None:
+        warnings.append(
+            TurnWarning(
+                code="session_rotated",
+                message=(
+                    f"Session {rotated_from.pk} passed {rotation_threshold(rotated_from)} "
+                    f"tokens and was archived; this turn opened its successor {session.pk}. "
+                    "Record further turns there."
+                ),
+            )
+        )
     if budget_remaining(session).exceeded:
         if session.budget_exceeded_at is None:
             session.budget_exceeded_at = now
