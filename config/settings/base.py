@@ -209,6 +209,12 @@ ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
 ENGRAM_COMPACT_SUMMARY_TOKEN_CAP = env_int("ENGRAM_COMPACT_SUMMARY_TOKEN_CAP", 1500)
 ENGRAM_CONTEXT_HALF_LIFE_MINUTES = env_float("ENGRAM_CONTEXT_HALF_LIFE_MINUTES", 45.0)
 ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
+# Seed 004's page-out: open turns outside the window older than this many minutes, and
+# (with a query) snippets less similar to it than the floor, are evicted before packing.
+ENGRAM_CONTEXT_EVICT_TURN_MINUTES = env_float("ENGRAM_CONTEXT_EVICT_TURN_MINUTES", 120.0)
+ENGRAM_CONTEXT_SIMILARITY_FLOOR = env_float("ENGRAM_CONTEXT_SIMILARITY_FLOOR", 0.25)
+# The newest tool outputs (steps' `tool_output`) offered to the context.
+ENGRAM_CONTEXT_TOOL_OUTPUTS = env_int("ENGRAM_CONTEXT_TOOL_OUTPUTS", 8)
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # Test hook only: compaction sleeps this long half-way through its write transaction,

@@ -6,8 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
+
 MIN_BUDGET = 50
 MAX_BUDGET = 200_000
+MAX_MEMORY_LIMIT = 100
 
 
 class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -36,6 +39,23 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         allow_blank=True,
         max_length=1000,
         help_text="Comma-separated roles of the acting user, for memory visibility.",
+    )
+
+    memory_limit = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_MEMORY_LIMIT,
+        default=DEFAULT_MEMORY_LIMIT,
+        help_text=f"Long-term memories searched for the context (K), 0..{MAX_MEMORY_LIMIT}; "
+        f"default {DEFAULT_MEMORY_LIMIT}. Their direct relations may come along.",
+    )
+    turn_limit = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_VERBATIM_TURNS,
+        default=MAX_VERBATIM_TURNS,
+        help_text=f"Open (not compacted) turns offered verbatim, newest first, "
+        f"0..{MAX_VERBATIM_TURNS}; default {MAX_VERBATIM_TURNS}.",
     )
 
     def validate_budget(self, value: Any) -> int:
@@ -68,7 +88,8 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
 class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
     key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
     kind = serializers.CharField(
-        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure; "
+        help_text="state, focus, results, cart, turn, summary, milestone, memory, "
+        "related_memory, failure or tool_output; "
         "previous_turn, previous_summary, previous_milestone from the session a rotation "
         "continued."
     )
@@ -87,8 +108,12 @@ class IncludedItemSerializer(ContextItemSerializer):
 
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
-        help_text="`over_budget` (better-scored items used the budget) or "
-        "`larger_than_budget` (would not fit even alone)."
+        help_text="`over_budget` (better-scored items used the budget), "
+        "`larger_than_budget` (would not fit even alone), or seed 004's page-out: "
+        "`evicted_age` (an open turn outside the window older than "
+        "ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool "
+        "output or predecessor line less similar to the query than "
+        "ENGRAM_CONTEXT_SIMILARITY_FLOOR)."
     )
 
 

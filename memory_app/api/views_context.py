@@ -22,6 +22,10 @@ class SessionContextView(TenantAPIView):
             OpenApiParameter("budget", OpenApiTypes.INT, description="Tokens, 50..200000."),
             OpenApiParameter("acting_user_id", OpenApiTypes.STR, description="For visibility."),
             OpenApiParameter("acting_roles", OpenApiTypes.STR, description="Comma-separated."),
+            OpenApiParameter(
+                "memory_limit", OpenApiTypes.INT, description="Memories searched (K), 0..100."
+            ),
+            OpenApiParameter("turn_limit", OpenApiTypes.INT, description="Open turns, 0..50."),
         ],
         responses=ContextSerializer,
     )
@@ -36,5 +40,7 @@ class SessionContextView(TenantAPIView):
             budget=data.get("budget") or settings.ENGRAM_CONTEXT_DEFAULT_BUDGET,
             acting_user_id=data.get("acting_user_id"),
             acting_roles=data.get("acting_roles") or [],
+            memory_limit=data["memory_limit"],
+            turn_limit=data["turn_limit"],
         )
         return Response(ContextSerializer(asdict(context)).data)

@@ -22,6 +22,7 @@ from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.predecessors import predecessor_candidates
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
+from memory_app.window.tools import eviction_reason, tool_output_candidates
 from sessions_app.errors import NotFound
 from sessions_app.hooks import model_context_window
 from sessions_app.models import (
@@ -35,6 +36,7 @@ from sessions_app.models import (
 from sessions_app.selectors.sessions import session_model
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
+DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -254,11 +256,13 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
     return out
 
 
-def _turn_candidates(session: ChatSession, keep_last: int) -> list[Candidate]:
+def _turn_candidates(
+    session: ChatSession, keep_last: int, limit: int = MAX_VERBATIM_TURNS
+) -> list[Candidate]:
     turns = list(
         ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False).order_by(
             "-turn_number"
-        )[:MAX_VERBATIM_TURNS]
+        )[:limit]
     )
     return [
         Candidate(
@@ -378,11 +382,11 @@ def _memory_candidates(
     query: str,
     acting_user_id: str | None,
     acting_roles: list[str],
-    limit: int = 12,
+    limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> list[Candidate]:
     """Long-term memories that answer `query`, as the acting user (by default the
     session's user) may see them: visibility is the search's, the context only ranks."""
-    if not query.strip():
+    if not query.strip() or limit <= 0:
         return []
     actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles))
     hits = memory_search(tenant=tenant, actor=actor, query=query, limit=limit).hits
@@ -434,8 +438,11 @@ def context_assemble(
     acting_user_id: str | None = None,
     acting_roles: list[str] | None = None,
     now: datetime | None = None,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    turn_limit: int = MAX_VERBATIM_TURNS,
 ) -> AssembledContext:
-    """The messages for the session's next LLM call, packed under `budget` tokens."""
+    """The messages for the session's next LLM call, packed under `budget` tokens, from
+    at most `memory_limit` found memories and `turn_limit` open turns."""
     try:
         session = ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
     except (ValueError, ChatSession.DoesNotExist) as exc:
@@ -444,7 +451,7 @@ def context_assemble(
     thresholds = window_thresholds(session)
     candidates = [
         *_session_candidates(session),
-        *_turn_candidates(session, thresholds.keep_last_turns),
+        *_turn_candidates(session, thresholds.keep_last_turns, turn_limit),
         *_summary_candidates(session, active_summaries(session)),
         *predecessor_candidates(
             session,
@@ -452,8 +459,11 @@ def context_assemble(
             active_summaries=active_summaries,
             line=_line,
         ),
-        *_memory_candidates(tenant, session, query, acting_user_id, acting_roles or []),
+        *_memory_candidates(
+            tenant, session, query, acting_user_id, acting_roles or [], memory_limit
+        ),
         *_failure_candidates(session),
+        *tool_output_candidates(session, _line),
     ]
 
     semantic: dict[str, float] = {}
@@ -478,8 +488,19 @@ def context_assemble(
             (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
         )
     ][: thresholds.keep_last_turns]
+    evicted: list[tuple[Candidate, str]] = []
+    kept: list[Candidate] = []
+    for candidate in candidates:
+        reason = eviction_reason(
+            candidate, window=set(window), semantic=semantic, has_query=bool(query.strip()),
+            now=now,
+        )  # fmt: skip
+        if reason is None:
+            kept.append(candidate)
+        else:
+            evicted.append((candidate, reason))
     packed = pack(
-        candidates,
+        kept,
         scores,
         budget,
         reserved=window,
@@ -497,6 +518,8 @@ def context_assemble(
         parts[candidate.kind]["tokens"] += own[candidate.key]
     for candidate, *_ in packed.excluded:
         parts[candidate.kind]["excluded"] += 1
+    for candidate, _ in evicted:
+        parts[candidate.kind]["excluded"] += 1
     parts["framing"] = {
         "included": 0,
         "excluded": 0,
@@ -512,6 +535,12 @@ def context_assemble(
             {**_row(c, s, own[c.key]), "reserved": c.key in packed.reserved}
             for c, s, _ in packed.included
         ],
-        excluded=[{**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded],
+        excluded=[
+            *({**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded),
+            *(
+                {**_row(c, scores[c.key], content_tokens(c)), "reason": reason}
+                for c, reason in evicted
+            ),
+        ],
         parts=parts,
     )

@@ -18,6 +18,7 @@ from sessions_app.usage import UsageError, step_token_counts
 MAX_STEPS_PER_TURN = 500
 MAX_TEXT = 200_000
 MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+MAX_TOOL_OUTPUT = 4000
 
 
 class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -76,6 +77,15 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default=None,
         help_text="The error, when the call failed.",
     )
+    tool_output = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TOOL_OUTPUT,
+        trim_whitespace=False,
+        help_text=f"A tool call's output, short or a summary of it (at most {MAX_TOOL_OUTPUT} "
+        "characters). Recent ones are candidates of `GET …/context` (kind `tool_output`).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -93,6 +103,7 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
             success=attrs.get("success", True),
             error=attrs.get("error"),
             usage_raw=attrs.get("usage"),
+            tool_output=attrs.get("tool_output", ""),
         )
 
 
@@ -162,6 +173,7 @@ _STEP_HELP = {
     "duration_ms": "Wall-clock time of the call.",
     "success": "False if the call failed.",
     "error": "The error, when the call failed.",
+    "tool_output": "The tool's output (short or summarised), if the step sent one.",
     "created_at": "When the step was recorded.",
 }
 

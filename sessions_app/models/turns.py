@@ -98,6 +98,12 @@ class TurnStep(models.Model):
     success = models.BooleanField(default=True)
     error = models.TextField(null=True, blank=True)  # noqa: DJ001 - the API says error: null
     usage_raw = models.JSONField(null=True, blank=True, help_text="The provider's usage object.")
+    tool_output = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A tool call's output, short or summarised: a context candidate (seed 004).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

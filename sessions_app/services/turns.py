@@ -48,6 +48,7 @@ class StepInput:
     success: bool = True
     error: str | None = None
     usage_raw: dict[str, Any] | None = None
+    tool_output: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ def _build_steps(
                 success=step.success,
                 error=step.error,
                 usage_raw=step.usage_raw,
+                tool_output=step.tool_output,
             )
         )
     return rows
