@@ -50,8 +50,8 @@ def test_tool_outputs_are_candidates_of_their_own_kind(api: APIClient) -> None:
     assert api.post(f"/api/v1/sessions/{sid}/turns/1/rollback").status_code == 200
     assert f"tool:{step.pk}" not in {item["key"] for item in context(api, sid)["included"]}
 
-    too_long = post_turn(api, sid, turn_body([{"step_type": "t", "input_tokens": 0,
-                                               "output_tokens": 0, "tool_output": "x" * 4001}]))  # fmt: skip
+    long_step = {"step_type": "t", "input_tokens": 0, "output_tokens": 0, "tool_output": "x" * 4001}
+    too_long = post_turn(api, sid, turn_body([long_step]))
     assert_error(too_long, 400, "invalid", "steps.0.tool_output")
 
 
