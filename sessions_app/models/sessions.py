@@ -102,6 +102,12 @@ class ChatSession(models.Model):
         help_text="The session this one continues after a rotation.",
     )
 
+    cart_link_generation = models.IntegerField(
+        default=0,
+        db_default=0,
+        help_text="Signed into every cart link; revoking the links increments it.",
+    )
+
     ttl_seconds = models.IntegerField()
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)

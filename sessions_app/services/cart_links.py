@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import ChatSession
-from sessions_app.selectors.cart_links import cart_link_signer
+from sessions_app.selectors.cart_links import cart_link_signer, cart_link_value
 
 
 @dataclass(frozen=True)
@@ -26,10 +28,21 @@ class CartLink:
 
 
 def cart_link_create(*, session: ChatSession) -> CartLink:
-    token = cart_link_signer().sign(str(session.pk))
+    token = cart_link_signer().sign(cart_link_value(session))
     base = str(settings.ENGRAM_PUBLIC_BASE_URL).rstrip("/")
     return CartLink(
         url=base + reverse("cart-page", kwargs={"token": token}),
         token=token,
         expires_at=timezone.now() + timedelta(seconds=int(settings.ENGRAM_CART_LINK_TTL_SECONDS)),
     )
+
+
+@transaction.atomic
+def cart_links_revoke(*, session: ChatSession) -> None:
+    """Every link issued so far for this session stops working at once (410
+    `cart_link_expired`, "revoked"); links made afterwards work. The links are not
+    stored: each carries the session's generation, which this moves on."""
+    ChatSession.objects.filter(pk=session.pk).update(
+        cart_link_generation=F("cart_link_generation") + 1
+    )
+    session.refresh_from_db(fields=["cart_link_generation"])

@@ -143,3 +143,27 @@ def test_provider_ttl_table_reads_pairs_from_the_environment(
         "ollama": 2,
         "vllm": 120,
     }
+
+
+def test_cart_links_can_be_revoked_before_they_expire(api: APIClient, other_api: APIClient) -> None:
+    from django.test import Client
+
+    sid = create_session(api)
+    store_laptops(api, sid)
+    api.post(f"/api/v1/sessions/{sid}/selections", {"ref": "the first one"}, format="json")
+    first = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
+    second = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
+    assert Client().get(first).status_code == 200
+
+    assert_error(other_api.delete(f"/api/v1/sessions/{sid}/cart-link"), 404, "not_found")
+    assert Client().get(first).status_code == 200  # another tenant revoked nothing
+    assert api.delete(f"/api/v1/sessions/{sid}/cart-link").status_code == 204
+    for path in (first, second):
+        page = Client().get(path)
+        assert page.status_code == 410  # the page says the link no longer works
+        assert Client().post(path + "update", {"action": "remove", "mpn": DELL}).status_code == 410
+    assert [
+        line["mpn"] for line in api.get(f"/api/v1/sessions/{sid}/selections").json()["results"]
+    ] == [DELL]
+    fresh = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
+    assert Client().get(fresh).status_code == 200
