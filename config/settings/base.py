@@ -7,7 +7,15 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.settings.env import env_bool, env_float, env_int, env_int_map, env_list, env_str
+from config.settings.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_int_map,
+    env_json,
+    env_list,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -215,6 +223,17 @@ ENGRAM_CONTEXT_EVICT_TURN_MINUTES = env_float("ENGRAM_CONTEXT_EVICT_TURN_MINUTES
 ENGRAM_CONTEXT_SIMILARITY_FLOOR = env_float("ENGRAM_CONTEXT_SIMILARITY_FLOOR", 0.25)
 # The newest tool outputs (steps' `tool_output`) offered to the context.
 ENGRAM_CONTEXT_TOOL_OUTPUTS = env_int("ENGRAM_CONTEXT_TOOL_OUTPUTS", 8)
+# Named context policies (seed 004's A/B toggles), chosen per session or per request:
+# {"name": {"keep_last_turns": int, "memory_limit": int, "compression": bool}}; a key left
+# out takes the default policy's value. "default" is always there (the settings above).
+ENGRAM_CONTEXT_POLICIES = env_json(
+    "ENGRAM_CONTEXT_POLICIES",
+    {
+        "keep4": {"keep_last_turns": 4},
+        "keep8": {"keep_last_turns": 8},
+        "no_compression": {"compression": False},
+    },
+)
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # Test hook only: compaction sleeps this long half-way through its write transaction,

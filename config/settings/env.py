@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -46,3 +48,9 @@ def env_int_map(name: str, default: dict[str, int]) -> dict[str, int]:
         key, _, value = part.partition("=")
         result[key.strip().lower()] = int(value)
     return result
+
+
+def env_json(name: str, default: Any) -> Any:
+    """A JSON value (e.g. a table of named policies); the default when unset."""
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else json.loads(raw)

@@ -45,9 +45,15 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False,
         min_value=0,
         max_value=MAX_MEMORY_LIMIT,
-        default=DEFAULT_MEMORY_LIMIT,
         help_text=f"Long-term memories searched for the context (K), 0..{MAX_MEMORY_LIMIT}; "
-        f"default {DEFAULT_MEMORY_LIMIT}. Their direct relations may come along.",
+        f"default: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`). Their direct "
+        "relations may come along.",
+    )
+    policy = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="A named context policy to use instead of the session's "
+        "(`context_policy`): compare two on one session. Unknown name: 400 on `policy`.",
     )
     turn_limit = serializers.IntegerField(
         required=False,
@@ -123,6 +129,16 @@ class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tokens = serializers.IntegerField(help_text="Tokens they take (framing: headers, overhead).")
 
 
+class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField(help_text="`default` or a name from ENGRAM_CONTEXT_POLICIES.")
+    keep_last_turns = serializers.IntegerField(help_text="Newest turns reserved verbatim.")
+    memory_limit = serializers.IntegerField(help_text="K: memories searched.")
+    compression = serializers.BooleanField(
+        help_text="True: summaries and milestones stand in for compacted turns; false: "
+        "compacted turns are offered verbatim and no summary is used."
+    )
+
+
 class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
     session_id = serializers.UUIDField(help_text="The session.")
     query = serializers.CharField(help_text="The query the candidates were ranked against.")
@@ -134,6 +150,7 @@ class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
     parts = serializers.DictField(
         child=PartSerializer(), help_text="Per kind: how many went in, were left out, tokens."
     )
+    policy = PolicySerializer(help_text="The context policy this answer was assembled under.")
     included = IncludedItemSerializer(
         many=True, help_text="What went in: the reserved window first, then best score first."
     )

@@ -26,6 +26,9 @@ class SessionContextView(TenantAPIView):
                 "memory_limit", OpenApiTypes.INT, description="Memories searched (K), 0..100."
             ),
             OpenApiParameter("turn_limit", OpenApiTypes.INT, description="Open turns, 0..50."),
+            OpenApiParameter(
+                "policy", OpenApiTypes.STR, description="A named context policy to use."
+            ),
         ],
         responses=ContextSerializer,
     )
@@ -40,7 +43,8 @@ class SessionContextView(TenantAPIView):
             budget=data.get("budget") or settings.ENGRAM_CONTEXT_DEFAULT_BUDGET,
             acting_user_id=data.get("acting_user_id"),
             acting_roles=data.get("acting_roles") or [],
-            memory_limit=data["memory_limit"],
+            memory_limit=data.get("memory_limit"),
             turn_limit=data["turn_limit"],
+            policy=data.get("policy"),
         )
         return Response(ContextSerializer(asdict(context)).data)

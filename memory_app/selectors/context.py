@@ -20,6 +20,7 @@ from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
+from memory_app.window.policies import DEFAULT_POLICY, context_policy_get
 from memory_app.window.predecessors import predecessor_candidates
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
 from memory_app.window.tools import eviction_reason, tool_output_candidates
@@ -257,13 +258,15 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
 
 
 def _turn_candidates(
-    session: ChatSession, keep_last: int, limit: int = MAX_VERBATIM_TURNS
+    session: ChatSession,
+    keep_last: int,
+    limit: int = MAX_VERBATIM_TURNS,
+    include_compacted: bool = False,
 ) -> list[Candidate]:
-    turns = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False).order_by(
-            "-turn_number"
-        )[:limit]
-    )
+    live = ChatTurn.objects.filter(session=session, rolled_back=False)
+    if not include_compacted:  # compression on: summaries stand in for compacted turns
+        live = live.filter(compacted=False)
+    turns = list(live.order_by("-turn_number")[:limit])
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
@@ -359,6 +362,7 @@ class AssembledContext:
     included: list[dict[str, Any]] = field(default_factory=list)
     excluded: list[dict[str, Any]] = field(default_factory=list)
     parts: dict[str, dict[str, int]] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 def _row(candidate: Candidate, score: Score, tokens: int) -> dict[str, Any]:
@@ -438,29 +442,42 @@ def context_assemble(
     acting_user_id: str | None = None,
     acting_roles: list[str] | None = None,
     now: datetime | None = None,
-    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    memory_limit: int | None = None,
     turn_limit: int = MAX_VERBATIM_TURNS,
+    policy: str | None = None,
 ) -> AssembledContext:
     """The messages for the session's next LLM call, packed under `budget` tokens, from
-    at most `memory_limit` found memories and `turn_limit` open turns."""
+    at most `memory_limit` found memories (default: the policy's K) and `turn_limit` open
+    turns, under the named context `policy` (default: the session's)."""
     try:
         session = ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
     except (ValueError, ChatSession.DoesNotExist) as exc:
         raise NotFound("Session not found.") from exc
     now = now or timezone.now()
-    thresholds = window_thresholds(session)
+    rules = context_policy_get(
+        policy or session.context_policy or DEFAULT_POLICY,
+        default_memory_limit=DEFAULT_MEMORY_LIMIT,
+        session_keep_last_turns=session.compact_keep_last_turns,
+    )
+    keep_last = rules.keep_last_turns
+    summaries = active_summaries(session) if rules.compression else []
     candidates = [
         *_session_candidates(session),
-        *_turn_candidates(session, thresholds.keep_last_turns, turn_limit),
-        *_summary_candidates(session, active_summaries(session)),
+        *_turn_candidates(session, keep_last, turn_limit, not rules.compression),
+        *_summary_candidates(session, summaries),
         *predecessor_candidates(
             session,
             summary_candidates=_summary_candidates,
-            active_summaries=active_summaries,
+            active_summaries=active_summaries if rules.compression else lambda _: [],
             line=_line,
         ),
         *_memory_candidates(
-            tenant, session, query, acting_user_id, acting_roles or [], memory_limit
+            tenant,
+            session,
+            query,
+            acting_user_id,
+            acting_roles or [],
+            rules.memory_limit if memory_limit is None else memory_limit,
         ),
         *_failure_candidates(session),
         *tool_output_candidates(session, _line),
@@ -487,7 +504,7 @@ def context_assemble(
         for c in sorted(
             (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
         )
-    ][: thresholds.keep_last_turns]
+    ][:keep_last]
     evicted: list[tuple[Candidate, str]] = []
     kept: list[Candidate] = []
     for candidate in candidates:
@@ -543,4 +560,5 @@ def context_assemble(
             ),
         ],
         parts=parts,
+        policy=rules.as_dict(),
     )

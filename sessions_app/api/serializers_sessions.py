@@ -3,6 +3,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -66,6 +67,13 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "session (`previous_session_id` links it; this one is archived). Null: the agent's "
         "or the settings' default (ENGRAM_ROTATE_AFTER_TOKENS[_BY_AGENT]); 0: never.",
     )
+    context_policy = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="The named context policy of the session (seed 004's A/B toggles): "
+        "`default` or a name from ENGRAM_CONTEXT_POLICIES (keep4, keep8, no_compression by "
+        "default). `GET …/context?policy=` can still ask for another.",
+    )
     provider = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -76,6 +84,12 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
             "claude 30 days, ollama 7 days), else ENGRAM_SESSION_TTL_SECONDS."
         ),
     )
+
+    def validate_context_policy(self, value: str) -> str:
+        names = ["default", *sorted(settings.ENGRAM_CONTEXT_POLICIES)]
+        if value not in names:
+            raise serializers.ValidationError(f"One of: {', '.join(names)}.")
+        return value
 
 
 class SessionUpdateSerializer(SessionCreateSerializer):
@@ -97,6 +111,7 @@ class SessionUpdateSerializer(SessionCreateSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
         if ("reasoning" in attrs or "changed_by" in attrs) and "state" not in attrs:
             raise serializers.ValidationError(
                 {"reasoning": ["Only meaningful with `state`: it explains a state change."]}
@@ -128,6 +143,7 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "model",
             "compact_context_share",
             "rotate_after_tokens",
+            "context_policy",
             "previous_session_id",
             "focus_mpn",
             "last_query",

@@ -102,6 +102,12 @@ class ChatSession(models.Model):
         help_text="The session this one continues after a rotation.",
     )
 
+    context_policy = models.CharField(
+        max_length=64,
+        default="default",
+        db_default="default",
+        help_text="The named context policy `GET …/context` uses unless asked for another.",
+    )
     cart_link_generation = models.IntegerField(
         default=0,
         db_default=0,

@@ -68,6 +68,7 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
         compact_keep_last_turns=session.compact_keep_last_turns,
         compact_context_share=session.compact_context_share,
         rotate_after_tokens=session.rotate_after_tokens,
+        context_policy=session.context_policy,
         ttl_seconds=session.ttl_seconds,
         expires_at=now + timedelta(seconds=session.ttl_seconds),
         last_active_at=now,

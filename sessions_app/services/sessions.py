@@ -32,6 +32,7 @@ def session_create(
     model: str = "",
     compact_context_share: float | None = None,
     rotate_after_tokens: int | None = None,
+    context_policy: str = "default",
 ) -> ChatSession:
     """A new session; budgets default to the tenant's, the TTL to the provider's default
     (see `default_ttl_seconds`)."""
@@ -54,6 +55,7 @@ def session_create(
         model=model,
         compact_context_share=compact_context_share,
         rotate_after_tokens=rotate_after_tokens,
+        context_policy=context_policy,
     )
 
 
@@ -78,6 +80,7 @@ def session_update(
     model: str = UNSET,
     compact_context_share: float | None = UNSET,
     rotate_after_tokens: int | None = UNSET,
+    context_policy: str = UNSET,
     reasoning: str = "",
     changed_by: str = "",
 ) -> ChatSession:
@@ -97,6 +100,7 @@ def session_update(
         ("model", model),
         ("compact_context_share", compact_context_share),
         ("rotate_after_tokens", rotate_after_tokens),
+        ("context_policy", context_policy),
     ):
         if value is not UNSET:
             setattr(session, name, value)

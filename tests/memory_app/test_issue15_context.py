@@ -113,3 +113,45 @@ def test_memory_limit_and_turn_limit(api: APIClient) -> None:
     assert_error(bad, 400, "invalid", "memory_limit")
     bad = api.get(f"/api/v1/sessions/{sid}/context", {"turn_limit": -1})
     assert_error(bad, 400, "invalid", "turn_limit")
+
+
+@override_settings(
+    ENGRAM_COMPACT_KEEP_LAST_TURNS=2,
+    ENGRAM_COMPACT_MAX_TURNS=3,
+    ENGRAM_CONTEXT_POLICIES={"keep4": {"keep_last_turns": 4, "memory_limit": 0},
+                             "raw": {"compression": False}},
+)  # fmt: skip
+def test_two_named_policies_compared_on_one_session(api: APIClient, tenant: Tenant) -> None:
+    from memory_app.services.compaction import session_compact
+
+    sid = create_session(api)
+    for i in range(6):
+        assert post_turn(api, sid, turn_body(user_message=f"message {i}")).status_code == 201
+    session_compact(session_id=sid)  # turns 1-4 summarised, 5-6 open
+
+    def reserved(body: dict[str, Any]) -> list[str]:
+        return [item["key"] for item in body["included"] if item.get("reserved")]
+
+    default = context(api, sid)
+    assert default["policy"] == {"name": "default", "keep_last_turns": 2, "memory_limit": 12,
+                                 "compression": True}  # fmt: skip
+    assert sorted(reserved(default)) == ["turn:5", "turn:6"]
+    assert "summary" in default["parts"]
+    assert "turn:1" not in {item["key"] for item in default["included"]}
+
+    raw = context(api, sid, policy="raw")
+    assert raw["policy"]["name"] == "raw" and raw["policy"]["compression"] is False
+    assert "summary" not in raw["parts"]
+    assert {f"turn:{n}" for n in range(1, 7)} <= {item["key"] for item in raw["included"]}
+
+    # The session's own policy is used when the request names none.
+    patched = api.patch(f"/api/v1/sessions/{sid}", {"context_policy": "keep4"}, format="json")
+    assert patched.status_code == 200 and patched.json()["context_policy"] == "keep4"
+    keep4 = context(api, sid)
+    assert keep4["policy"]["name"] == "keep4" and keep4["policy"]["memory_limit"] == 0
+    assert keep4["policy"]["keep_last_turns"] == 4
+
+    assert_error(api.get(f"/api/v1/sessions/{sid}/context", {"policy": "nope"}), 400,
+                 "invalid", "policy")  # fmt: skip
+    bad = api.patch(f"/api/v1/sessions/{sid}", {"context_policy": "nope"}, format="json")
+    assert_error(bad, 400, "invalid", "context_policy")
