@@ -167,3 +167,31 @@ def test_cart_links_can_be_revoked_before_they_expire(api: APIClient, other_api:
     ] == [DELL]
     fresh = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
     assert Client().get(fresh).status_code == 200
+
+
+def test_the_resolver_handles_comparatives(api: APIClient) -> None:
+    from tests.sessions_app.context_helpers import ASUS, LENOVO
+
+    sid = create_session(api)
+    store_laptops(api, sid)
+
+    def resolve(ref: str) -> dict[str, object]:
+        response = api.get(f"/api/v1/sessions/{sid}/resolve", {"ref": ref})
+        return response.json()  # type: ignore[no-any-return]
+
+    cheaper = resolve("is there anything cheaper than the Dell?")
+    assert cheaper["rule"] == "comparative"
+    assert cheaper["item"]["mpn"] == HP  # the next step down in price, 849 < 899
+    assert resolve("something lighter than the first one")["item"]["mpn"] == ASUS
+    assert resolve("more expensive than the HP")["item"]["mpn"] == DELL
+    # Without "than", relative to the item in focus; each answer becomes the focus.
+    resolve("the Dell")
+    assert resolve("a lighter one")["item"]["mpn"] == ASUS  # 1.39 kg, the next below 1.86
+    assert resolve("an even lighter one")["item"]["mpn"] == HP  # 1.36 kg
+    nothing = api.get(f"/api/v1/sessions/{sid}/resolve", {"ref": "cheaper than the Acer"})
+    assert "lower price" in assert_error(nothing, 404, "unresolved")["message"]
+    added = api.post(f"/api/v1/sessions/{sid}/selections", {"ref": "add a cheaper one"},
+                     format="json")  # fmt: skip
+    assert added.status_code == 201, added.content
+    cart = api.get(f"/api/v1/sessions/{sid}/selections").json()["results"]
+    assert [line["mpn"] for line in cart] == [LENOVO]  # cheaper than the HP in focus: 799
