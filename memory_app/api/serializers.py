@@ -380,13 +380,6 @@ class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     versions = MemoryVersionSerializer(many=True, help_text="Oldest first; last is current.")
 
 
-class UserErasureSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    user_id = serializers.CharField(help_text="The user erased.")
-    deleted = serializers.DictField(
-        child=serializers.IntegerField(), help_text="Rows removed (or updated) per kind."
-    )
-
-
 class MemoryRevertSerializer(serializers.Serializer):  # type: ignore[type-arg]
     version = serializers.IntegerField(
         min_value=1,

@@ -23,5 +23,4 @@ urlpatterns = [
         views.MemoryRelationDetailView.as_view(),
         name="memory-relation-detail",
     ),
-    path("users/<str:user_id>", views.UserErasureView.as_view(), name="user-erase"),
 ]

@@ -35,7 +35,6 @@ from memory_app.api.serializers import (
     RelationListSerializer,
     RelationSerializer,
     SearchResultSerializer,
-    UserErasureSerializer,
     memory_bulk_serializer,
     memory_draft_from,
 )
@@ -48,7 +47,6 @@ from memory_app.selectors.memories import (
     memory_relations,
 )
 from memory_app.selectors.search import memory_search
-from memory_app.services.erasure import user_erase
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
@@ -315,17 +313,3 @@ class MemorySearchView(TenantAPIView):
             ],
         }
         return Response(SearchResultSerializer(body).data)
-
-
-class UserErasureView(TenantAPIView):
-    @extend_schema(
-        responses=UserErasureSerializer,
-        description="Erase everything the tenant holds about the user: memories (with "
-        "versions and relations), sessions (turns, steps, components, selections) and "
-        "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
-    )
-    def delete(self, request: Request, user_id: str) -> Response:
-        if not user_id.strip() or len(user_id) > 255:
-            raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
-        counts = user_erase(tenant=self.tenant, user_id=user_id)
-        return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)

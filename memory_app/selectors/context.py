@@ -1,5 +1,5 @@
-"""Reads of the short-term window: when a session is due for compaction, and the
-context assembled for its next LLM call."""
+"""The context assembled for a session's next LLM call. When a session is due for
+compaction is `memory_app.window.selectors`' business."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory_app.embedding import embed_texts
-from memory_app.models_window import ContextSummary
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
+from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.policies import DEFAULT_POLICY, context_policy_get
 from memory_app.window.predecessors import predecessor_candidates
-from memory_app.window.tokens import count_tokens, truncate_to_tokens
+from memory_app.window.selectors import active_summaries
+from memory_app.window.tokens import truncate_to_tokens
 from memory_app.window.tools import eviction_reason, tool_output_candidates
 from sessions_app.errors import NotFound
-from sessions_app.hooks import model_context_window
 from sessions_app.models import (
     ChatSession,
     ChatTurn,
@@ -34,7 +34,6 @@ from sessions_app.models import (
     Tenant,
     TurnStep,
 )
-from sessions_app.selectors.sessions import session_model
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
@@ -49,117 +48,6 @@ MILESTONE_SIGNAL = {
     "ids": 0.7,
     "items": 0.5,
 }
-
-
-# --- Thresholds ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    max_turns: int
-    max_tokens: int
-    keep_last_turns: int
-
-
-def window_thresholds(session: ChatSession) -> Thresholds:
-    """The session's own thresholds where set, else the settings'. The token threshold is
-    the lower of the absolute one and a share of the model's context window (seed 002:
-    "80 % of model context"), so a small local model compacts before it overflows."""
-
-    def pick(own: int | None, default: int) -> int:
-        return default if own is None else own
-
-    max_tokens = pick(session.compact_max_tokens, settings.ENGRAM_COMPACT_MAX_TOKENS)
-    relative = context_window_threshold(session)
-    if relative is not None:
-        max_tokens = min(max_tokens, relative)
-    return Thresholds(
-        max_turns=pick(session.compact_max_turns, settings.ENGRAM_COMPACT_MAX_TURNS),
-        max_tokens=max_tokens,
-        keep_last_turns=max(
-            0, pick(session.compact_keep_last_turns, settings.ENGRAM_COMPACT_KEEP_LAST_TURNS)
-        ),
-    )
-
-
-def context_window_threshold(session: ChatSession) -> int | None:
-    """Tokens at the session's share (or the settings') of its model's context window;
-    None when the share is 0 or the model's window is unknown."""
-    share = session.compact_context_share
-    if share is None:
-        share = settings.ENGRAM_COMPACT_CONTEXT_SHARE
-    if not share:
-        return None
-    window = model_context_window(session_model(session))
-    return None if window is None else int(window * share)
-
-
-def turn_text_tokens(turn: ChatTurn) -> int:
-    """What a turn costs verbatim in a context: its two messages' text."""
-    return count_tokens(turn.user_message) + count_tokens(turn.assistant_response)
-
-
-@dataclass(frozen=True)
-class CompactionDue:
-    reason: str | None  # "max_turns", "max_tokens" or None
-    open_turns: int  # neither compacted nor rolled back
-    open_tokens: int
-    compactable_turns: int  # open turns older than the last keep_last_turns
-    thresholds: Thresholds
-
-
-def compaction_due(session: ChatSession) -> CompactionDue:
-    """Whether the session's open window crossed a threshold. Tokens are those of the
-    turns' text (what the window would hold), not the LLM usage billed for the turn,
-    which counts the agent's whole prompts many times over."""
-    thresholds = window_thresholds(session)
-    open_turns = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
-        .order_by("turn_number")
-        .only("turn_number", "user_message", "assistant_response")
-    )
-    open_tokens = sum(turn_text_tokens(turn) for turn in open_turns)
-    compactable = max(0, len(open_turns) - thresholds.keep_last_turns)
-    reason = None
-    if compactable:
-        if len(open_turns) > thresholds.max_turns:
-            reason = "max_turns"
-        elif open_tokens > thresholds.max_tokens:
-            reason = "max_tokens"
-    return CompactionDue(reason, len(open_turns), open_tokens, compactable, thresholds)
-
-
-def compaction_due_reason(session: ChatSession) -> str | None:
-    """`compaction_due(session).reason`, read at a bounded cost: the `turn_recorded` hook
-    asks it after every turn. It reads at most max(max_turns, keep_last_turns) + 1 open
-    turns (one more than that already means "max_turns"), and tokenizes their text only
-    when its UTF-8 size exceeds max_tokens: a token is at least one byte, so fewer bytes
-    than the threshold cannot be more tokens than it."""
-    thresholds = window_thresholds(session)
-    limit = max(thresholds.max_turns, thresholds.keep_last_turns) + 1
-    texts = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
-        .order_by("-turn_number")
-        .values_list("user_message", "assistant_response")[:limit]
-    )
-    if len(texts) == limit:
-        return "max_turns"  # more open turns than both max_turns and keep_last_turns
-    if len(texts) <= thresholds.keep_last_turns:
-        return None  # nothing compactable
-    if len(texts) > thresholds.max_turns:
-        return "max_turns"
-    if sum(len(u.encode()) + len(a.encode()) for u, a in texts) <= thresholds.max_tokens:
-        return None
-    tokens = sum(count_tokens(u) + count_tokens(a) for u, a in texts)
-    return "max_tokens" if tokens > thresholds.max_tokens else None
-
-
-def active_summaries(session: ChatSession) -> list[ContextSummary]:
-    return list(
-        ContextSummary.objects.filter(session=session, superseded_by__isnull=True).order_by(
-            "first_turn"
-        )
-    )
 
 
 # --- Context assembly --------------------------------------------------------------------

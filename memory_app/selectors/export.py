@@ -9,7 +9,8 @@ from typing import Any
 
 from django.db.models import Q
 
-from memory_app.models import ContextSummary, Memory, MemoryRelation, MemoryVersion
+from memory_app.models import Memory, MemoryRelation, MemoryVersion
+from memory_app.window.models import ContextSummary
 from sessions_app.models import ChatSession
 
 MEMORY_EXCLUDED = ("embedding", "search_vector", "tenant")

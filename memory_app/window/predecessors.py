@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from memory_app.models_window import ContextSummary
+from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate
 from sessions_app.models import ChatSession, ChatTurn
 

@@ -1,4 +1,4 @@
-"""Per-user endpoints owned by sessions_app: the export (counterpart of erasure)."""
+"""User routes: the right to erasure and its counterpart, the export."""
 
 from __future__ import annotations
 
@@ -7,9 +7,29 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sessions_app.api.serializers_users import UserErasureSerializer
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.errors import InvalidInput
 from sessions_app.selectors.export import EXPORT_FORMAT, user_export
+from sessions_app.services.erasure import user_erase
+
+
+def _checked_user_id(user_id: str) -> str:
+    if not user_id.strip() or len(user_id) > 255:
+        raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
+    return user_id
+
+
+class UserErasureView(TenantAPIView):
+    @extend_schema(
+        responses=UserErasureSerializer,
+        description="Erase everything the tenant holds about the user: memories (with "
+        "versions and relations), sessions (turns, steps, components, selections) and "
+        "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
+    )
+    def delete(self, request: Request, user_id: str) -> Response:
+        counts = user_erase(tenant=self.tenant, user_id=_checked_user_id(user_id))
+        return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)
 
 
 class UserExportView(TenantAPIView):
@@ -27,6 +47,4 @@ class UserExportView(TenantAPIView):
         },
     )
     def get(self, request: Request, user_id: str) -> Response:
-        if not user_id.strip() or len(user_id) > 255:
-            raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
-        return Response(user_export(tenant=self.tenant, user_id=user_id))
+        return Response(user_export(tenant=self.tenant, user_id=_checked_user_id(user_id)))

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0003_session_cost_indexes"),
+        ("sessions_app", "0141_issue14_idempotency_session"),
     ]
 
     operations = [

@@ -20,7 +20,7 @@ from typing import TypeVar
 from django.conf import settings
 
 from sessions_app.models import ChatSession, SessionComponent, SessionStatus
-from sessions_app.services.snapshots import session_context_restore, session_context_snapshot
+from sessions_app.services.snapshots import session_workspace_restore, session_workspace_snapshot
 
 N = TypeVar("N", int, Decimal)
 
@@ -88,7 +88,9 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
             for item in SessionComponent.objects.filter(session=session)
         ]
     )
-    session_context_restore(session=successor, snapshot=session_context_snapshot(session=session))
+    session_workspace_restore(
+        session=successor, snapshot=session_workspace_snapshot(session=session)
+    )
     session.status = SessionStatus.ARCHIVED
     session.save(update_fields=["status", "updated_at"])
     return successor

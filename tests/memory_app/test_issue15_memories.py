@@ -230,12 +230,12 @@ def test_the_context_brings_a_found_memorys_direct_relations(api: APIClient) -> 
 
 
 def test_a_span_memory_is_derived_from_the_memories_of_its_turns(tenant: Tenant) -> None:
-    from memory_app.models_window import ContextSummary
     from memory_app.services.compaction import session_compact
     from memory_app.services.extraction import (
         memories_extract_from_span,
         memories_extract_from_turn,
     )
+    from memory_app.window.models import ContextSummary
     from sessions_app.models import ChatTurn
     from tests.memory_app.window_helpers import new_session, record
 
