@@ -441,7 +441,7 @@ class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
         "rolled_back",
         "created_at",
     ]
-    list_filter = [RecentFilter, "kind", "rolled_back", "compacted"]
+    list_filter = [RecentFilter, "kind", "over_limit", "rolled_back", "compacted"]
     search_fields = ["idempotency_key__exact"]
     uuid_search_field = "session_id"
     raw_id_fields = ["session", "tenant"]

@@ -195,6 +195,10 @@ ENGRAM_SESSION_TTL_BY_PROVIDER = env_int_map(
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# Per-turn ceilings: a turn whose steps together pass one is stored and flagged
+# (`over_limit`, warning `turn_over_limit`). 0 is off.
+ENGRAM_TURN_MAX_TOKENS = env_int("ENGRAM_TURN_MAX_TOKENS", 0)
+ENGRAM_TURN_MAX_COST_USD = env_float("ENGRAM_TURN_MAX_COST_USD", 0.0)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

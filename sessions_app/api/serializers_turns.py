@@ -212,6 +212,8 @@ _TURN_HELP = {
     "compacted": "True once summarised by compaction.",
     "rolled_back": "True if a rollback undid this turn.",
     "rolled_back_at": "When it was rolled back.",
+    "over_limit": "Per-turn ceilings its steps passed: `tokens`, `cost` or both (comma-"
+    "separated); blank when none (ENGRAM_TURN_MAX_TOKENS, ENGRAM_TURN_MAX_COST_USD).",
     "created_at": "When it was recorded.",
 }
 
@@ -228,7 +230,9 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    code = serializers.CharField(help_text="budget_exceeded, price_missing or session_rotated.")
+    code = serializers.CharField(
+        help_text="budget_exceeded, price_missing, session_rotated or turn_over_limit."
+    )
     message = serializers.CharField(help_text="What happened, for a human.")
 
 

@@ -58,6 +58,13 @@ class ChatTurn(models.Model):
     compacted = models.BooleanField(default=False)
     rolled_back = models.BooleanField(default=False)
     rolled_back_at = models.DateTimeField(null=True, blank=True)
+    over_limit = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Which per-turn ceiling the steps passed (`tokens`, `cost`, both); blank: none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

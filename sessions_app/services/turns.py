@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -71,6 +72,20 @@ def _lock_session(*, tenant: Tenant, session_id: Any) -> ChatSession:
         )
     except (ValueError, ChatSession.DoesNotExist) as exc:
         raise NotFound("Session not found.") from exc
+
+
+def turn_limits_passed(turn: ChatTurn) -> str:
+    """The per-turn ceilings the turn's summed steps passed, comma-separated ("tokens",
+    "cost"); blank when none is set or passed. A turn is never refused for it: it is
+    stored, flagged and warned about, so that a runaway loop shows in the log."""
+    passed = []
+    max_tokens = int(settings.ENGRAM_TURN_MAX_TOKENS)
+    if max_tokens and turn.input_tokens + turn.output_tokens > max_tokens:
+        passed.append("tokens")
+    max_cost = Decimal(str(settings.ENGRAM_TURN_MAX_COST_USD))
+    if max_cost and turn.cost_usd > max_cost:
+        passed.append("cost")
+    return ",".join(passed)
 
 
 def _quantize(cost: Decimal | None) -> Decimal | None:
@@ -194,6 +209,7 @@ def turn_record(
     turn.duration_ms = (
         duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
     )
+    turn.over_limit = turn_limits_passed(turn)
     turn.save()
     TurnStep.objects.bulk_create(step_rows)  # takes turn_id from the now saved turn
     # The response lists the steps: serve them from memory, not from another query.
@@ -240,6 +256,17 @@ def turn_record(
         for row in step_rows
         if row.cost_usd is None and row.model
     ]
+    if turn.over_limit:
+        warnings.append(
+            TurnWarning(
+                code="turn_over_limit",
+                message=(
+                    f"The turn's steps passed the per-turn {turn.over_limit.replace(',', ' and ')} "
+                    "ceiling (ENGRAM_TURN_MAX_TOKENS / ENGRAM_TURN_MAX_COST_USD); the turn was "
+                    "stored and flagged."
+                ),
+            )
+        )
     if rotated_from is not None:
         warnings.append(
             TurnWarning(

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from memory_app.selectors.context import context_assemble
 from sessions_app.models import Tenant, TurnStep
-from tests.sessions_app.context_helpers import assert_error, create_session
 from tests.sessions_app.helpers import post_turn, turn_body
+from tests.sessions_app.workspace_helpers import assert_error, create_session
 
 pytestmark = pytest.mark.django_db
 

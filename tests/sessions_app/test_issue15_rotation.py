@@ -11,14 +11,14 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from tests.sessions_app.context_helpers import (
+from tests.sessions_app.helpers import post_turn, turn_body
+from tests.sessions_app.workspace_helpers import (
     DELL,
     HP,
     assert_error,
     create_session,
     store_laptops,
 )
-from tests.sessions_app.helpers import post_turn, turn_body
 
 pytestmark = pytest.mark.django_db
 

@@ -11,14 +11,14 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from sessions_app.services.demo_shopping import LAPTOP_QUERY
-from tests.sessions_app.context_helpers import (
+from tests.sessions_app.helpers import post_turn, turn_body
+from tests.sessions_app.workspace_helpers import (
     DELL,
     HP,
     assert_error,
     create_session,
     store_laptops,
 )
-from tests.sessions_app.helpers import post_turn, turn_body
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +170,7 @@ def test_cart_links_can_be_revoked_before_they_expire(api: APIClient, other_api:
 
 
 def test_the_resolver_handles_comparatives(api: APIClient) -> None:
-    from tests.sessions_app.context_helpers import ASUS, LENOVO
+    from tests.sessions_app.workspace_helpers import ASUS, LENOVO
 
     sid = create_session(api)
     store_laptops(api, sid)
@@ -195,3 +195,19 @@ def test_the_resolver_handles_comparatives(api: APIClient) -> None:
     assert added.status_code == 201, added.content
     cart = api.get(f"/api/v1/sessions/{sid}/selections").json()["results"]
     assert [line["mpn"] for line in cart] == [LENOVO]  # cheaper than the HP in focus: 799
+
+
+@override_settings(ENGRAM_TURN_MAX_TOKENS=1500)
+def test_a_turn_past_the_per_turn_token_ceiling_is_stored_and_flagged(api: APIClient) -> None:
+    sid = create_session(api)
+    step = {"step_type": "r", "model": "gpt-4o-mini", "input_tokens": 700, "output_tokens": 100}
+    small = post_turn(api, sid, turn_body([step]))
+    assert small.status_code == 201 and small.json()["turn"]["over_limit"] == ""
+    big = post_turn(api, sid, turn_body())  # the seed's three steps: 1520 tokens
+    assert big.status_code == 201, big.content
+    assert big.json()["turn"]["over_limit"] == "tokens"
+    assert "turn_over_limit" in [w["code"] for w in big.json()["warnings"]]
+    assert api.get(f"/api/v1/sessions/{sid}/turns/2").json()["over_limit"] == "tokens"
+    with override_settings(ENGRAM_TURN_MAX_TOKENS=0, ENGRAM_TURN_MAX_COST_USD=0.0001):
+        costly = post_turn(api, sid, turn_body())
+        assert costly.json()["turn"]["over_limit"] == "cost"
