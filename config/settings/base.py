@@ -199,6 +199,10 @@ ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 
 # (`over_limit`, warning `turn_over_limit`). 0 is off.
 ENGRAM_TURN_MAX_TOKENS = env_int("ENGRAM_TURN_MAX_TOKENS", 0)
 ENGRAM_TURN_MAX_COST_USD = env_float("ENGRAM_TURN_MAX_COST_USD", 0.0)
+# Prompt capture (off by default; a tenant or session can turn it on): each step's prompt
+# and completion are kept, at most this many characters per step.
+ENGRAM_CAPTURE_PROMPTS = env_bool("ENGRAM_CAPTURE_PROMPTS", False)
+ENGRAM_CAPTURE_MAX_CHARS = env_int("ENGRAM_CAPTURE_MAX_CHARS", 32_000)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

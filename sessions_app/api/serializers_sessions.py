@@ -67,6 +67,12 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "session (`previous_session_id` links it; this one is archived). Null: the agent's "
         "or the settings' default (ENGRAM_ROTATE_AFTER_TOKENS[_BY_AGENT]); 0: never.",
     )
+    capture_prompts = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Keep each step's `prompt` and `completion` (size-capped) for the JSONL "
+        "export; null or absent: the tenant's choice (off by default).",
+    )
     context_policy = serializers.CharField(
         required=False,
         max_length=64,
@@ -144,6 +150,7 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "compact_context_share",
             "rotate_after_tokens",
             "context_policy",
+            "capture_prompts",
             "previous_session_id",
             "focus_mpn",
             "last_query",

@@ -19,6 +19,16 @@ MAX_STEPS_PER_TURN = 500
 MAX_TEXT = 200_000
 MAX_DURATION_MS = 7 * 24 * 3600 * 1000
 MAX_TOOL_OUTPUT = 4000
+MAX_PROMPT_MESSAGES = 500
+
+
+class ChatMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    role = serializers.ChoiceField(
+        choices=["system", "user", "assistant", "tool"], help_text="Who speaks."
+    )
+    content = serializers.CharField(
+        allow_blank=True, max_length=MAX_TEXT, trim_whitespace=False, help_text="The text."
+    )
 
 
 class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -77,6 +87,22 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default=None,
         help_text="The error, when the call failed.",
     )
+    prompt = serializers.ListField(
+        child=ChatMessageSerializer(),
+        required=False,
+        allow_null=True,
+        max_length=MAX_PROMPT_MESSAGES,
+        help_text="The chat messages sent to the model. Kept only when prompt capture is on "
+        "for the session or tenant, cut to ENGRAM_CAPTURE_MAX_CHARS; otherwise dropped.",
+    )
+    completion = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        help_text="The model's answer; kept under the same rule as `prompt`.",
+    )
     tool_output = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -104,6 +130,8 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
             error=attrs.get("error"),
             usage_raw=attrs.get("usage"),
             tool_output=attrs.get("tool_output", ""),
+            prompt=attrs.get("prompt"),
+            completion=attrs.get("completion", ""),
         )
 
 
@@ -174,6 +202,8 @@ _STEP_HELP = {
     "success": "False if the call failed.",
     "error": "The error, when the call failed.",
     "tool_output": "The tool's output (short or summarised), if the step sent one.",
+    "prompt": "The messages sent, when prompt capture was on; null otherwise.",
+    "completion": "The model's answer, when prompt capture was on.",
     "created_at": "When the step was recorded.",
 }
 

@@ -8,6 +8,7 @@ urlpatterns = [
     path("sessions", views_sessions.SessionListView.as_view(), name="session-list"),
     path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
     path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
+    path(f"{session}/turns.jsonl", views_turns.TurnJsonlView.as_view(), name="session-turns-jsonl"),
     path(
         f"{session}/turns/<int:turn_number>",
         views_turns.TurnDetailView.as_view(),

@@ -102,6 +102,11 @@ class ChatSession(models.Model):
         help_text="The session this one continues after a rotation.",
     )
 
+    capture_prompts = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Keep each step's prompt and completion; null: the tenant's choice.",
+    )
     context_policy = models.CharField(
         max_length=64,
         default="default",

@@ -105,6 +105,17 @@ class TurnStep(models.Model):
     success = models.BooleanField(default=True)
     error = models.TextField(null=True, blank=True)  # noqa: DJ001 - the API says error: null
     usage_raw = models.JSONField(null=True, blank=True, help_text="The provider's usage object.")
+    prompt = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The chat messages sent, when prompt capture is on (size-capped).",
+    )
+    completion = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The model's answer, when prompt capture is on (size-capped).",
+    )
     tool_output = models.TextField(
         blank=True,
         default="",

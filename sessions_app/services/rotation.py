@@ -69,6 +69,7 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
         compact_context_share=session.compact_context_share,
         rotate_after_tokens=session.rotate_after_tokens,
         context_policy=session.context_policy,
+        capture_prompts=session.capture_prompts,
         ttl_seconds=session.ttl_seconds,
         expires_at=now + timedelta(seconds=session.ttl_seconds),
         last_active_at=now,

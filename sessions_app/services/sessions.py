@@ -33,6 +33,7 @@ def session_create(
     compact_context_share: float | None = None,
     rotate_after_tokens: int | None = None,
     context_policy: str = "default",
+    capture_prompts: bool | None = None,
 ) -> ChatSession:
     """A new session; budgets default to the tenant's, the TTL to the provider's default
     (see `default_ttl_seconds`)."""
@@ -56,6 +57,7 @@ def session_create(
         compact_context_share=compact_context_share,
         rotate_after_tokens=rotate_after_tokens,
         context_policy=context_policy,
+        capture_prompts=capture_prompts,
     )
 
 
@@ -81,6 +83,7 @@ def session_update(
     compact_context_share: float | None = UNSET,
     rotate_after_tokens: int | None = UNSET,
     context_policy: str = UNSET,
+    capture_prompts: bool | None = UNSET,
     reasoning: str = "",
     changed_by: str = "",
 ) -> ChatSession:
@@ -101,6 +104,7 @@ def session_update(
         ("compact_context_share", compact_context_share),
         ("rotate_after_tokens", rotate_after_tokens),
         ("context_policy", context_policy),
+        ("capture_prompts", capture_prompts),
     ):
         if value is not UNSET:
             setattr(session, name, value)

@@ -25,6 +25,7 @@ from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, Tu
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
+from sessions_app.services.capture import capture_capped, capture_enabled
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
 from sessions_app.services.snapshots import (
@@ -50,6 +51,8 @@ class StepInput:
     error: str | None = None
     usage_raw: dict[str, Any] | None = None
     tool_output: str = ""
+    prompt: list[dict[str, Any]] | None = None  # kept only when capture is on
+    completion: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,16 @@ def _quantize(cost: Decimal | None) -> Decimal | None:
 
 
 def _build_steps(
-    *, turn: ChatTurn, session: ChatSession, steps: list[StepInput], at: datetime
+    *,
+    turn: ChatTurn,
+    session: ChatSession,
+    steps: list[StepInput],
+    at: datetime,
+    capture: bool = False,
 ) -> list[TurnStep]:
     rows = []
     for order, step in enumerate(steps, start=1):
+        prompt, completion = capture_capped(step.prompt, step.completion) if capture else (None, "")
         try:
             counts = step.counts.validate(prefix=f"steps.{order - 1}.")
         except UsageError as exc:
@@ -139,6 +148,8 @@ def _build_steps(
                 error=step.error,
                 usage_raw=step.usage_raw,
                 tool_output=step.tool_output,
+                prompt=prompt,
+                completion=completion,
             )
         )
     return rows
@@ -196,7 +207,10 @@ def turn_record(
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
     # once, with its totals (an insert then an update cost a query per turn).
-    step_rows = _build_steps(turn=turn, session=session, steps=steps, at=now)
+    capture = any(s.prompt is not None or s.completion for s in steps) and capture_enabled(
+        session=session, tenant=tenant
+    )
+    step_rows = _build_steps(turn=turn, session=session, steps=steps, at=now, capture=capture)
     priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
     turn.input_tokens = sum(row.input_tokens for row in step_rows)
     turn.output_tokens = sum(row.output_tokens for row in step_rows)
