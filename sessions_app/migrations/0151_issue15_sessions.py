@@ -5,6 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
+        ("sessions_app", "0137_issue13b_admin_names"),
         ("sessions_app", "0141_issue14_idempotency_session"),
     ]
 

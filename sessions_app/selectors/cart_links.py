@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.signing import BadSignature, SignatureExpired, TimestampSigner
+from django.utils import timezone
 
 from sessions_app.errors import CartLinkExpired, CartLinkInvalid
 from sessions_app.models import ChatSession
@@ -18,29 +21,54 @@ def cart_link_signer() -> TimestampSigner:
     return TimestampSigner(salt=CART_LINK_SALT)
 
 
-def cart_link_value(session: ChatSession) -> str:
-    """What a link signs: the session id, and its link generation once links were
-    revoked (a link from before any revocation signs the bare id: generation 0)."""
-    generation = session.cart_link_generation
-    return str(session.pk) if generation == 0 else f"{session.pk}:{generation}"
+_SEP = "~"
 
 
-def cart_link_session(*, token: str) -> ChatSession:
-    """The session a token opens: CartLinkInvalid (403) if tampered, CartLinkExpired
-    (410) if the link is past its TTL or the session is gone; SessionExpired (410) if
-    the session itself has expired."""
+def cart_link_value(*, session_id: uuid.UUID, expires_at: datetime, generation: int = 0) -> str:
+    """What a link signs: the session, the moment the link ends and, once the session's
+    links were revoked, their generation (revoking moves it on; see
+    `services.cart_links.cart_links_revoke`)."""
+    value = f"{session_id}{_SEP}{int(expires_at.timestamp())}"
+    return value if generation == 0 else f"{value}{_SEP}{generation}"
+
+
+@dataclass(frozen=True)
+class OpenedCartLink:
+    session: ChatSession
+    expires_at: datetime
+
+
+def cart_link_open(*, token: str, now: datetime | None = None) -> OpenedCartLink:
+    """The session a token opens and until when: CartLinkInvalid (403) if tampered,
+    CartLinkExpired (410) if the link is past its end (its TTL or its session's expiry
+    when it was made) or the session is gone; SessionExpired (410) if the session itself
+    has expired. Links made before the end was signed in (a bare session id) keep the
+    TTL alone."""
+    now = now or timezone.now()
+    ttl = int(settings.ENGRAM_CART_LINK_TTL_SECONDS)
     try:
-        value = cart_link_signer().unsign(token, max_age=int(settings.ENGRAM_CART_LINK_TTL_SECONDS))
+        value = cart_link_signer().unsign(token, max_age=ttl)
     except SignatureExpired as exc:
         raise CartLinkExpired() from exc
     except BadSignature as exc:
         raise CartLinkInvalid() from exc
-    session_part, _, generation = value.partition(":")
+    session_part, end_part, generation_part = [*value.split(_SEP), "", ""][:3]
     try:
         session = ChatSession.objects.get(pk=uuid.UUID(session_part))
-    except (ValueError, ChatSession.DoesNotExist) as exc:
+        expires_at = (
+            datetime.fromtimestamp(int(end_part), tz=UTC) if end_part else session.expires_at
+        )
+        generation = int(generation_part or 0)
+    except (ValueError, OverflowError, ChatSession.DoesNotExist) as exc:
         raise CartLinkExpired("This cart is no longer available.") from exc
-    if int(generation or 0) != session.cart_link_generation:
+    if generation != session.cart_link_generation:
         raise CartLinkExpired("This cart link was revoked.")
-    session_ensure_writable(session=session)
-    return session
+    if expires_at <= now:
+        raise CartLinkExpired()
+    session_ensure_writable(session=session, now=now)
+    return OpenedCartLink(session=session, expires_at=min(expires_at, session.expires_at))
+
+
+def cart_link_session(*, token: str) -> ChatSession:
+    """The session a token opens (see `cart_link_open`)."""
+    return cart_link_open(token=token).session
