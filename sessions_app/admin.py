@@ -204,7 +204,13 @@ class StepInline(ReadOnlyInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["name", "default_budget_tokens", "default_budget_usd", "created_at"]
+    list_display = [
+        "name",
+        "default_budget_tokens",
+        "default_budget_usd",
+        "capture_prompts",
+        "created_at",
+    ]
     search_fields = ["name"]
     actions = ["issue_api_key"]
 

@@ -7,7 +7,7 @@ not offered.
 
 Page-out (seed 004's `should_evict`): before packing, a verbatim turn outside the window
 older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES and, when there is a query, a snippet (a
-memory, a tool output, a line from a rotated predecessor) whose similarity to it is below
+found memory, a tool output, a line from a rotated predecessor) whose similarity to it is below
 ENGRAM_CONTEXT_SIMILARITY_FLOOR are evicted: they do not compete for the budget at all,
 and the breakdown lists them as excluded with reason `evicted_age` or
 `evicted_below_similarity`.
@@ -23,9 +23,9 @@ from django.conf import settings
 from memory_app.window.packing import Candidate
 from sessions_app.models import ChatSession, TurnStep
 
-SNIPPET_KINDS = frozenset(
-    {"memory", "related_memory", "tool_output", "previous_turn", "previous_summary"}
-)
+# What seed 004 calls snippets. A `related_memory` is not one: it comes in because of
+# its anchor's edge, not because it matches the query.
+SNIPPET_KINDS = frozenset({"memory", "tool_output", "previous_turn", "previous_summary"})
 FAILED_TOOL_SIGNAL = 0.3
 
 
