@@ -8,7 +8,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
@@ -25,15 +25,12 @@ from memory_app.window.predecessors import predecessor_candidates
 from memory_app.window.selectors import active_summaries
 from memory_app.window.tokens import truncate_to_tokens
 from memory_app.window.tools import eviction_reason, tool_output_candidates
-from sessions_app.errors import NotFound
-from sessions_app.models import (
-    ChatSession,
-    ChatTurn,
-    SessionComponent,
-    SessionSelection,
-    Tenant,
-    TurnStep,
-)
+from sessions_app.selectors.sessions import session_get
+from sessions_app.selectors.turns import steps_failed_recent, turn_times, turns_live, turns_open
+from sessions_app.selectors.workspace import components_by_mpn, selection_list
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, Tenant
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
@@ -90,12 +87,9 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
         out.append(
             Candidate("state", "state", "state", _line(f"state: {state}"), "system", at, 0.8, (0,))
         )
-    components = {
-        c.mpn: c
-        for c in SessionComponent.objects.filter(
-            session=session, mpn__in=[session.focus_mpn or "", *(session.last_results or [])]
-        )
-    }
+    components = components_by_mpn(
+        session=session, mpns=[session.focus_mpn or "", *(session.last_results or [])]
+    )
 
     def describe(mpn: str) -> str:
         component = components.get(mpn)
@@ -133,7 +127,7 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
                 (2,),
             )
         )
-    cart = list(SessionSelection.objects.filter(session=session).order_by("position"))
+    cart = selection_list(session=session)
     if cart:
         items = "; ".join(
             f"{row.position}. {row.mpn} x{row.quantity}" + (f" ({row.note})" if row.note else "")
@@ -151,9 +145,8 @@ def _turn_candidates(
     limit: int = MAX_VERBATIM_TURNS,
     include_compacted: bool = False,
 ) -> list[Candidate]:
-    live = ChatTurn.objects.filter(session=session, rolled_back=False)
-    if not include_compacted:  # compression on: summaries stand in for compacted turns
-        live = live.filter(compacted=False)
+    # Compression on: summaries stand in for compacted turns; off: every live turn.
+    live = (turns_live if include_compacted else turns_open)(session_id=session.pk)
     turns = list(live.order_by("-turn_number")[:limit])
     return [
         Candidate(
@@ -177,11 +170,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
     out: list[Candidate] = []
     seen: set[str] = set()
     # A milestone is as recent as the turn it came from, not as the summary holding it.
-    turn_times = dict(
-        ChatTurn.objects.filter(session=session, compacted=True).values_list(
-            "turn_number", "created_at"
-        )
-    )
+    compacted_at = turn_times(session_id=session.pk, compacted=True)
     for summary in summaries:
         out.append(
             Candidate(
@@ -207,7 +196,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
                     section="milestones",
                     text=line,
                     role="milestone",
-                    at=turn_times.get(turn, summary.last_turn_at),
+                    at=compacted_at.get(turn, summary.last_turn_at),
                     signal=MILESTONE_SIGNAL.get(kind, 0.6),
                     order=(turn, KINDS.index(kind) if kind in KINDS else 99, index),
                 )
@@ -216,11 +205,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
 
 
 def _failure_candidates(session: ChatSession) -> list[Candidate]:
-    steps = (
-        TurnStep.objects.filter(session=session, success=False, turn__rolled_back=False)
-        .select_related("turn")
-        .order_by("-created_at", "-id")[:MAX_FAILURES]
-    )
+    steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES)
     return [
         Candidate(
             key=f"failure:{step.pk}",
@@ -337,10 +322,7 @@ def context_assemble(
     """The messages for the session's next LLM call, packed under `budget` tokens, from
     at most `memory_limit` found memories (default: the policy's K) and `turn_limit` open
     turns, under the named context `policy` (default: the session's)."""
-    try:
-        session = ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
-    except (ValueError, ChatSession.DoesNotExist) as exc:
-        raise NotFound("Session not found.") from exc
+    session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
     rules = context_policy_get(
         policy or session.context_policy or DEFAULT_POLICY,

@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from memory_app.models import Memory, MemoryRelation, MemoryVersion
 from memory_app.window.models import ContextSummary
-from sessions_app.models import ChatSession
+from sessions_app.selectors.sessions import session_ids_of_user
 
 MEMORY_EXCLUDED = ("embedding", "search_vector", "tenant")
 
@@ -19,11 +19,7 @@ MEMORY_EXCLUDED = ("embedding", "search_vector", "tenant")
 def memory_user_export(tenant_id: int, user_id: str) -> dict[str, Any]:
     """Memories about the user or learnt in their sessions (with versions and the edges
     touching them) and the compaction summaries of their sessions."""
-    session_ids = list(
-        ChatSession.objects.filter(tenant_id=tenant_id, user_id=user_id).values_list(
-            "pk", flat=True
-        )
-    )
+    session_ids = session_ids_of_user(tenant_id=tenant_id, user_id=user_id)
     memories = Memory.objects.filter(tenant_id=tenant_id).filter(
         Q(user_id=user_id) | Q(session_id__in=session_ids)
     )

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate
-from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.selectors.sessions import session_previous
+from sessions_app.selectors.turns import turns_open
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 MAX_PREDECESSORS = 3  # sessions walked back through `previous_session`
 MAX_OPEN_TURNS = 20  # a predecessor's newest open turns offered, per session
@@ -39,7 +44,7 @@ def predecessor_candidates(
     for depth in range(1, MAX_PREDECESSORS + 1):
         if current.previous_session_id is None:
             break
-        previous = ChatSession.objects.filter(pk=current.previous_session_id).first()
+        previous = session_previous(current)
         if previous is None:
             break
         prefix = f"previous:{previous.pk}:"
@@ -53,7 +58,7 @@ def predecessor_candidates(
                 )
             )
         turns = list(
-            ChatTurn.objects.filter(session=previous, compacted=False, rolled_back=False)
+            turns_open(session_id=previous.pk)
             .order_by("-turn_number")
             .values_list("turn_number", "user_message", "assistant_response", "created_at")[
                 :MAX_OPEN_TURNS

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from memory_app.window.packing import Candidate
-from sessions_app.models import ChatSession, TurnStep
+from sessions_app.selectors.turns import steps_with_tool_output
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 # What seed 004 calls snippets. A `related_memory` is not one: it comes in because of
 # its anchor's edge, not because it matches the query.
@@ -34,12 +38,7 @@ def tool_output_candidates(session: ChatSession, line: Callable[[str], str]) -> 
     limit = int(settings.ENGRAM_CONTEXT_TOOL_OUTPUTS)
     if limit <= 0:
         return []
-    steps = (
-        TurnStep.objects.filter(session=session, turn__rolled_back=False)
-        .exclude(tool_output="")
-        .select_related("turn")
-        .order_by("-created_at", "-id")[:limit]
-    )
+    steps = steps_with_tool_output(session_id=session.pk, limit=limit)
     return [
         Candidate(
             key=f"tool:{step.pk}",

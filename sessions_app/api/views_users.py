@@ -22,7 +22,7 @@ def _checked_user_id(user_id: str) -> str:
 
 class UserErasureView(TenantAPIView):
     @extend_schema(
-        responses=UserErasureSerializer,
+        responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
         "versions and relations), sessions (turns, steps, components, selections) and "
         "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
