@@ -89,8 +89,10 @@ class EngramAutoSchema(AutoSchema):
 
     def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
         body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
+        if body is None:  # no body (GET, DELETE): asking for a serializer would guess one
+            return body
         serializer = self.get_request_serializer()  # type: ignore[no-untyped-call]
-        if body is not None and getattr(serializer, "openapi_constraints", None):
+        if getattr(serializer, "openapi_constraints", None):
             # A body that must name one field cannot be left out, even on PATCH.
             body["required"] = True
         return body
