@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
-from sessions_app.services.turns import StepInput, _build_steps
+from sessions_app.services.turns import StepInput, turn_price_steps
 
 ENGRAM_STEP_PREFIX = "engram."  # step types of Engram's own calls
 
@@ -38,7 +38,7 @@ def turn_steps_append(*, turn_id: int, steps: list[StepInput]) -> list[TurnStep]
     session = ChatSession.objects.select_for_update().filter(pk=turn.session_id).first()
     if session is None:
         return []
-    rows = _build_steps(turn=turn, session=session, steps=steps, at=timezone.now())
+    rows = turn_price_steps(turn=turn, session=session, steps=steps, at=timezone.now())
     last = TurnStep.objects.filter(turn_id=turn.pk).aggregate(last=Max("step_order"))["last"]
     for offset, row in enumerate(rows, start=1):
         row.step_order = (last or 0) + offset
