@@ -238,10 +238,6 @@ def turn_price_steps(
     return rows
 
 
-# The name `sessions_app.services.steps` imports (issue 11), kept beside the new one.
-_build_steps = turn_price_steps
-
-
 # The session's running totals and the turn attribute each one adds up.
 SESSION_TOTALS = {
     "total_input_tokens": "input_tokens",
