@@ -55,11 +55,16 @@ class AnalyticsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from analytics_app.models import ModelPrice
-        from analytics_app.pricing import price_step_from_table, price_table_clear
+        from analytics_app.pricing import (
+            context_window_for_model,
+            price_step_from_table,
+            price_table_clear,
+        )
         from analytics_app.services.prices import prices_seed_if_empty
-        from sessions_app.hooks import register_step_pricer
+        from sessions_app.hooks import register_context_window_lookup, register_step_pricer
 
         register_step_pricer(price_step_from_table)
+        register_context_window_lookup(context_window_for_model)
         for signal in (post_save, post_delete):
             signal.connect(price_table_clear, sender=ModelPrice, dispatch_uid="price_table")
         # A fresh database (and every test database, also after a flush) gets prices.

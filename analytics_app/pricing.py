@@ -15,6 +15,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from django.conf import settings
+from django.utils import timezone
 
 from analytics_app.models import ModelPrice
 from sessions_app.hooks import StepUsage
@@ -93,6 +94,12 @@ def price_for_model(model: str, at: datetime) -> ModelPrice | None:
     if not matches:
         return None
     return max(matches, key=lambda row: (len(row.model), row.model))
+
+
+def context_window_for_model(model: str) -> int | None:
+    """The context window recorded with the model's current price (None when unknown)."""
+    price = price_for_model(model, timezone.now())
+    return None if price is None else price.context_window
 
 
 def step_cost(price: ModelPrice, usage: StepUsage) -> Decimal:

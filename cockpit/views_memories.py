@@ -19,7 +19,7 @@ from cockpit.forms import MemoryEditForm, MemoryExplorerForm
 from cockpit.paging import page_number, page_of
 from memory_app.selectors.audit import memory_audience, memory_for_staff, memory_relations
 from memory_app.selectors.memories import Actor, memory_history, memory_list
-from memory_app.selectors.search import memory_search
+from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.services.memories import (
     memory_delete,
     memory_reembed,
@@ -73,7 +73,13 @@ def memory_explorer(request: HttpRequest) -> HttpResponse:
                 types=[data["type"]] if data.get("type") else None,
                 tags=[data["tag"]] if data.get("tag") else None,
                 limit=RESULTS,
-                **filters,
+                user_id=filters["user_id"],
+                agent_id=filters["agent_id"],
+                filters=MemoryFilters(
+                    scope=filters["scope"],
+                    pinned=filters["pinned"],
+                    decay_below=filters["decay_below"],
+                ),
             ).hits
     elif tenant is not None:
         rows = memory_list(

@@ -8,10 +8,18 @@ class MemoryAppConfig(AppConfig):
 
     def ready(self) -> None:
         from memory_app import receivers
+        from memory_app.selectors.export import memory_user_export
         from memory_app.window import admin, tasks  # noqa: F401  registers admins and tasks
         from memory_app.window.receivers import enqueue_compaction_when_due
         from memory_app.window.signals import span_compacted
-        from sessions_app.hooks import demo_loaded, turn_recorded, user_erased
+        from sessions_app.hooks import (
+            demo_loaded,
+            register_user_exporter,
+            turn_recorded,
+            user_erased,
+        )
+
+        register_user_exporter("memory_app", memory_user_export)
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
         turn_recorded.connect(

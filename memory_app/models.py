@@ -33,6 +33,8 @@ class MemoryType(models.TextChoices):
     PROCEDURAL = "procedural", "procedural"
     PROFILE = "profile", "profile"
     POLICY = "policy", "policy"
+    INTEREST = "interest", "interest"  # seed 003: what the user follows or likes to hear of
+    EVENT = "event", "event"  # seed 003: something that happened, at a time
 
 
 class MemoryScope(models.TextChoices):
@@ -83,6 +85,12 @@ class Memory(models.Model):
     content = models.TextField(help_text="The raw text, normalised.")
     summary = models.TextField(blank=True, default="")
     structured = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(
+        default=dict,
+        blank=True,
+        db_default={},
+        help_text="Free key/values of the caller (size-capped); filterable by containment.",
+    )
     content_hash = models.CharField(
         max_length=64, help_text="SHA-256 of the case-folded normalised content."
     )
@@ -141,6 +149,7 @@ class Memory(models.Model):
             models.Index(fields=["tenant", "session_id"], name="memory_tenant_session"),
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
+            GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
             # The HNSW index on embedding::halfvec(384) is created in the migration with
             # RunSQL: Django cannot express an expression index with an operator class.
         ]

@@ -158,6 +158,7 @@ class RecentTurnInline(ReadOnlyInline):
     verbose_name_plural = f"latest {RecentInlineFormSet.limit} turns (all in the turn list)"
     fields = readonly_fields = (
         "turn_number",
+        "kind",
         "created_at",
         "message",
         "input_tokens",
@@ -204,7 +205,13 @@ class StepInline(ReadOnlyInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["name", "default_budget_tokens", "default_budget_usd", "created_at"]
+    list_display = [
+        "name",
+        "default_budget_tokens",
+        "default_budget_usd",
+        "capture_prompts",
+        "created_at",
+    ]
     search_fields = ["name"]
     actions = ["issue_api_key"]
 
@@ -305,6 +312,11 @@ class ChatSessionAdmin(LargeTableAdmin):
                     "state",
                     "metadata",
                     "external_session_id",
+                    "provider",
+                    "model",
+                    "compact_context_share",
+                    "rotate_after_tokens",
+                    "previous_session",
                 ],
             },
         ),
@@ -442,6 +454,8 @@ class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
         "__str__",
         "session_link",
         "turn_number",
+        "kind",
+        "changed_by",
         "input_tokens",
         "output_tokens",
         "cost_usd",
@@ -450,7 +464,7 @@ class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
         "rolled_back",
         "created_at",
     ]
-    list_filter = [RecentFilter, "rolled_back", "compacted"]
+    list_filter = [RecentFilter, "kind", "over_limit", "rolled_back", "compacted"]
     search_fields = ["idempotency_key__exact"]
     uuid_search_field = "session_id"
     raw_id_fields = ["session", "tenant"]

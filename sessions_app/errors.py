@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     CART_FULL = "cart_full"
     CART_LINK_INVALID = "cart_link_invalid"
     CART_LINK_EXPIRED = "cart_link_expired"
+    MEMORY_REJECTED = "memory_rejected"
     DEPENDENCY_DOWN = "dependency_unavailable"
     SERVER_ERROR = "server_error"
 
@@ -117,3 +118,12 @@ class DependencyUnavailable(ApplicationError):
     status = 503
     default_code = ErrorCode.DEPENDENCY_DOWN
     default_message = "A service Engram depends on is unavailable."
+
+
+class Rejected(ApplicationError):
+    """Well-formed but refused by a policy (e.g. a memory below the importance floor):
+    nothing was stored, and `fields` says which value fell short and why."""
+
+    status = 422
+    default_code = ErrorCode.MEMORY_REJECTED
+    default_message = "Refused by policy; nothing was stored."

@@ -19,6 +19,12 @@ attached by the other apps in their `AppConfig.ready()`:
   answer. A receiver that raises rolls the whole erasure back.
 - `step_pricer` is the function that prices a step when it is recorded; analytics_app
   registers the model-price table. Without one, steps are recorded unpriced.
+- `user_exporters` add sections to `GET /users/{id}/export` (the counterpart of
+  erasure): each registered function takes (tenant_id, user_id) and answers a dict of
+  JSON-ready sections (memory_app: memories, versions, relations, summaries).
+- `context_window_lookup` tells a model's context window in tokens; analytics_app
+  registers the same table (the sizes are kept with the prices). Without one, or for an
+  unknown model, it answers None and only absolute thresholds apply.
 - `register_session_admin_action` adds an admin action of another app (e.g. memory_app's
   "compact now") to the sessions list in the admin, which lists them after its own.
 """
@@ -79,3 +85,35 @@ def price_step(usage: StepUsage) -> Decimal | None:
     if _step_pricer is None or not usage.model:
         return None
     return _step_pricer(usage)
+
+
+ContextWindowLookup = Callable[[str], int | None]
+_context_window_lookup: ContextWindowLookup | None = None
+
+
+def register_context_window_lookup(lookup: ContextWindowLookup) -> None:
+    global _context_window_lookup
+    _context_window_lookup = lookup
+
+
+def model_context_window(model: str) -> int | None:
+    """The model's context window in tokens, or None when unknown."""
+    if _context_window_lookup is None or not model:
+        return None
+    return _context_window_lookup(model)
+
+
+UserExporter = Callable[[int, str], dict[str, Any]]
+_user_exporters: dict[str, UserExporter] = {}
+
+
+def register_user_exporter(name: str, exporter: UserExporter) -> None:
+    """Register (or replace, by name: `ready()` may run twice) an export section maker."""
+    _user_exporters[name] = exporter
+
+
+def user_export_sections(tenant_id: int, user_id: str) -> dict[str, Any]:
+    sections: dict[str, Any] = {}
+    for name in sorted(_user_exporters):
+        sections.update(_user_exporters[name](tenant_id, user_id))
+    return sections

@@ -14,6 +14,9 @@ words around them. The rules, in the order they are tried (the first that applie
 3. `ordinal`: "first", "2nd", "#3", "number four", "item 5", "top one"; also "last".
    Positions count in the last results; with a name ("the second Dell") they count
    among the last results that match the name.
+0. `comparative`: "cheaper than the Dell", "a bigger one", "a lighter HP": relative to
+   the item after "than" (resolved by these same rules) or else to the focus; the
+   closest item beyond it wins.
 4. `superlative`: "the cheapest", "the lightest", "the biggest screen" over numeric
    data fields (price, weight, screen…), among the last results (or all items if no
    results are stored), narrowed by a name if one is given ("the cheapest Dell").
@@ -189,6 +192,34 @@ SUPERLATIVE_RE = re.compile(
     )
     + r")\b"
 )
+# Comparatives: phrase → (attribute, "lt" | "gt"), relative to a reference item: the one
+# after "than" ("cheaper than the Dell"), else the item in focus ("a bigger one").
+COMPARATIVES: dict[str, tuple[str, str]] = {
+    "cheaper": ("price", "lt"),
+    "less expensive": ("price", "lt"),
+    "lower priced": ("price", "lt"),
+    "more affordable": ("price", "lt"),
+    "more expensive": ("price", "gt"),
+    "pricier": ("price", "gt"),
+    "costlier": ("price", "gt"),
+    "lighter": ("weight", "lt"),
+    "heavier": ("weight", "gt"),
+    "bigger": ("screen", "gt"),
+    "larger": ("screen", "gt"),
+    "smaller": ("screen", "lt"),
+    "more ram": ("ram", "gt"),
+    "more memory": ("ram", "gt"),
+    "more storage": ("storage", "gt"),
+    "longer battery": ("battery", "gt"),
+    "better rated": ("rating", "gt"),
+}
+COMPARATIVE_RE = re.compile(
+    r"\b(?P<phrase>"
+    + "|".join(
+        re.escape(p).replace(r"\ ", r"[\s-]+") for p in sorted(COMPARATIVES, key=len, reverse=True)
+    )
+    + r")\b(?:[^.?!,;]*?\bthan\s+(?P<ref>[^.?!,;]+))?"
+)
 # Data keys that hold each attribute. A key matches if, normalised, it equals one of
 # these or starts with one followed by "_" ("price_usd", "weight_kg", "screen_inches").
 ATTRIBUTE_KEYS: dict[str, tuple[str, ...]] = {
@@ -339,7 +370,15 @@ def resolve_reference(
     )
     if not ctx.text:
         return _unresolved(ctx, "none", "", "The reference is empty.")
-    for rule in (_by_mpn, _by_ordinal_from_end, _by_ordinal, _by_superlative, _by_name):
+    rules = (
+        _by_comparative,
+        _by_mpn,
+        _by_ordinal_from_end,
+        _by_ordinal,
+        _by_superlative,
+        _by_name,
+    )
+    for rule in rules:
         found = rule(ctx)
         if found is not None:
             return found
@@ -467,6 +506,68 @@ def _by_superlative(ctx: _Context) -> Resolution | None:
         )
     return _resolved(
         "superlative", match.group(), winners[0], f"The {direction} {attribute} ({best})."
+    )
+
+
+def _by_comparative(ctx: _Context) -> Resolution | None:
+    """ "cheaper than the Dell", "a bigger one": among the last results (or all items),
+    the items whose attribute is below/above the reference item's, narrowed by a name
+    ("a cheaper HP"); the closest to the reference wins (the next step, not the extreme,
+    which the superlatives answer). The reference after "than" is itself resolved by
+    every rule; without one it is the item in focus."""
+    match = COMPARATIVE_RE.search(ctx.text)
+    if match is None:
+        return None
+    phrase = re.sub(r"[\s-]+", " ", match.group("phrase"))
+    attribute, direction = COMPARATIVES[phrase]
+    expression = match.group().strip()
+    ref_text = (match.group("ref") or "").strip()
+    if ref_text:
+        ref = resolve_reference(
+            ref_text, items=list(ctx.items.values()), last_results=ctx.last, focus_mpn=ctx.focus
+        )
+        if ref.status != "resolved":
+            return Resolution(
+                ref.status, "comparative", expression, ref.mpns, f"Than what? {ref.message}"
+            )
+        reference = ref.mpns[0]
+    elif ctx.focus is not None:
+        reference = ctx.focus
+    else:
+        return _unresolved(ctx, "comparative", expression, "Nothing is in focus to compare to.")
+    base = attribute_value(ctx.items[reference].data, attribute)
+    if base is None:
+        return _unresolved(
+            ctx, "comparative", expression, f"{reference} has no {attribute} to compare."
+        )
+    pool = [mpn for mpn in (ctx.last or list(ctx.items)) if mpn != reference]
+    rest = ctx.text.replace(match.group(), " ")
+    named = _name_matches(ctx, rest, pool)
+    if named is not None and named[0] and named[1]:
+        pool = [mpn for mpn in pool if mpn in named[0]]
+    values = {
+        mpn: value
+        for mpn in pool
+        if (value := attribute_value(ctx.items[mpn].data, attribute)) is not None
+        and (value < base if direction == "lt" else value > base)
+    }
+    if not values:
+        word = "lower" if direction == "lt" else "higher"
+        return _unresolved(
+            ctx, "comparative", expression, f"No item has a {word} {attribute} than {reference}."
+        )
+    closest = min(abs(value - base) for value in values.values())
+    winners = [mpn for mpn, value in values.items() if abs(value - base) == closest]
+    if len(winners) > 1:
+        return _ambiguous(
+            "comparative", expression, winners, f"Several items are equally {phrase}."
+        )
+    return _resolved(
+        "comparative",
+        expression,
+        winners[0],
+        f"{phrase.capitalize()} than {reference} ({attribute} {base}): the closest "
+        f"({values[winners[0]]}).",
     )
 
 

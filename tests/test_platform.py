@@ -81,7 +81,9 @@ def test_every_setting_read_from_the_environment_is_in_env_example() -> None:
     names: set[str] = set()
     for path in [*(ROOT / "config" / "settings").glob("*.py"), *(ROOT / "config").glob("*.py")]:
         text = path.read_text()
-        names |= set(re.findall(r'env_(?:str|int|float|bool|list)\("([A-Z0-9_]+)"', text))
+        names |= set(
+            re.findall(r'env_(?:str|int|float|bool|list|int_map|json)\("([A-Z0-9_]+)"', text)
+        )
         names |= set(re.findall(r'os\.environ\.get\("([A-Z0-9_]+)"', text))
     listed = set(re.findall(r"^([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
     assert names, "no settings found: the pattern is stale"

@@ -14,6 +14,7 @@ class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "cached_input_per_million",
         "cache_write_per_million",
         "output_per_million",
+        "context_window",
         "valid_from",
         "source",
     ]

@@ -45,6 +45,12 @@ class ModelPrice(models.Model):
         null=True, blank=True, help_text="USD per million cache-write tokens; null: input price."
     )
     output_per_million = _usd_per_million(help_text="USD per million output tokens.")
+    context_window = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="The model's context window in tokens; compaction thresholds can be a share "
+        "of it. Null: unknown.",
+    )
     valid_from = models.DateTimeField(help_text="The price applies to steps from this time on.")
     source = models.CharField(
         max_length=200, help_text="Where the price comes from: 'genai-prices 0.2.3', 'admin'…"

@@ -48,6 +48,7 @@ class PriceEntry:
     valid_from: datetime
     source: str
     aliases: list[str] = field(default_factory=list)
+    context_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def genai_price_entries(providers: list[str] | None = None) -> list[PriceEntry]:
                         output_per_million=output_price,
                         valid_from=valid_from,
                         source=source,
+                        context_window=getattr(info, "context_window", None),
                     )
                 )
             seen.add(name)
@@ -148,6 +150,7 @@ def snapshot_entries(path: Path = SNAPSHOT_PATH) -> list[PriceEntry]:
                 output_per_million=Decimal(item["output_per_million"]),
                 valid_from=datetime.fromisoformat(item["valid_from"]),
                 source=item["source"],
+                context_window=item.get("context_window"),
             )
         )
     return entries
@@ -184,6 +187,7 @@ def prices_load(*, entries: list[PriceEntry] | None = None) -> PricesLoadResult:
         "cache_write_per_million",
         "output_per_million",
         "source",
+        "context_window",
     ]
     for entry in entries:
         values = {name: getattr(entry, name) for name in fields}

@@ -8,7 +8,15 @@ from pathlib import Path
 import dj_database_url
 
 from config.request_log import logging_config
-from config.settings.env import env_bool, env_float, env_int, env_list, env_str
+from config.settings.env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_int_map,
+    env_json,
+    env_list,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -221,9 +229,26 @@ ENGRAM_LLM_TIMEOUT_SECONDS = env_float("ENGRAM_LLM_TIMEOUT_SECONDS", 30.0)
 
 # --- Sessions, budgets, idempotency ---------------------------------------------------
 ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
+# Rotation: past this many tokens (input + output) the next turn opens a successor session;
+# per agent id (`agent=tokens,…`), else the global value; 0 is off. A session's own wins.
+ENGRAM_ROTATE_AFTER_TOKENS = env_int("ENGRAM_ROTATE_AFTER_TOKENS", 0)
+ENGRAM_ROTATE_AFTER_TOKENS_BY_AGENT = env_int_map("ENGRAM_ROTATE_AFTER_TOKENS_BY_AGENT", {})
+# Default TTL per provider (seed 002); a session's own ttl_seconds wins over both.
+ENGRAM_SESSION_TTL_BY_PROVIDER = env_int_map(
+    "ENGRAM_SESSION_TTL_BY_PROVIDER",
+    {"claude": 30 * 24 * 3600, "anthropic": 30 * 24 * 3600, "ollama": 7 * 24 * 3600},
+)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# Per-turn ceilings: a turn whose steps together pass one is stored and flagged
+# (`over_limit`, warning `turn_over_limit`). 0 is off.
+ENGRAM_TURN_MAX_TOKENS = env_int("ENGRAM_TURN_MAX_TOKENS", 0)
+ENGRAM_TURN_MAX_COST_USD = env_float("ENGRAM_TURN_MAX_COST_USD", 0.0)
+# Prompt capture (off by default; a tenant or session can turn it on): each step's prompt
+# and completion are kept, at most this many characters per step.
+ENGRAM_CAPTURE_PROMPTS = env_bool("ENGRAM_CAPTURE_PROMPTS", False)
+ENGRAM_CAPTURE_MAX_CHARS = env_int("ENGRAM_CAPTURE_MAX_CHARS", 32_000)
 # POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
 ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn
@@ -242,12 +267,32 @@ ENGRAM_PUBLIC_BASE_URL = env_str("ENGRAM_PUBLIC_BASE_URL", "http://127.0.0.1:800
 ENGRAM_COMPACT_MAX_TURNS = env_int("ENGRAM_COMPACT_MAX_TURNS", 10)
 ENGRAM_COMPACT_MAX_TOKENS = env_int("ENGRAM_COMPACT_MAX_TOKENS", 8000)
 ENGRAM_COMPACT_KEEP_LAST_TURNS = env_int("ENGRAM_COMPACT_KEEP_LAST_TURNS", 6)
+# Also compact when the open window passes this share of the model's context window (from
+# the price table); the lower of this and ENGRAM_COMPACT_MAX_TOKENS applies. 0 turns it off.
+ENGRAM_COMPACT_CONTEXT_SHARE = env_float("ENGRAM_COMPACT_CONTEXT_SHARE", 0.8)
 # Older summaries are condensed into one when there are more than this many active ones,
 # or when their tokens together exceed the cap.
 ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
 ENGRAM_COMPACT_SUMMARY_TOKEN_CAP = env_int("ENGRAM_COMPACT_SUMMARY_TOKEN_CAP", 1500)
 ENGRAM_CONTEXT_HALF_LIFE_MINUTES = env_float("ENGRAM_CONTEXT_HALF_LIFE_MINUTES", 45.0)
 ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
+# Seed 004's page-out: open turns outside the window older than this many minutes, and
+# (with a query) snippets less similar to it than the floor, are evicted before packing.
+ENGRAM_CONTEXT_EVICT_TURN_MINUTES = env_float("ENGRAM_CONTEXT_EVICT_TURN_MINUTES", 120.0)
+ENGRAM_CONTEXT_SIMILARITY_FLOOR = env_float("ENGRAM_CONTEXT_SIMILARITY_FLOOR", 0.25)
+# The newest tool outputs (steps' `tool_output`) offered to the context.
+ENGRAM_CONTEXT_TOOL_OUTPUTS = env_int("ENGRAM_CONTEXT_TOOL_OUTPUTS", 8)
+# Named context policies (seed 004's A/B toggles), chosen per session or per request:
+# {"name": {"keep_last_turns": int, "memory_limit": int, "compression": bool}}; a key left
+# out takes the default policy's value. "default" is always there (the settings above).
+ENGRAM_CONTEXT_POLICIES = env_json(
+    "ENGRAM_CONTEXT_POLICIES",
+    {
+        "keep4": {"keep_last_turns": 4},
+        "keep8": {"keep_last_turns": 8},
+        "no_compression": {"compression": False},
+    },
+)
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # Test hook only: compaction sleeps this long half-way through its write transaction,
@@ -258,6 +303,12 @@ ENGRAM_COMPACTION_TEST_PAUSE_MARKER = env_str("ENGRAM_COMPACTION_TEST_PAUSE_MARK
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)
 ENGRAM_MEMORY_DECAY_DELETE_BELOW = env_float("ENGRAM_MEMORY_DECAY_DELETE_BELOW", 0.2)
+# Insertion gates: a memory (not pinned) below either floor is refused (422
+# memory_rejected; extraction drops it). 0 lets everything in.
+ENGRAM_MEMORY_MIN_IMPORTANCE = env_float("ENGRAM_MEMORY_MIN_IMPORTANCE", 0.0)
+ENGRAM_MEMORY_MIN_CONFIDENCE = env_float("ENGRAM_MEMORY_MIN_CONFIDENCE", 0.0)
+# A memory's free `metadata` object, as compact JSON, may not exceed this many bytes.
+ENGRAM_MEMORY_METADATA_MAX_BYTES = env_int("ENGRAM_MEMORY_METADATA_MAX_BYTES", 4096)
 # Reciprocal rank fusion constant: smaller favours the top of each list more.
 ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
 # Recency part of the search score halves every this many days since the last update.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -33,6 +35,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw in (None, ""):
         return list(default)
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_int_map(name: str, default: dict[str, int]) -> dict[str, int]:
+    """`key=int` pairs separated by commas (`claude=2592000,ollama=604800`); the pairs
+    given replace the defaults' entries of the same key, others stay."""
+    raw = os.environ.get(name)
+    result = dict(default)
+    if raw in (None, ""):
+        return result
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        key, _, value = part.partition("=")
+        result[key.strip().lower()] = int(value)
+    return result
+
+
+def env_json(name: str, default: Any) -> Any:
+    """A JSON value (e.g. a table of named policies); the default when unset."""
+    raw = os.environ.get(name)
+    return default if raw in (None, "") else json.loads(raw)
 
 
 def stored_secret_key(path: Path) -> str:

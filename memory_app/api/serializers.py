@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
+from memory_app.selectors.search import MemoryFilters
 from memory_app.services.memories import MemoryDraft
 from sessions_app.api.fields import identifier_field
 
@@ -26,6 +29,27 @@ class TextField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class MetadataField(serializers.DictField):
+    """A free JSON object, capped at ENGRAM_MEMORY_METADATA_MAX_BYTES as compact JSON:
+    metadata is for the caller's keys (a source URL, a ticket id), not for documents."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value: dict[str, Any] = super().to_internal_value(data)
+        limit = int(settings.ENGRAM_MEMORY_METADATA_MAX_BYTES)
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > limit:
+            raise serializers.ValidationError(f"At most {limit} bytes of JSON; got {size}.")
+        return value
+
+
+def _metadata_field(**kwargs: Any) -> MetadataField:
+    return MetadataField(
+        help_text="Free key/values (a JSON object of at most ENGRAM_MEMORY_METADATA_MAX_BYTES "
+        "bytes, 4096 by default); searchable by containment.",
+        **kwargs,
+    )
 
 
 def _tags_field(**kwargs: Any) -> serializers.ListField:
@@ -81,8 +105,19 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False, default=dict, help_text="Structured form of the memory (JSON object)."
     )
     tags = _tags_field(required=False, default=list, help_text="Labels to filter on.")
-    importance = _unit_field(required=False, default=0.5, help_text="0..1; slows decay.")
-    confidence = _unit_field(required=False, default=1.0, help_text="0..1; how sure we are.")
+    metadata = _metadata_field(required=False, default=dict)
+    importance = _unit_field(
+        required=False,
+        default=0.5,
+        help_text="0..1; slows decay. Below ENGRAM_MEMORY_MIN_IMPORTANCE (unless pinned) the "
+        "memory is refused with 422 memory_rejected.",
+    )
+    confidence = _unit_field(
+        required=False,
+        default=1.0,
+        help_text="0..1; how sure we are. Below ENGRAM_MEMORY_MIN_CONFIDENCE (unless pinned) "
+        "the memory is refused with 422 memory_rejected.",
+    )
     source = serializers.ChoiceField(  # type: ignore[assignment]  # DRF moves declared fields off the class
         choices=MemorySource.choices,
         default=MemorySource.EXPLICIT_USER_INPUT,
@@ -136,6 +171,7 @@ class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "content",
             "summary",
             "structured",
+            "metadata",
             "tags",
             "importance",
             "confidence",
@@ -198,6 +234,7 @@ class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     structured = serializers.DictField(required=False, help_text="Replaces the structured form.")
     tags = _tags_field(required=False, help_text="Replaces the tags.")
+    metadata = _metadata_field(required=False)
     importance = _unit_field(required=False, help_text="0..1.")
     confidence = _unit_field(required=False, help_text="0..1.")
     scope = serializers.ChoiceField(
@@ -251,6 +288,23 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Only these memory types.",
     )
     tags = _tags_field(required=False, help_text="Only memories with any of these tags.")
+    session_id = serializers.UUIDField(
+        required=False, help_text="Only memories learnt in this session."
+    )
+    created_from = serializers.DateTimeField(
+        required=False, help_text="Only memories created at or after this time (ISO 8601)."
+    )
+    created_to = serializers.DateTimeField(
+        required=False, help_text="Only memories created before this time (ISO 8601)."
+    )
+    pinned = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="Only pinned (or unpinned)."
+    )
+    min_importance = _unit_field(required=False, help_text="Only importance >= this (0..1).")
+    min_confidence = _unit_field(required=False, help_text="Only confidence >= this (0..1).")
+    metadata = MetadataField(
+        required=False, help_text="Only memories whose metadata contains this JSON object."
+    )
     limit = serializers.IntegerField(
         min_value=1, max_value=100, default=10, help_text="How many results (1-100)."
     )
@@ -262,6 +316,24 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
     acting_roles = _identifiers_field(
         required=False, default=list, help_text="Roles of the acting user."
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("created_from"), attrs.get("created_to")
+        if start is not None and end is not None and start >= end:
+            raise serializers.ValidationError({"created_to": ["Must be after created_from."]})
+        return attrs
+
+    def filters(self) -> MemoryFilters:
+        data = self.validated_data
+        return MemoryFilters(
+            session_id=data.get("session_id"),
+            created_from=data.get("created_from"),
+            created_to=data.get("created_to"),
+            pinned=data.get("pinned"),
+            min_importance=data.get("min_importance"),
+            min_confidence=data.get("min_confidence"),
+            metadata=data.get("metadata") or None,
+        )
 
 
 class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -299,7 +371,8 @@ class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
         allow_null=True, help_text="When it was replaced; null for the current one."
     )
     replaced_by = serializers.CharField(
-        allow_null=True, help_text="'merged' or 'updated'; null for the current one."
+        allow_null=True,
+        help_text="'merged', 'updated' or 'reverted'; null for the current one.",
     )
     current = serializers.BooleanField(help_text="True for the current version.")
 
@@ -307,3 +380,33 @@ class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     memory_id = serializers.UUIDField(help_text="The memory.")
     versions = MemoryVersionSerializer(many=True, help_text="Oldest first; last is current.")
+
+
+class MemoryRevertSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    version = serializers.IntegerField(
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="The earlier version whose content, summary, structured form, tags, "
+        "importance, confidence and scope become current again, as a new version.",
+    )
+
+
+class RelationCreateSerializer(RelationInputSerializer):
+    """An edge from this memory to `target_id`."""
+
+
+class RelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.IntegerField(help_text="The edge's id (for DELETE).")
+    type = serializers.CharField(help_text="related_to, supersedes or derived_from.")
+    direction = serializers.ChoiceField(
+        choices=["outgoing", "incoming"], help_text="Seen from this memory."
+    )
+    source_id = serializers.UUIDField(help_text="The memory the edge starts at.")
+    target_id = serializers.UUIDField(help_text="The memory the edge points to.")
+    other_id = serializers.UUIDField(help_text="The memory at the other end.")
+    created_at = serializers.DateTimeField(help_text="When the edge was made.")
+
+
+class RelationListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    memory_id = serializers.UUIDField(help_text="The memory.")
+    relations = RelationSerializer(many=True, help_text="Outgoing edges, then incoming ones.")

@@ -6,8 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
+
 MIN_BUDGET = 50
 MAX_BUDGET = 200_000
+MAX_MEMORY_LIMIT = 100
 
 
 class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -37,6 +40,29 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         allow_blank=True,
         max_length=1000,
         help_text="Comma-separated roles of the acting user, for memory visibility.",
+    )
+
+    memory_limit = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_MEMORY_LIMIT,
+        help_text=f"Long-term memories searched for the context (K), 0..{MAX_MEMORY_LIMIT}; "
+        f"default: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`). Their direct "
+        "relations may come along.",
+    )
+    policy = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="A named context policy to use instead of the session's "
+        "(`context_policy`): compare two on one session. Unknown name: 400 on `policy`.",
+    )
+    turn_limit = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_VERBATIM_TURNS,
+        default=MAX_VERBATIM_TURNS,
+        help_text=f"Open (not compacted) turns offered verbatim, newest first, "
+        f"0..{MAX_VERBATIM_TURNS}; default {MAX_VERBATIM_TURNS}.",
     )
 
     def validate_budget(self, value: Any) -> int:
@@ -69,7 +95,10 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
 class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
     key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
     kind = serializers.CharField(
-        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure."
+        help_text="state, focus, results, cart, turn, summary, milestone, memory, "
+        "related_memory, failure or tool_output; "
+        "previous_turn, previous_summary, previous_milestone from the session a rotation "
+        "continued."
     )
     tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
     score = serializers.FloatField(
@@ -86,8 +115,12 @@ class IncludedItemSerializer(ContextItemSerializer):
 
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
-        help_text="`over_budget` (better-scored items used the budget) or "
-        "`larger_than_budget` (would not fit even alone)."
+        help_text="`over_budget` (better-scored items used the budget), "
+        "`larger_than_budget` (would not fit even alone), or seed 004's page-out: "
+        "`evicted_age` (an open turn outside the window older than "
+        "ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool "
+        "output or predecessor line less similar to the query than "
+        "ENGRAM_CONTEXT_SIMILARITY_FLOOR)."
     )
 
 
@@ -95,6 +128,16 @@ class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]
     included = serializers.IntegerField(help_text="Candidates of this kind that went in.")
     excluded = serializers.IntegerField(help_text="Candidates of this kind left out.")
     tokens = serializers.IntegerField(help_text="Tokens they take (framing: headers, overhead).")
+
+
+class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    name = serializers.CharField(help_text="`default` or a name from ENGRAM_CONTEXT_POLICIES.")
+    keep_last_turns = serializers.IntegerField(help_text="Newest turns reserved verbatim.")
+    memory_limit = serializers.IntegerField(help_text="K: memories searched.")
+    compression = serializers.BooleanField(
+        help_text="True: summaries and milestones stand in for compacted turns; false: "
+        "compacted turns are offered verbatim and no summary is used."
+    )
 
 
 class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -108,6 +151,7 @@ class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
     parts = serializers.DictField(
         child=PartSerializer(), help_text="Per kind: how many went in, were left out, tokens."
     )
+    policy = PolicySerializer(help_text="The context policy this answer was assembled under.")
     included = IncludedItemSerializer(
         many=True, help_text="What went in: the reserved window first, then best score first."
     )

@@ -12,4 +12,15 @@ urlpatterns = [
         views.MemoryHistoryView.as_view(),
         name="memory-history",
     ),
+    path("memories/<str:memory_id>/revert", views.MemoryRevertView.as_view(), name="memory-revert"),
+    path(
+        "memories/<str:memory_id>/relations",
+        views.MemoryRelationListView.as_view(),
+        name="memory-relations",
+    ),
+    path(
+        "memories/<str:memory_id>/relations/<int:relation_id>",
+        views.MemoryRelationDetailView.as_view(),
+        name="memory-relation-detail",
+    ),
 ]

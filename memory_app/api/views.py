@@ -8,6 +8,7 @@ acting user only public memories (and shared ones granted to the roles) are visi
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ import django_filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,21 +27,35 @@ from memory_app.api.serializers import (
     MemoryBulkResultSerializer,
     MemoryCreateSerializer,
     MemoryHistorySerializer,
+    MemoryRevertSerializer,
     MemorySearchSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
+    MetadataField,
+    RelationCreateSerializer,
+    RelationListSerializer,
+    RelationSerializer,
     SearchResultSerializer,
     memory_bulk_serializer,
     memory_draft_from,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType
-from memory_app.selectors.memories import Actor, memory_get, memory_history, memory_list
+from memory_app.selectors.memories import (
+    Actor,
+    memory_get,
+    memory_history,
+    memory_list,
+    memory_relations,
+)
 from memory_app.selectors.search import memory_search
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
     memory_delete,
     memory_record_access,
+    memory_relation_create,
+    memory_relation_delete,
+    memory_revert,
     memory_update,
 )
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
@@ -72,13 +88,27 @@ class MemoryFilter(django_filters.FilterSet):
     tag = django_filters.CharFilter(
         field_name="tags", lookup_expr="contains", method="filter_tag", help_text="Has this tag."
     )
+    metadata = django_filters.CharFilter(
+        method="filter_metadata",
+        help_text='A JSON object the memory\'s metadata must contain, e.g. {"source": "crm"}.',
+    )
+    session_id = django_filters.UUIDFilter(help_text="Only memories learnt in this session.")
+    pinned = django_filters.BooleanFilter(help_text="Only pinned (true) or unpinned (false).")
 
     class Meta:
         model = Memory
-        fields = ["user_id", "agent_id", "type", "scope", "tag"]
+        fields = ["user_id", "agent_id", "type", "scope", "tag", "metadata", "session_id", "pinned"]
 
     def filter_tag(self, queryset: Any, name: str, value: str) -> Any:
         return queryset.filter(tags__contains=[value])
+
+    def filter_metadata(self, queryset: Any, name: str, value: str) -> Any:
+        field = MetadataField()
+        try:
+            wanted = field.run_validation(json.loads(value))
+        except (ValueError, ValidationError) as exc:
+            raise InvalidInput(fields={"metadata": ["A JSON object of key/values."]}) from exc
+        return queryset.filter(metadata__contains=wanted)
 
 
 def _add_response(result: Any) -> Response:
@@ -190,6 +220,74 @@ class MemoryHistoryView(TenantAPIView):
         return Response(MemoryHistorySerializer(body).data)
 
 
+REVERT_ERRORS = {
+    404: OpenApiResponse(description="not_found: no such memory, or no such version"),
+    409: OpenApiResponse(description="conflict: the version is current, or the text clashes"),
+}
+
+
+class MemoryRevertView(TenantAPIView):
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        request=MemoryRevertSerializer,
+        responses={
+            200: MemorySerializer,
+            400: OpenApiResponse(description="invalid"),
+            **REVERT_ERRORS,
+        },
+        description="Make an earlier version current again, as a new version (the history "
+        "keeps every version; the one replaced is marked `reverted`).",
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        payload = MemoryRevertSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = memory_revert(memory=memory, version=payload.validated_data["version"])
+        return Response(MemorySerializer(memory).data)
+
+
+class MemoryRelationListView(TenantAPIView):
+    @extend_schema(parameters=ACTOR_PARAMETERS, responses=RelationListSerializer)
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        body = {"memory_id": memory.pk, "relations": memory_relations(memory=memory)}
+        return Response(RelationListSerializer(body).data)
+
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        request=RelationCreateSerializer,
+        responses={
+            201: RelationSerializer,
+            400: OpenApiResponse(description="invalid: unknown type, or a self-relation"),
+            404: OpenApiResponse(description="not_found: this memory or the target"),
+        },
+        description="Add an edge from this memory to another of the tenant (idempotent).",
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        payload = RelationCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        relation = memory_relation_create(
+            memory=memory,
+            relation_type=payload.validated_data["type"],
+            target_id=payload.validated_data["target_id"],
+        )
+        row = next(r for r in memory_relations(memory=memory) if r["id"] == relation.pk)
+        return Response(RelationSerializer(row).data, status=status.HTTP_201_CREATED)
+
+
+class MemoryRelationDetailView(TenantAPIView):
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        responses={204: None, 404: OpenApiResponse(description="not_found")},
+        description="Remove one edge touching this memory.",
+    )
+    def delete(self, request: Request, memory_id: str, relation_id: int) -> Response:
+        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory_relation_delete(memory=memory, relation_id=relation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class MemorySearchView(TenantAPIView):
     @extend_schema(
         request=MemorySearchSerializer,
@@ -214,6 +312,7 @@ class MemorySearchView(TenantAPIView):
             types=data.get("types"),
             tags=data.get("tags"),
             limit=data["limit"],
+            filters=payload.filters(),
         )
         memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
         body = {

@@ -30,5 +30,8 @@ class SessionContextView(TenantAPIView):
             budget=data.get("budget") or settings.ENGRAM_CONTEXT_DEFAULT_BUDGET,
             acting_user_id=data.get("acting_user_id"),
             acting_roles=data.get("acting_roles") or [],
+            memory_limit=data.get("memory_limit"),
+            turn_limit=data["turn_limit"],
+            policy=data.get("policy"),
         )
         return Response(ContextSerializer(asdict(context)).data)

@@ -15,21 +15,25 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory_app.embedding import embed_texts
-from memory_app.selectors.memories import Actor
+from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
-from memory_app.window.selectors import active_summaries, window_thresholds
+from memory_app.window.policies import DEFAULT_POLICY, context_policy_get
+from memory_app.window.predecessors import predecessor_candidates
+from memory_app.window.selectors import active_summaries
 from memory_app.window.tokens import truncate_to_tokens
+from memory_app.window.tools import eviction_reason, tool_output_candidates
 from sessions_app.selectors.sessions import session_get
-from sessions_app.selectors.turns import steps_failed_recent, turn_times, turns_open
+from sessions_app.selectors.turns import steps_failed_recent, turn_times, turns_live, turns_open
 from sessions_app.selectors.workspace import components_by_mpn, selection_list
 
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
+DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -135,8 +139,15 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
     return out
 
 
-def _turn_candidates(session: ChatSession, keep_last: int) -> list[Candidate]:
-    turns = list(turns_open(session_id=session.pk).order_by("-turn_number")[:MAX_VERBATIM_TURNS])
+def _turn_candidates(
+    session: ChatSession,
+    keep_last: int,
+    limit: int = MAX_VERBATIM_TURNS,
+    include_compacted: bool = False,
+) -> list[Candidate]:
+    # Compression on: summaries stand in for compacted turns; off: every live turn.
+    live = (turns_live if include_compacted else turns_open)(session_id=session.pk)
+    turns = list(live.order_by("-turn_number")[:limit])
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
@@ -224,6 +235,7 @@ class AssembledContext:
     included: list[dict[str, Any]] = field(default_factory=list)
     excluded: list[dict[str, Any]] = field(default_factory=list)
     parts: dict[str, dict[str, int]] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 def _row(candidate: Candidate, score: Score, tokens: int) -> dict[str, Any]:
@@ -247,15 +259,15 @@ def _memory_candidates(
     query: str,
     acting_user_id: str | None,
     acting_roles: list[str],
-    limit: int = 12,
+    limit: int = DEFAULT_MEMORY_LIMIT,
 ) -> list[Candidate]:
     """Long-term memories that answer `query`, as the acting user (by default the
     session's user) may see them: visibility is the search's, the context only ranks."""
-    if not query.strip():
+    if not query.strip() or limit <= 0:
         return []
     actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles))
     hits = memory_search(tenant=tenant, actor=actor, query=query, limit=limit).hits
-    return [
+    return _related_memory_candidates(tenant, actor, hits) + [
         Candidate(
             f"memory:{hit.memory.pk}",
             "memory",
@@ -270,6 +282,30 @@ def _memory_candidates(
     ]
 
 
+def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) -> list[Candidate]:
+    """A found memory's direct relations come with it (seed 001: "supersedes",
+    "derived_from", "related_to"), as kind `related_memory` with a little less signal
+    than their anchor, so the breakdown shows why they are there."""
+    anchors = {hit.memory.pk: hit.memory for hit in hits}
+    out: list[Candidate] = []
+    for index, (anchor, kind, memory) in enumerate(
+        memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
+    ):
+        out.append(
+            Candidate(
+                f"memory:{memory.pk}",
+                "related_memory",
+                "memories",
+                _line(f"({kind.replace('_', ' ')}) {memory.summary or memory.content}"),
+                "memory",
+                memory.last_accessed_at or memory.updated_at,
+                0.8 * min(float(memory.importance), float(anchors[anchor].importance)),
+                (100 + index,),
+            )
+        )
+    return out
+
+
 def context_assemble(
     *,
     tenant: Tenant,
@@ -279,17 +315,42 @@ def context_assemble(
     acting_user_id: str | None = None,
     acting_roles: list[str] | None = None,
     now: datetime | None = None,
+    memory_limit: int | None = None,
+    turn_limit: int = MAX_VERBATIM_TURNS,
+    policy: str | None = None,
 ) -> AssembledContext:
-    """The messages for the session's next LLM call, packed under `budget` tokens."""
+    """The messages for the session's next LLM call, packed under `budget` tokens, from
+    at most `memory_limit` found memories (default: the policy's K) and `turn_limit` open
+    turns, under the named context `policy` (default: the session's)."""
     session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
-    thresholds = window_thresholds(session)
+    rules = context_policy_get(
+        policy or session.context_policy or DEFAULT_POLICY,
+        default_memory_limit=DEFAULT_MEMORY_LIMIT,
+        session_keep_last_turns=session.compact_keep_last_turns,
+    )
+    keep_last = rules.keep_last_turns
+    summaries = active_summaries(session) if rules.compression else []
     candidates = [
         *_session_candidates(session),
-        *_turn_candidates(session, thresholds.keep_last_turns),
-        *_summary_candidates(session, active_summaries(session)),
-        *_memory_candidates(tenant, session, query, acting_user_id, acting_roles or []),
+        *_turn_candidates(session, keep_last, turn_limit, not rules.compression),
+        *_summary_candidates(session, summaries),
+        *predecessor_candidates(
+            session,
+            summary_candidates=_summary_candidates,
+            active_summaries=active_summaries if rules.compression else lambda _: [],
+            line=_line,
+        ),
+        *_memory_candidates(
+            tenant,
+            session,
+            query,
+            acting_user_id,
+            acting_roles or [],
+            rules.memory_limit if memory_limit is None else memory_limit,
+        ),
         *_failure_candidates(session),
+        *tool_output_candidates(session, _line),
     ]
 
     semantic: dict[str, float] = {}
@@ -313,9 +374,20 @@ def context_assemble(
         for c in sorted(
             (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
         )
-    ][: thresholds.keep_last_turns]
+    ][:keep_last]
+    evicted: list[tuple[Candidate, str]] = []
+    kept: list[Candidate] = []
+    for candidate in candidates:
+        reason = eviction_reason(
+            candidate, window=set(window), semantic=semantic, has_query=bool(query.strip()),
+            now=now,
+        )  # fmt: skip
+        if reason is None:
+            kept.append(candidate)
+        else:
+            evicted.append((candidate, reason))
     packed = pack(
-        candidates,
+        kept,
         scores,
         budget,
         reserved=window,
@@ -333,6 +405,8 @@ def context_assemble(
         parts[candidate.kind]["tokens"] += own[candidate.key]
     for candidate, *_ in packed.excluded:
         parts[candidate.kind]["excluded"] += 1
+    for candidate, _ in evicted:
+        parts[candidate.kind]["excluded"] += 1
     parts["framing"] = {
         "included": 0,
         "excluded": 0,
@@ -348,6 +422,13 @@ def context_assemble(
             {**_row(c, s, own[c.key]), "reserved": c.key in packed.reserved}
             for c, s, _ in packed.included
         ],
-        excluded=[{**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded],
+        excluded=[
+            *({**_row(c, s, t), "reason": reason} for c, s, t, reason in packed.excluded),
+            *(
+                {**_row(c, scores[c.key], content_tokens(c)), "reason": reason}
+                for c, reason in evicted
+            ),
+        ],
         parts=parts,
+        policy=rules.as_dict(),
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet
 
-from memory_app.models import Memory, MemoryScope, MemoryVersion
+from memory_app.models import Memory, MemoryRelation, MemoryScope, MemoryVersion
 from sessions_app.errors import NotFound
 
 if TYPE_CHECKING:
@@ -147,3 +147,53 @@ def memory_history(*, memory: Memory) -> list[dict[str, Any]]:
         }
     )
     return rows
+
+
+def memory_relations(*, memory: Memory) -> list[dict[str, Any]]:
+    """Every edge touching `memory`, outgoing then incoming, oldest first, each with
+    the other end's id and the direction seen from `memory`."""
+    rows = MemoryRelation.objects.filter(Q(source=memory) | Q(target=memory)).order_by(
+        "created_at", "pk"
+    )
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        outgoing = row.source_id == memory.pk
+        out.append(
+            {
+                "id": row.pk,
+                "type": row.type,
+                "direction": "outgoing" if outgoing else "incoming",
+                "source_id": row.source_id,
+                "target_id": row.target_id,
+                "other_id": row.target_id if outgoing else row.source_id,
+                "created_at": row.created_at,
+            }
+        )
+    out.sort(key=lambda item: item["direction"] != "outgoing")
+    return out
+
+
+def memory_neighbours(
+    *, tenant: Tenant, actor: Actor, memory_ids: list[uuid.UUID], limit: int = 12
+) -> list[tuple[uuid.UUID, str, Memory]]:
+    """The memories one edge away from `memory_ids` (either direction), visible to
+    `actor`, not among `memory_ids`: (the memory it is related to, edge type, neighbour).
+    Two queries, whatever the number of ids."""
+    if not memory_ids:
+        return []
+    edges = list(
+        MemoryRelation.objects.filter(tenant=tenant)
+        .filter(Q(source_id__in=memory_ids) | Q(target_id__in=memory_ids))
+        .order_by("created_at", "pk")
+        .values_list("source_id", "target_id", "type")[: limit * 4]
+    )
+    wanted = set(memory_ids)
+    pairs: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+    for source, target, kind in edges:
+        anchor, other = (source, target) if source in wanted else (target, source)
+        if other not in wanted:
+            pairs.setdefault(other, (anchor, kind))
+    visible = memory_list(tenant=tenant, actor=actor).in_bulk(list(pairs)[: limit * 2])
+    return [(pairs[pk][0], pairs[pk][1], memory) for pk, memory in visible.items() if pk in pairs][
+        :limit
+    ]

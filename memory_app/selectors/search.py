@@ -19,6 +19,7 @@ Access statistics move in one UPDATE after the query: the view calls
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -67,6 +68,43 @@ class SearchOutcome:
     lexical_ranking: list[uuid.UUID] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class MemoryFilters:
+    """Hard filters beyond user, agent, types and tags; None means no filter. Applied in
+    both rankings' WHERE, so a filtered search still returns `limit` hits if they exist."""
+
+    session_id: uuid.UUID | None = None
+    created_from: datetime | None = None  # inclusive
+    created_to: datetime | None = None  # exclusive
+    pinned: bool | None = None
+    scope: str | None = None
+    decay_below: float | None = None  # operators look for what is fading
+    min_importance: float | None = None
+    min_confidence: float | None = None
+    metadata: dict[str, Any] | None = None  # the memory's metadata contains this object
+
+    def clauses(self, params: dict[str, Any]) -> list[str]:
+        out: list[str] = []
+        checks: list[tuple[str, Any, str]] = [
+            ("session_id", self.session_id, "m.session_id = %(f_session_id)s"),
+            ("created_from", self.created_from, "m.created_at >= %(f_created_from)s"),
+            ("created_to", self.created_to, "m.created_at < %(f_created_to)s"),
+            ("pinned", self.pinned, "m.pinned = %(f_pinned)s"),
+            ("scope", self.scope, "m.scope = %(f_scope)s"),
+            ("decay_below", self.decay_below, "m.decay_score < %(f_decay_below)s"),
+            ("min_importance", self.min_importance, "m.importance >= %(f_min_importance)s"),
+            ("min_confidence", self.min_confidence, "m.confidence >= %(f_min_confidence)s"),
+        ]
+        for name, value, clause in checks:
+            if value is not None:
+                out.append(clause)
+                params[f"f_{name}"] = value
+        if self.metadata:
+            out.append("m.metadata @> %(f_metadata)s::jsonb")
+            params["f_metadata"] = json.dumps(self.metadata)
+        return out
+
+
 def _filters_sql(
     *,
     tenant: Tenant,
@@ -75,9 +113,7 @@ def _filters_sql(
     agent_id: str | None,
     types: Sequence[str] | None,
     tags: Sequence[str] | None,
-    scope: str | None = None,
-    pinned: bool | None = None,
-    decay_below: float | None = None,
+    filters: MemoryFilters | None = None,
 ) -> tuple[str, dict[str, Any]]:
     visible, params = visibility_sql(actor)
     clauses = ["m.tenant_id = %(tenant)s", visible]
@@ -94,15 +130,8 @@ def _filters_sql(
     if tags:
         clauses.append("m.tags && %(tags)s::varchar[]")
         params["tags"] = list(tags)
-    if scope:
-        clauses.append("m.scope = %(scope)s")
-        params["scope"] = scope
-    if pinned is not None:
-        clauses.append("m.pinned = %(pinned)s")
-        params["pinned"] = pinned
-    if decay_below is not None:
-        clauses.append("m.decay_score < %(decay_below)s")
-        params["decay_below"] = decay_below
+    if filters is not None:
+        clauses += filters.clauses(params)
     return " AND ".join(clauses), params
 
 
@@ -136,9 +165,7 @@ def memory_search(
     mode: SearchMode = "hybrid",
     now: datetime | None = None,
     query_embedding: list[float] | None = None,
-    scope: str | None = None,
-    pinned: bool | None = None,
-    decay_below: float | None = None,
+    filters: MemoryFilters | None = None,
 ) -> SearchOutcome:
     """The memories that best answer `query`, visible to `actor`, best first. A read
     only: the caller records the access (`memory_record_access`) for the hits it uses."""
@@ -151,9 +178,7 @@ def memory_search(
         agent_id=agent_id,
         types=types,
         tags=tags,
-        scope=scope,
-        pinned=pinned,
-        decay_below=decay_below,
+        filters=filters,
     )
     params["k"] = candidates
     vector_ranking: list[uuid.UUID] = []

@@ -25,9 +25,14 @@ from typing import Any
 from django.conf import settings
 
 from memory_app.llm import ChatCompletion, LLMEndpoint, LLMError, chat_complete
-from memory_app.models import MemorySource, MemoryType
+from memory_app.models import MemorySource, MemoryType, RelationType
 from memory_app.services.llm_steps import STEP_EXTRACT, llm_step_record
-from memory_app.services.memories import AddResult, MemoryDraft, memory_add_many
+from memory_app.services.memories import (
+    AddResult,
+    MemoryDraft,
+    memory_add_many,
+    memory_gate_reasons,
+)
 from sessions_app.selectors.turns import turn_get_by_id
 
 logger = logging.getLogger(__name__)
@@ -259,7 +264,9 @@ def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
         )
         for candidate in candidates
     ]
-    return memory_add_many(tenant=turn.tenant, drafts=drafts)
+    # Below an insertion gate: dropped here (extraction is a guess, not a request).
+    drafts = [draft for draft in drafts if not memory_gate_reasons(draft)]
+    return memory_add_many(tenant=turn.tenant, drafts=drafts) if drafts else []
 
 
 def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
@@ -293,5 +300,30 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
         confidence=0.8,
         source=MemorySource.SYSTEM_GENERATED,
         session_id=session.pk,
+        relations=[
+            (RelationType.DERIVED_FROM, pk)
+            for pk in _memories_of_turns(
+                span.tenant_id, session.pk, span.first_turn, span.last_turn
+            )
+        ],
     )
+    if memory_gate_reasons(draft):
+        return []
     return memory_add_many(tenant=span.tenant, drafts=[draft])
+
+
+def _memories_of_turns(
+    tenant_id: int, session_id: Any, first_turn: int, last_turn: int
+) -> list[Any]:
+    """Memories extracted from turns first..last of the session: what an episode made of
+    that span is `derived_from` (seed 001's provenance)."""
+    from memory_app.models import Memory
+
+    return list(
+        Memory.objects.filter(
+            tenant_id=tenant_id,
+            session_id=session_id,
+            structured__extracted_from__turn_number__gte=first_turn,
+            structured__extracted_from__turn_number__lte=last_turn,
+        ).values_list("pk", flat=True)[:200]
+    )

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from memory_app.embedding import embed_texts, embedder
@@ -35,7 +35,7 @@ from memory_app.models import (
     MemoryVersion,
     RelationType,
 )
-from sessions_app.errors import Conflict, InvalidInput, NotFound
+from sessions_app.errors import Conflict, InvalidInput, NotFound, Rejected
 from sessions_app.locks import advisory_xact_lock
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ class MemoryDraft:
     allowed_roles: Sequence[str] = ()
     pinned: bool = False
     relations: Sequence[tuple[str, uuid.UUID]] = ()  # (relation type, target memory id)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,16 +100,42 @@ def memory_add(*, tenant: Tenant, draft: MemoryDraft, now: datetime | None = Non
     return memory_add_many(tenant=tenant, drafts=[draft], now=now)[0]
 
 
+def memory_gate_reasons(draft: MemoryDraft) -> dict[str, list[str]]:
+    """Why the insertion gates (ENGRAM_MEMORY_MIN_IMPORTANCE / _MIN_CONFIDENCE) refuse
+    the draft, per field; empty when it passes. A pinned memory passes: pinning is an
+    explicit decision to keep it."""
+    if draft.pinned:
+        return {}
+    reasons: dict[str, list[str]] = {}
+    for name, floor in (
+        ("importance", float(settings.ENGRAM_MEMORY_MIN_IMPORTANCE)),
+        ("confidence", float(settings.ENGRAM_MEMORY_MIN_CONFIDENCE)),
+    ):
+        value = float(getattr(draft, name))
+        if value < floor:
+            reasons[name] = [f"{value} is below the floor of {floor}; not stored."]
+    return reasons
+
+
 def memory_add_many(
     *, tenant: Tenant, drafts: Sequence[MemoryDraft], now: datetime | None = None
 ) -> list[AddResult]:
     """Add several memories in one transaction (backfills), embedding in batches. Later
-    items dedupe against earlier ones of the same call."""
+    items dedupe against earlier ones of the same call. A draft below an insertion gate
+    fails the whole call with `Rejected` (422), before anything is written; callers that
+    filter (extraction) drop such drafts first with `memory_gate_reasons`."""
     now = now or timezone.now()
-    for draft in drafts:
+    for index, draft in enumerate(drafts):
         draft.content = normalise_text(draft.content)
         if not draft.content:
             raise InvalidInput("Memory content is empty.", fields={"content": ["Empty."]})
+        reasons = memory_gate_reasons(draft)
+        if reasons:
+            prefix = f"{index}." if len(drafts) > 1 else ""
+            raise Rejected(
+                "The memory is below an insertion gate; nothing was stored.",
+                fields={f"{prefix}{name}": messages for name, messages in reasons.items()},
+            )
     vectors: list[list[float]] = []
     texts = [draft.content for draft in drafts]
     for start in range(0, len(texts), EMBED_BATCH):
@@ -168,6 +195,7 @@ def _add_one(
         content=draft.content,
         summary=draft.summary,
         structured=draft.structured,
+        metadata=draft.metadata,
         content_hash=digest,
         embedding=vector,
         embedding_model=model_name,
@@ -249,6 +277,7 @@ def _merge(
     memory.content = draft.content
     memory.summary = draft.summary or memory.summary
     memory.structured = {**memory.structured, **draft.structured}
+    memory.metadata = {**memory.metadata, **draft.metadata}
     memory.content_hash = digest
     memory.embedding = vector
     memory.embedding_model = model_name
@@ -263,6 +292,7 @@ def _merge(
             "content",
             "summary",
             "structured",
+            "metadata",
             "content_hash",
             "embedding",
             "embedding_model",
@@ -303,9 +333,10 @@ def _apply_update(
     changes: dict[str, Any],
     vector: list[float] | None,
     now: datetime,
+    replaced_by: str = "updated",
 ) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
-    _snapshot(memory, replaced_by="updated", now=now)
+    _snapshot(memory, replaced_by=replaced_by, now=now)
     fields = list(changes)
     for name, value in changes.items():
         setattr(memory, name, value)
@@ -337,7 +368,11 @@ def _apply_update(
 
 
 def memory_update(
-    *, memory: Memory, changes: dict[str, Any], now: datetime | None = None
+    *,
+    memory: Memory,
+    changes: dict[str, Any],
+    now: datetime | None = None,
+    replaced_by: str = "updated",
 ) -> Memory:
     """PATCH: a new version; the previous one goes to history. New text is re-embedded."""
     now = now or timezone.now()
@@ -356,7 +391,51 @@ def memory_update(
             vector = embed_texts([changes["content"]])[0]
         else:
             del changes["content"]
-    return _apply_update(memory, changes, vector, now)
+    return _apply_update(memory, changes, vector, now, replaced_by)
+
+
+REVERTED_FIELDS = ("content", "summary", "structured", "tags", "importance", "confidence", "scope")
+
+
+def memory_revert(*, memory: Memory, version: int, now: datetime | None = None) -> Memory:
+    """Make an earlier version's text current again, as a *new* version: history only
+    grows, so a revert can itself be reverted. The version replaced is marked
+    `reverted` in the history."""
+    if version == memory.version:
+        raise Conflict(
+            f"Version {version} is already the current one.",
+            fields={"version": ["Already current."]},
+        )
+    earlier = MemoryVersion.objects.filter(memory=memory, version=version).first()
+    if earlier is None:
+        raise NotFound(
+            f"Version {version} of this memory does not exist.",
+            fields={"version": ["No such version."]},
+        )
+    changes = {name: getattr(earlier, name) for name in REVERTED_FIELDS}
+    return memory_update(memory=memory, changes=changes, now=now, replaced_by="reverted")
+
+
+@transaction.atomic
+def memory_relation_create(
+    *, memory: Memory, relation_type: str, target_id: uuid.UUID
+) -> MemoryRelation:
+    """One typed edge from `memory` to another memory of the tenant (idempotent)."""
+    if target_id == memory.pk:
+        raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
+    _relate(memory, [(relation_type, target_id)])
+    return MemoryRelation.objects.get(source=memory, target_id=target_id, type=relation_type)
+
+
+def memory_relation_delete(*, memory: Memory, relation_id: int) -> None:
+    """Remove one edge touching `memory` (as source or target)."""
+    deleted, _ = (
+        MemoryRelation.objects.filter(pk=relation_id, tenant_id=memory.tenant_id)
+        .filter(models.Q(source=memory) | models.Q(target=memory))
+        .delete()
+    )
+    if not deleted:
+        raise NotFound("No such relation on this memory.")
 
 
 def memory_delete(*, memory: Memory) -> None:

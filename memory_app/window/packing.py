@@ -45,6 +45,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "milestones": ("system", "Milestones from earlier turns:"),
     "memories": ("system", "Relevant long-term memories:"),
     "failures": ("system", "Recent failing steps:"),
+    "tools": ("system", "Recent tool outputs:"),
 }
 TURNS = "turns"
 

@@ -13,6 +13,8 @@ from django.conf import settings
 
 from memory_app.window.models import ContextSummary
 from memory_app.window.tokens import count_tokens
+from sessions_app.hooks import model_context_window
+from sessions_app.selectors.sessions import session_model
 from sessions_app.selectors.turns import turns_open
 
 if TYPE_CHECKING:
@@ -27,18 +29,36 @@ class Thresholds:
 
 
 def window_thresholds(session: ChatSession) -> Thresholds:
-    """The session's own thresholds where set, else the settings'."""
+    """The session's own thresholds where set, else the settings'. The token threshold is
+    the lower of the absolute one and a share of the model's context window (seed 002:
+    "80 % of model context"), so a small local model compacts before it overflows."""
 
     def pick(own: int | None, default: int) -> int:
         return default if own is None else own
 
+    max_tokens = pick(session.compact_max_tokens, settings.ENGRAM_COMPACT_MAX_TOKENS)
+    relative = context_window_threshold(session)
+    if relative is not None:
+        max_tokens = min(max_tokens, relative)
     return Thresholds(
         max_turns=pick(session.compact_max_turns, settings.ENGRAM_COMPACT_MAX_TURNS),
-        max_tokens=pick(session.compact_max_tokens, settings.ENGRAM_COMPACT_MAX_TOKENS),
+        max_tokens=max_tokens,
         keep_last_turns=max(
             0, pick(session.compact_keep_last_turns, settings.ENGRAM_COMPACT_KEEP_LAST_TURNS)
         ),
     )
+
+
+def context_window_threshold(session: ChatSession) -> int | None:
+    """Tokens at the session's share (or the settings') of its model's context window;
+    None when the share is 0 or the model's window is unknown."""
+    share = session.compact_context_share
+    if share is None:
+        share = settings.ENGRAM_COMPACT_CONTEXT_SHARE
+    if not share:
+        return None
+    window = model_context_window(session_model(session))
+    return None if window is None else int(window * share)
 
 
 def turn_text_tokens(turn: ChatTurn) -> int:

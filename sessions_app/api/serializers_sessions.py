@@ -3,6 +3,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -11,6 +12,7 @@ from sessions_app.api.parsers import BIGINT_MAX
 from sessions_app.models import ChatSession
 
 MAX_TTL_SECONDS = 365 * 24 * 3600
+MAX_REASONING = 200_000
 
 
 class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -45,14 +47,95 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=255,
         help_text="A provider's own session id to resume (e.g. a Claude CLI session).",
     )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="The model the agent calls; its context window (kept with the prices) sets "
+        "the relative compaction threshold. Blank: the model of the latest step.",
+    )
+    compact_context_share = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.05,
+        max_value=1.0,
+        help_text="Compact when the open window passes this share of the model's context "
+        "window (e.g. 0.7); null: ENGRAM_COMPACT_CONTEXT_SHARE. The absolute token "
+        "threshold still applies; the lower one wins.",
+    )
+    rotate_after_tokens = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=10**12,
+        help_text="Past this many tokens (input + output), the next turn opens a successor "
+        "session (`previous_session_id` links it; this one is archived). Null: the agent's "
+        "or the settings' default (ENGRAM_ROTATE_AFTER_TOKENS[_BY_AGENT]); 0: never.",
+    )
+    capture_prompts = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Keep each step's `prompt` and `completion` (size-capped) for the JSONL "
+        "export; null or absent: the tenant's choice (off by default).",
+    )
+    context_policy = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="The named context policy of the session (seed 004's A/B toggles): "
+        "`default` or a name from ENGRAM_CONTEXT_POLICIES (keep4, keep8, no_compression by "
+        "default). `GET …/context?policy=` can still ask for another.",
+    )
+    provider = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text=(
+            "The LLM provider behind the agent, e.g. `claude` or `ollama`. Without "
+            "`ttl_seconds`, the TTL is this provider's default (ENGRAM_SESSION_TTL_BY_PROVIDER: "
+            "claude 30 days, ollama 7 days), else ENGRAM_SESSION_TTL_SECONDS."
+        ),
+    )
+
+    def validate_context_policy(self, value: str) -> str:
+        names = ["default", *sorted(settings.ENGRAM_CONTEXT_POLICIES)]
+        if value not in names:
+            raise serializers.ValidationError(f"One of: {', '.join(names)}.")
+        return value
 
 
 class SessionUpdateSerializer(SessionCreateSerializer):
     user_id = None  # type: ignore[assignment]
     agent_id = None  # type: ignore[assignment]
+    provider = None  # type: ignore[assignment]
+    reasoning = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_REASONING,
+        trim_whitespace=False,
+        help_text="Why `state` changes; kept on the `state_change` turn that logs it.",
+    )
+    changed_by = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="Who changes `state` (an agent, an operator); kept on that turn.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        if ("reasoning" in attrs or "changed_by" in attrs) and "state" not in attrs:
+            raise serializers.ValidationError(
+                {"reasoning": ["Only meaningful with `state`: it explains a state change."]}
+            )
+        return attrs
 
 
 class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    previous_session_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The session this one continues after a rotation; null if none.",
+    )
     totals = serializers.SerializerMethodField(help_text="Tokens, cost and counts so far.")
     budget = serializers.SerializerMethodField(help_text="The budget and what remains of it.")
     runaway = serializers.SerializerMethodField(help_text="Runaway flag, reason and time.")
@@ -67,9 +150,18 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "state",
             "metadata",
             "external_session_id",
+            "provider",
+            "model",
+            "compact_context_share",
+            "rotate_after_tokens",
+            "context_policy",
+            "capture_prompts",
+            "previous_session_id",
             "focus_mpn",
             "last_query",
             "last_filters",
+            "last_results",
+            "query_history",
             "totals",
             "budget",
             "runaway",

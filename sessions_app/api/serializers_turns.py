@@ -18,6 +18,17 @@ from sessions_app.usage import UsageError, step_token_counts
 MAX_STEPS_PER_TURN = 500
 MAX_TEXT = 200_000
 MAX_DURATION_MS = 7 * 24 * 3600 * 1000
+MAX_TOOL_OUTPUT = 4000
+MAX_PROMPT_MESSAGES = 500
+
+
+class ChatMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    role = serializers.ChoiceField(
+        choices=["system", "user", "assistant", "tool"], help_text="Who speaks."
+    )
+    content = serializers.CharField(
+        allow_blank=True, max_length=MAX_TEXT, trim_whitespace=False, help_text="The text."
+    )
 
 
 class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -76,6 +87,31 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default=None,
         help_text="The error, when the call failed.",
     )
+    prompt = serializers.ListField(
+        child=ChatMessageSerializer(),
+        required=False,
+        allow_null=True,
+        max_length=MAX_PROMPT_MESSAGES,
+        help_text="The chat messages sent to the model. Kept only when prompt capture is on "
+        "for the session or tenant, cut to ENGRAM_CAPTURE_MAX_CHARS; otherwise dropped.",
+    )
+    completion = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        help_text="The model's answer; kept under the same rule as `prompt`.",
+    )
+    tool_output = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=MAX_TOOL_OUTPUT,
+        trim_whitespace=False,
+        help_text=f"A tool call's output, short or a summary of it (at most {MAX_TOOL_OUTPUT} "
+        "characters). Recent ones are candidates of `GET …/context` (kind `tool_output`).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -93,6 +129,9 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
             success=attrs.get("success", True),
             error=attrs.get("error"),
             usage_raw=attrs.get("usage"),
+            tool_output=attrs.get("tool_output", ""),
+            prompt=attrs.get("prompt"),
+            completion=attrs.get("completion", ""),
         )
 
 
@@ -168,6 +207,9 @@ _STEP_HELP = {
     "duration_ms": "Wall-clock time of the call.",
     "success": "False if the call failed.",
     "error": "The error, when the call failed.",
+    "tool_output": "The tool's output (short or summarised), if the step sent one.",
+    "prompt": "The messages sent, when prompt capture was on; null otherwise.",
+    "completion": "The model's answer, when prompt capture was on.",
     "created_at": "When the step was recorded.",
 }
 
@@ -185,6 +227,8 @@ class TurnStepSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 _TURN_HELP = {
     "id": "The turn's id.",
     "turn_number": "1-based, unique in the session, never reused.",
+    "kind": "`exchange` (a user message and the answer) or `state_change` (a PATCH of state).",
+    "changed_by": "Who made a `state_change`; blank for exchanges.",
     "user_message": "What the user said.",
     "assistant_response": "What the agent answered.",
     "intent_data": "The classified intent.",
@@ -204,6 +248,8 @@ _TURN_HELP = {
     "compacted": "True once summarised by compaction.",
     "rolled_back": "True if a rollback undid this turn.",
     "rolled_back_at": "When it was rolled back.",
+    "over_limit": "Per-turn ceilings its steps passed: `tokens`, `cost` or both (comma-"
+    "separated); blank when none (ENGRAM_TURN_MAX_TOKENS, ENGRAM_TURN_MAX_COST_USD).",
     "created_at": "When it was recorded.",
 }
 
@@ -220,7 +266,9 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    code = serializers.CharField(help_text="budget_exceeded or price_missing.")
+    code = serializers.CharField(
+        help_text="budget_exceeded, price_missing, session_rotated or turn_over_limit."
+    )
     message = serializers.CharField(help_text="What happened, for a human.")
 
 
@@ -228,6 +276,10 @@ class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.UUIDField(help_text="The session's id.")
     status = serializers.CharField(help_text="opened, active, compacted, expired, archived.")
     expires_at = serializers.DateTimeField(help_text="When it expires without further writes.")
+    previous_session_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="Set when this turn opened the session as the successor of a rotated one.",
+    )
 
 
 class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -235,7 +287,9 @@ class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     session = SessionBriefSerializer(help_text="The session after the turn.")
     totals = serializers.SerializerMethodField(help_text="The session's new totals.")
     budget = serializers.SerializerMethodField(help_text="The session's budget state.")
-    warnings = TurnWarningSerializer(many=True, help_text="budget_exceeded, price_missing.")
+    warnings = TurnWarningSerializer(
+        many=True, help_text="budget_exceeded, price_missing, session_rotated."
+    )
 
     @extend_schema_field(serializers.DictField())
     def get_totals(self, result: TurnRecorded) -> dict[str, Any]:

@@ -118,7 +118,7 @@ class ResolveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
 class ResolvedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     item = ComponentSerializer(source="component", help_text="The item referred to.")
     rule = serializers.CharField(
-        help_text="The rule that matched: mpn, ordinal, ordinal_from_end, last, "
+        help_text="The rule that matched: comparative, mpn, ordinal, ordinal_from_end, last, "
         "superlative, name or focus."
     )
     expression = serializers.CharField(help_text="The words that referred to the item.")

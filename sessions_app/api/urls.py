@@ -15,6 +15,12 @@ urlpatterns = [
     path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
     path("turns/batch", views_turn_batches.TurnBatchView.as_view(), name="turns-batch"),
     path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
+    path(f"{session}/turns.jsonl", views_turns.TurnJsonlView.as_view(), name="session-turns-jsonl"),
+    path(
+        f"{session}/turns/<int:turn_number>",
+        views_turns.TurnDetailView.as_view(),
+        name="session-turn-detail",
+    ),
     path(
         f"{session}/turns/<int:turn_number>/rollback",
         views_turns.TurnRollbackView.as_view(),
@@ -56,4 +62,5 @@ urlpatterns = [
     ),
     path(f"{session}/cart-link", views_workspace.CartLinkView.as_view(), name="session-cart-link"),
     path("users/<str:user_id>", views_users.UserErasureView.as_view(), name="user-erase"),
+    path("users/<str:user_id>/export", views_users.UserExportView.as_view(), name="user-export"),
 ]

@@ -8,6 +8,8 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -26,8 +28,9 @@ from sessions_app.api.serializers_turns import (
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
-from sessions_app.selectors.turns import turn_list
+from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.turns import turn_record, turn_rollback
@@ -154,6 +157,19 @@ class TurnListView(TenantGenericAPIView):
         return Response(outcome.body, status=outcome.status, headers=headers)
 
 
+class TurnDetailView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = TurnSerializer
+
+    @extend_schema(
+        summary="One turn of the log, with its steps",
+        responses={200: TurnSerializer, 404: ERRORS[404]},
+    )
+    def get(self, request: Request, session_id: str, turn_number: int) -> Response:
+        session = session_get(tenant=self.tenant, session_id=session_id)
+        return Response(TurnSerializer(turn_get(session=session, turn_number=turn_number)).data)
+
+
 class TurnRollbackView(TenantGenericAPIView):
     queryset = ChatTurn.objects.all()
     serializer_class = RollbackResultSerializer
@@ -225,3 +241,29 @@ class BudgetCheckView(TenantGenericAPIView):
             "reservation": decision.reservation,
         }
         return Response(BudgetCheckResultSerializer(result).data)
+
+
+class TurnJsonlView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = TurnSerializer
+
+    @extend_schema(
+        summary="Captured steps as chat-format JSONL (fine-tuning examples)",
+        description="One line per step whose prompt/completion was captured (capture is off "
+        'by default): `{"messages": [...prompt, {"role": "assistant", "content": '
+        'completion}], "metadata": {session_id, turn_number, step_order, step_type, model, '
+        "success}}`. Rolled-back turns are skipped. Content-Type `application/jsonl`.",
+        responses={
+            (200, "application/jsonl"): OpenApiResponse(
+                OpenApiTypes.STR, description="JSON lines."
+            ),
+            404: ERRORS[404],
+        },
+    )
+    def get(self, request: Request, session_id: str) -> StreamingHttpResponse:
+        session = session_get(tenant=self.tenant, session_id=session_id)
+        response = StreamingHttpResponse(
+            steps_jsonl(captured_steps(session=session)), content_type="application/jsonl"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{session.pk}.jsonl"'
+        return response

@@ -35,7 +35,7 @@ from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.models import ChatSession
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import cart_total, component_list, selection_lines
-from sessions_app.services.cart_links import cart_link_create
+from sessions_app.services.cart_links import cart_link_create, cart_links_revoke
 from sessions_app.services.references import session_focus_set, session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import (
@@ -295,3 +295,14 @@ class CartLinkView(SessionWorkspaceView):
             CartLinkSerializer({"url": link.url, "expires_at": link.expires_at}).data,
             status=status.HTTP_201_CREATED,
         )
+
+    @extend_schema(
+        request=None,
+        responses={204: None, **ERRORS},
+        summary="Revoke every cart link issued so far, before it expires",
+        description="Links issued before this call answer 410 `cart_link_expired` "
+        "(revoked); a new POST issues a working link.",
+    )
+    def delete(self, request: Request, session_id: str) -> Response:
+        cart_links_revoke(session=self.session(session_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,7 +5,7 @@ from sessions_app.models.idempotency import IdempotencyRecord
 from sessions_app.models.outbox import OutboxMessage
 from sessions_app.models.sessions import ChatSession, SessionStatus
 from sessions_app.models.tenancy import ApiKey, Tenant
-from sessions_app.models.turns import ChatTurn, TurnStep
+from sessions_app.models.turns import ChatTurn, TurnKind, TurnStep
 from sessions_app.models.workspace import SessionComponent, SessionSelection
 
 __all__ = [
@@ -19,5 +19,6 @@ __all__ = [
     "SessionSelection",
     "SessionStatus",
     "Tenant",
+    "TurnKind",
     "TurnStep",
 ]

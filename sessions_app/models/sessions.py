@@ -29,6 +29,13 @@ class ChatSession(models.Model):
     state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     external_session_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: none given
+    provider = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The LLM provider behind the agent (claude, ollama…); picks the default TTL.",
+    )
 
     # What the agent is looking at.
     focus_mpn = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001 - null: no focus
@@ -69,6 +76,48 @@ class ChatSession(models.Model):
     compact_max_turns = models.IntegerField(null=True, blank=True)
     compact_max_tokens = models.IntegerField(null=True, blank=True)
     compact_keep_last_turns = models.IntegerField(null=True, blank=True)
+    compact_context_share = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Compact when the open window passes this share of the model's context "
+        "window; null means the settings' default.",
+    )
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The model the agent calls; blank: the model of its latest step.",
+    )
+
+    # Rotation (seed 002's "long session summarisation"): past this many tokens the next
+    # turn opens a successor; null means the agent's or the settings' default.
+    rotate_after_tokens = models.BigIntegerField(null=True, blank=True)
+    previous_session = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="successors",
+        help_text="The session this one continues after a rotation.",
+    )
+
+    capture_prompts = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Keep each step's prompt and completion; null: the tenant's choice.",
+    )
+    context_policy = models.CharField(
+        max_length=64,
+        default="default",
+        db_default="default",
+        help_text="The named context policy `GET …/context` uses unless asked for another.",
+    )
+    cart_link_generation = models.IntegerField(
+        default=0,
+        db_default=0,
+        help_text="Signed into every cart link; revoking the links increments it.",
+    )
 
     ttl_seconds = models.IntegerField()
     expires_at = models.DateTimeField()

@@ -16,6 +16,12 @@ class Tenant(models.Model):
     default_budget_usd = money_field(
         null=True, blank=True, help_text="Budget in USD given to new sessions."
     )
+    capture_prompts = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Keep each step's prompt and completion (size-capped) for its sessions, "
+        "unless a session says otherwise.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -7,12 +7,29 @@ from sessions_app.models.sessions import ChatSession
 from sessions_app.models.tenancy import Tenant
 
 
+class TurnKind(models.TextChoices):
+    EXCHANGE = "exchange", "exchange"
+    STATE_CHANGE = "state_change", "state change"
+
+
 class ChatTurn(models.Model):
-    """One exchange: the user's message, the agent's answer, and what it cost."""
+    """One exchange: the user's message, the agent's answer, and what it cost. A change
+    of the session's state made outside a turn (PATCH) is logged as a turn too, of kind
+    `state_change`, so that it can be audited and rolled back like any other."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="turns")
     turn_number = models.IntegerField()
+    kind = models.CharField(
+        max_length=16, choices=TurnKind.choices, default=TurnKind.EXCHANGE, db_default="exchange"
+    )
+    changed_by = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Who made a state change (an agent, an operator); blank for exchanges.",
+    )
     user_message = models.TextField(blank=True, default="")
     assistant_response = models.TextField(blank=True, default="")
     intent_data = models.JSONField(default=dict, blank=True)
@@ -41,6 +58,13 @@ class ChatTurn(models.Model):
     compacted = models.BooleanField(default=False)
     rolled_back = models.BooleanField(default=False)
     rolled_back_at = models.DateTimeField(null=True, blank=True)
+    over_limit = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Which per-turn ceiling the steps passed (`tokens`, `cost`, both); blank: none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -81,6 +105,23 @@ class TurnStep(models.Model):
     success = models.BooleanField(default=True)
     error = models.TextField(null=True, blank=True)  # noqa: DJ001 - the API says error: null
     usage_raw = models.JSONField(null=True, blank=True, help_text="The provider's usage object.")
+    prompt = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The chat messages sent, when prompt capture is on (size-capped).",
+    )
+    completion = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The model's answer, when prompt capture is on (size-capped).",
+    )
+    tool_output = models.TextField(
+        blank=True,
+        default="",
+        db_default="",
+        help_text="A tool call's output, short or summarised: a context candidate (seed 004).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

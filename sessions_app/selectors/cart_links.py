@@ -24,9 +24,12 @@ def cart_link_signer() -> TimestampSigner:
 _SEP = "~"
 
 
-def cart_link_value(*, session_id: uuid.UUID, expires_at: datetime) -> str:
-    """What a link signs: the session and the moment the link ends."""
-    return f"{session_id}{_SEP}{int(expires_at.timestamp())}"
+def cart_link_value(*, session_id: uuid.UUID, expires_at: datetime, generation: int = 0) -> str:
+    """What a link signs: the session, the moment the link ends and, once the session's
+    links were revoked, their generation (revoking moves it on; see
+    `services.cart_links.cart_links_revoke`)."""
+    value = f"{session_id}{_SEP}{int(expires_at.timestamp())}"
+    return value if generation == 0 else f"{value}{_SEP}{generation}"
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,17 @@ def cart_link_open(*, token: str, now: datetime | None = None) -> OpenedCartLink
         raise CartLinkExpired() from exc
     except BadSignature as exc:
         raise CartLinkInvalid() from exc
-    session_part, _, end_part = value.partition(_SEP)
+    session_part, end_part, generation_part = [*value.split(_SEP), "", ""][:3]
     try:
         session = ChatSession.objects.get(pk=uuid.UUID(session_part))
         expires_at = (
             datetime.fromtimestamp(int(end_part), tz=UTC) if end_part else session.expires_at
         )
+        generation = int(generation_part or 0)
     except (ValueError, OverflowError, ChatSession.DoesNotExist) as exc:
         raise CartLinkExpired("This cart is no longer available.") from exc
+    if generation != session.cart_link_generation:
+        raise CartLinkExpired("This cart link was revoked.")
     if expires_at <= now:
         raise CartLinkExpired()
     session_ensure_writable(session=session, now=now)

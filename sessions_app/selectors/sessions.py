@@ -104,13 +104,28 @@ def session_ensure_writable(*, session: ChatSession, now: datetime | None = None
     """SessionExpired (410) if the session may no longer change. Every service that
     writes to a session (turns, results, cart, focus, PATCH) calls this."""
     if session_is_expired(session, now=now):
-        raise SessionExpired(
-            "The session has expired; start a new one.",
-            extra={
-                "expires_at": session.expires_at.isoformat(),
-                "session_status": session.status,
-            },
+        extra: dict[str, Any] = {
+            "expires_at": session.expires_at.isoformat(),
+            "session_status": session.status,
+        }
+        successor = (
+            session_successor_id(session) if session.status == SessionStatus.ARCHIVED else None
         )
+        if successor is not None:
+            extra["successor_session_id"] = successor
+            raise SessionExpired("The session was rotated; continue in its successor.", extra=extra)
+        raise SessionExpired("The session has expired; start a new one.", extra=extra)
+
+
+def session_successor_id(session: ChatSession) -> str | None:
+    """The id of the session that continues `session` after a rotation, if any."""
+    successor = (
+        ChatSession.objects.filter(previous_session=session)
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return None if successor is None else str(successor)
 
 
 def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
@@ -142,3 +157,33 @@ def user_sessions(*, tenant_id: int, user_id: str) -> QuerySet[ChatSession]:
 def tenant_for_staff(*, tenant_id: int) -> Tenant | None:
     """A tenant by id for the operators' pages, or None (their views answer 404)."""
     return Tenant.objects.filter(pk=tenant_id).first()
+
+
+def session_model(session: ChatSession) -> str:
+    """The model the session's agent calls: the one set on the session, else the model
+    of its newest LLM step (one index scan on (session, created_at)); blank if none."""
+    if session.model:
+        return session.model
+    model = (
+        TurnStep.objects.filter(session=session)
+        .exclude(model="")
+        .order_by("-created_at")
+        .values_list("model", flat=True)
+        .first()
+    )
+    return model or ""
+
+
+def session_previous(session: ChatSession) -> ChatSession | None:
+    """The session `session` continues after a rotation, if it still exists."""
+    if session.previous_session_id is None:
+        return None
+    return ChatSession.objects.filter(pk=session.previous_session_id).first()
+
+
+def session_ids_of_user(*, tenant_id: int, user_id: str) -> list[Any]:
+    return list(
+        ChatSession.objects.filter(tenant_id=tenant_id, user_id=user_id).values_list(
+            "pk", flat=True
+        )
+    )

@@ -98,3 +98,13 @@ def steps_of_sessions(*, session_ids: Sequence[Any]) -> QuerySet[TurnStep]:
     """The steps of these sessions (index `step_session_created`): per-user breakdowns
     that the rollups do not key by user read only that user's sessions."""
     return TurnStep.objects.filter(session_id__in=list(session_ids))
+
+
+def steps_with_tool_output(*, session_id: Any, limit: int) -> list[TurnStep]:
+    """The session's newest steps that carry a `tool_output`, live turns only."""
+    return list(
+        TurnStep.objects.filter(session_id=session_id, turn__rolled_back=False)
+        .exclude(tool_output="")
+        .select_related("turn")
+        .order_by("-created_at", "-id")[:limit]
+    )

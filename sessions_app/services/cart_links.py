@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
@@ -33,10 +35,27 @@ def cart_link_create(*, session: ChatSession, now: datetime | None = None) -> Ca
     lifetime = now + timedelta(seconds=int(settings.ENGRAM_CART_LINK_TTL_SECONDS))
     # Whole seconds, rounded down: the link never claims a moment past the session's end.
     expires_at = min(lifetime, session.expires_at).replace(microsecond=0)
-    token = cart_link_signer().sign(cart_link_value(session_id=session.pk, expires_at=expires_at))
+    token = cart_link_signer().sign(
+        cart_link_value(
+            session_id=session.pk,
+            expires_at=expires_at,
+            generation=session.cart_link_generation,
+        )
+    )
     base = str(settings.ENGRAM_PUBLIC_BASE_URL).rstrip("/")
     return CartLink(
         url=base + reverse("cart-page", kwargs={"token": token}),
         token=token,
         expires_at=expires_at,
     )
+
+
+@transaction.atomic
+def cart_links_revoke(*, session: ChatSession) -> None:
+    """Every link issued so far for this session stops working at once (410
+    `cart_link_expired`, "revoked"); links made afterwards work. The links are not
+    stored: each carries the session's generation, which this moves on."""
+    ChatSession.objects.filter(pk=session.pk).update(
+        cart_link_generation=F("cart_link_generation") + 1
+    )
+    session.refresh_from_db(fields=["cart_link_generation"])

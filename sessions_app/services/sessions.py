@@ -8,9 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.models import ChatSession, SessionStatus, Tenant
+from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.services.lifecycle import session_touch
+from sessions_app.services.turns import turn_record
 
 UNSET: Any = object()
 
@@ -27,10 +28,18 @@ def session_create(
     budget_tokens: int | None = None,
     budget_usd: Decimal | None = None,
     external_session_id: str | None = None,
+    provider: str = "",
+    model: str = "",
+    compact_context_share: float | None = None,
+    rotate_after_tokens: int | None = None,
+    context_policy: str = "default",
+    capture_prompts: bool | None = None,
 ) -> ChatSession:
-    """A new session; budgets default to the tenant's, the TTL to the settings'."""
+    """A new session; budgets default to the tenant's, the TTL to the provider's default
+    (see `default_ttl_seconds`)."""
     now = timezone.now()
-    ttl = ttl_seconds or settings.ENGRAM_SESSION_TTL_SECONDS
+    provider = provider.strip().lower()
+    ttl = ttl_seconds or default_ttl_seconds(provider)
     return ChatSession.objects.create(
         tenant=tenant,
         user_id=user_id,
@@ -43,7 +52,21 @@ def session_create(
         budget_tokens=budget_tokens if budget_tokens is not None else tenant.default_budget_tokens,
         budget_usd=budget_usd if budget_usd is not None else tenant.default_budget_usd,
         external_session_id=external_session_id,
+        provider=provider,
+        model=model,
+        compact_context_share=compact_context_share,
+        rotate_after_tokens=rotate_after_tokens,
+        context_policy=context_policy,
+        capture_prompts=capture_prompts,
     )
+
+
+def default_ttl_seconds(provider: str) -> int:
+    """The TTL a session gets when none is asked for: its provider's entry in
+    ENGRAM_SESSION_TTL_BY_PROVIDER (seed 002: a Claude CLI session lives 30 days, the
+    provider's own retention; an Ollama history 7 days), else ENGRAM_SESSION_TTL_SECONDS."""
+    table: dict[str, int] = settings.ENGRAM_SESSION_TTL_BY_PROVIDER
+    return table.get(provider.lower(), settings.ENGRAM_SESSION_TTL_SECONDS)
 
 
 @transaction.atomic
@@ -56,17 +79,32 @@ def session_update(
     budget_tokens: int | None = UNSET,
     budget_usd: Decimal | None = UNSET,
     external_session_id: str | None = UNSET,
+    model: str = UNSET,
+    compact_context_share: float | None = UNSET,
+    rotate_after_tokens: int | None = UNSET,
+    context_policy: str = UNSET,
+    capture_prompts: bool | None = UNSET,
+    reasoning: str = "",
+    changed_by: str = "",
 ) -> ChatSession:
     """Changes only what is given. Like every write, it moves the expiry forward (a new
-    TTL counts from now), and an expired session answers 410."""
+    TTL counts from now), and an expired session answers 410.
+
+    A new `state` is recorded as a turn of kind `state_change` (no steps, no spend) with
+    `reasoning` and `changed_by`: the turn log then says who changed what and why, and
+    rolling that turn back restores the state it replaced."""
     session_ensure_writable(session=session)
     changed: list[str] = []
     for name, value in (
-        ("state", state),
         ("metadata", metadata),
         ("budget_tokens", budget_tokens),
         ("budget_usd", budget_usd),
         ("external_session_id", external_session_id),
+        ("model", model),
+        ("compact_context_share", compact_context_share),
+        ("rotate_after_tokens", rotate_after_tokens),
+        ("context_policy", context_policy),
+        ("capture_prompts", capture_prompts),
     ):
         if value is not UNSET:
             setattr(session, name, value)
@@ -76,6 +114,23 @@ def session_update(
         changed.append("ttl_seconds")
     changed += session_touch(session=session)
     session.save(update_fields=[*changed, "updated_at"])
+    if state is not UNSET:
+        before = session.state or {}
+        keys = sorted(
+            key
+            for key in set(before) | set(state)
+            if before.get(key, UNSET) != state.get(key, UNSET)
+        )
+        session = turn_record(
+            tenant=session.tenant,
+            session_id=session.pk,
+            steps=[],
+            state=state,
+            reasoning=reasoning,
+            metadata={"changed_keys": keys},
+            kind=TurnKind.STATE_CHANGE,
+            changed_by=changed_by,
+        ).session
     return session
 
 

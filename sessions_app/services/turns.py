@@ -18,17 +18,20 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.hooks import StepUsage, price_step, turn_recorded
-from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.budgets import budget_reservation_release
+from sessions_app.services.capture import capture_capped, capture_enabled
 from sessions_app.services.lifecycle import session_touch
+from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
 from sessions_app.services.snapshots import (
     EMPTY_WORKSPACE,
     session_workspace_restore,
@@ -51,6 +54,9 @@ class StepInput:
     success: bool = True
     error: str | None = None
     usage_raw: dict[str, Any] | None = None
+    tool_output: str = ""
+    prompt: list[dict[str, Any]] | None = None  # kept only when capture is on
+    completion: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,18 +170,38 @@ def sessions_save_counters(sessions: list[ChatSession]) -> None:
         cursor.execute(_SAVE_COUNTERS_SQL, params)
 
 
+def turn_limits_passed(turn: ChatTurn) -> str:
+    """The per-turn ceilings the turn's summed steps passed, comma-separated ("tokens",
+    "cost"); blank when none is set or passed. A turn is never refused for it: it is
+    stored, flagged and warned about, so that a runaway loop shows in the log."""
+    passed = []
+    max_tokens = int(settings.ENGRAM_TURN_MAX_TOKENS)
+    if max_tokens and turn.input_tokens + turn.output_tokens > max_tokens:
+        passed.append("tokens")
+    max_cost = Decimal(str(settings.ENGRAM_TURN_MAX_COST_USD))
+    if max_cost and turn.cost_usd > max_cost:
+        passed.append("cost")
+    return ",".join(passed)
+
+
 def _quantize(cost: Decimal | None) -> Decimal | None:
     """To the stored precision, so that the turn's sum equals the sum of its stored steps."""
     return None if cost is None else cost.quantize(COST_PRECISION)
 
 
 def turn_price_steps(
-    *, turn: ChatTurn, session: ChatSession, steps: list[StepInput], at: datetime
+    *,
+    turn: ChatTurn,
+    session: ChatSession,
+    steps: list[StepInput],
+    at: datetime,
+    capture: bool = False,
 ) -> list[TurnStep]:
     """The turn's step rows, priced, not saved. InvalidInput for counts that do not add
     up; nothing is written before that, so a batch can refuse just this turn."""
     rows = []
     for order, step in enumerate(steps, start=1):
+        prompt, completion = capture_capped(step.prompt, step.completion) if capture else (None, "")
         try:
             counts = step.counts.validate(prefix=f"steps.{order - 1}.")
         except UsageError as exc:
@@ -204,6 +230,9 @@ def turn_price_steps(
                 success=step.success,
                 error=step.error,
                 usage_raw=step.usage_raw,
+                tool_output=step.tool_output,
+                prompt=prompt,
+                completion=completion,
             )
         )
     return rows
@@ -302,6 +331,8 @@ def turn_record(
     state: dict[str, Any] = UNCHANGED,
     duration_ms: int | None = None,
     idempotency_key: str | None = None,
+    kind: str = TurnKind.EXCHANGE,
+    changed_by: str = "",
     reservation_id: uuid.UUID | None = None,
     now: datetime | None = None,
 ) -> TurnRecorded:
@@ -317,6 +348,9 @@ def turn_record(
     session = locked.session
     session_ensure_writable(session=session, now=now)
     budget_reservation_release(session=session, reservation_id=reservation_id, now=now)
+    rotated_from: ChatSession | None = None
+    if kind == TurnKind.EXCHANGE and rotation_due(session):
+        rotated_from, session = session, session_rotate(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
     state_before = session.state
@@ -325,6 +359,8 @@ def turn_record(
         tenant_id=session.tenant_id,
         session=session,
         turn_number=session.last_turn_number + 1,  # safe: the row is locked
+        kind=kind,
+        changed_by=changed_by,
         user_message=user_message,
         assistant_response=assistant_response,
         intent_data=intent_data or {},
@@ -337,8 +373,12 @@ def turn_record(
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
     # once, with its totals (an insert then an update cost a query per turn).
-    step_rows = turn_price_steps(turn=turn, session=session, steps=steps, at=now)
+    capture = any(s.prompt is not None or s.completion for s in steps) and capture_enabled(
+        session=session, tenant=tenant
+    )
+    step_rows = turn_price_steps(turn=turn, session=session, steps=steps, at=now, capture=capture)
     turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=duration_ms)
+    turn.over_limit = turn_limits_passed(turn)
     turn.save()
     TurnStep.objects.bulk_create(step_rows)  # takes turn_id from the now saved turn
     # The response lists the steps: serve them from memory, not from another query.
@@ -346,6 +386,28 @@ def turn_record(
 
     session_apply_turn(session=session, turn=turn, state=state, now=now)
     warnings = turn_price_warnings(step_rows)
+    if turn.over_limit:
+        warnings.append(
+            TurnWarning(
+                code="turn_over_limit",
+                message=(
+                    f"The turn's steps passed the per-turn {turn.over_limit.replace(',', ' and ')} "
+                    "ceiling (ENGRAM_TURN_MAX_TOKENS / ENGRAM_TURN_MAX_COST_USD); the turn was "
+                    "stored and flagged."
+                ),
+            )
+        )
+    if rotated_from is not None:
+        warnings.append(
+            TurnWarning(
+                code="session_rotated",
+                message=(
+                    f"Session {rotated_from.pk} passed {rotation_threshold(rotated_from)} "
+                    f"tokens and was archived; this turn opened its successor {session.pk}. "
+                    "Record further turns there."
+                ),
+            )
+        )
     if budget_remaining(session).exceeded:
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
     sessions_save_counters([session])
