@@ -130,14 +130,21 @@ def _step_costs() -> list[Decimal]:
     """Priced once, in Python, with the same table the service uses."""
     from sessions_app.hooks import StepUsage, price_step
     from sessions_app.services.turns import COST_PRECISION
+    from sessions_app.usage import TokenCounts
 
     at = datetime.now(UTC)
     costs = []
     for step in STEPS:
         cost = price_step(
-            StepUsage(str(step["model"]), int(step["input_tokens"]), int(step["output_tokens"]),
-                      0, 0, 0, at)
-        )  # fmt: skip
+            StepUsage(
+                str(step["model"]),
+                TokenCounts(
+                    input_tokens=int(step["input_tokens"]),
+                    output_tokens=int(step["output_tokens"]),
+                ),
+                at,
+            )
+        )
         assert cost is not None, f"no price for {step['model']}"
         costs.append(cost.quantize(COST_PRECISION))
     return costs

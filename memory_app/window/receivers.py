@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_app.window.selectors import compaction_due
-from sessions_app.models import ChatSession
+from sessions_app.selectors.sessions import session_get_by_id
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ def enqueue_compaction_when_due(
         return
     try:
         if session is None:
-            session = ChatSession.objects.get(pk=session_id)
+            session = session_get_by_id(session_id=session_id)
         if compaction_due(session) is not None:
             task_publish(compact_session, str(session_id))
     except Exception:  # a broker or DB hiccup must not fail the agent's request

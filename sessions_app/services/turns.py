@@ -180,19 +180,7 @@ def turn_price_steps(
             counts = step.counts.validate(prefix=f"steps.{order - 1}.")
         except UsageError as exc:
             raise InvalidInput(fields={exc.field: [exc.message]}) from exc
-        cost = _quantize(
-            price_step(
-                StepUsage(
-                    model=step.model,
-                    input_tokens=counts.input_tokens,
-                    output_tokens=counts.output_tokens,
-                    cached_tokens=counts.cached_tokens,
-                    cache_write_tokens=counts.cache_write_tokens,
-                    reasoning_tokens=counts.reasoning_tokens,
-                    at=at,
-                )
-            )
-        )
+        cost = _quantize(price_step(StepUsage(model=step.model, tokens=counts, at=at)))
         if cost is None and not step.model and counts == TokenCounts():
             cost = Decimal(0)  # a tool call: no LLM, nothing to price
         rows.append(
