@@ -103,6 +103,9 @@ class TurnBatchView(TenantGenericAPIView):
     )
     def post(self, request: Request) -> Response:
         data = request.data
+        unknown = sorted(set(data) - {"turns"}) if isinstance(data, dict) else []
+        if unknown:
+            raise InvalidInput(fields={name: ["Unknown field."] for name in unknown})
         raw_items = data.get("turns") if isinstance(data, dict) else None
         if not isinstance(raw_items, list) or not raw_items:
             raise InvalidInput(fields={"turns": ["A list of at least one turn is required."]})
