@@ -13,6 +13,7 @@ class MemoryAppConfig(AppConfig):
         from sessions_app.hooks import demo_loaded, turn_recorded
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
+        turn_recorded.connect(receivers.on_turn_recorded_index, dispatch_uid="memory_index_turn")
         turn_recorded.connect(
             enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
         )

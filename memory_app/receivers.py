@@ -28,6 +28,17 @@ def on_turn_recorded(
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
 
+def on_turn_recorded_index(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
+    """Enqueue indexing of the committed turn for context search; never raising: a
+    broker outage costs the turn its searchability from the context, not its record."""
+    from memory_app.tasks import index_turn
+
+    try:
+        index_turn.delay(turn_id)
+    except Exception:  # the turn is stored; it can be indexed again later
+        logger.exception("could not enqueue indexing of turn %s", turn_id)
+
+
 def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:
     """A compacted span becomes an episodic memory; enqueued, never raising."""
     from memory_app.tasks import extract_memories_from_span

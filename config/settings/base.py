@@ -209,6 +209,11 @@ ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)
 ENGRAM_MEMORY_DECAY_DELETE_BELOW = env_float("ENGRAM_MEMORY_DECAY_DELETE_BELOW", 0.2)
 # Reciprocal rank fusion constant: smaller favours the top of each list more.
 ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
+# Search fusion: weight of the z-normalised cosine (the z-normalised BM25 gets the rest).
+ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT", 0.5)
+# Bound of the lexical step: the query's most frequent terms are dropped until the
+# postings of those left fit this, and no more rows than this are scored.
+ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS", 20000)
 # Recency part of the search score halves every this many days since the last update.
 ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)
 

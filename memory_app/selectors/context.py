@@ -14,10 +14,11 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts
+from memory_app.embedding import embed_query, embed_texts
 from memory_app.models_window import ContextSummary
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
+from memory_app.selectors.turn_search import session_turn_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
@@ -30,8 +31,10 @@ from sessions_app.models import (
     Tenant,
     TurnStep,
 )
+from sessions_app.selectors.turns import turns_by_number
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
+MAX_RECALLED_TURNS = 12  # older turns found by searching the session for the query
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -299,6 +302,50 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
     return out
 
 
+def _recalled_turn_candidates(
+    session: ChatSession, query: str, offered: set[int]
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The session's own earlier turns (compacted ones included) that best answer
+    `query`, verbatim, as lines of the "recalled" section; turns already offered as
+    window turns are left to the window. Their signal is the search's fused relevance
+    (1 = best match of the session), and their semantic score the search's cosine, so
+    they need no second embedding. Returns the candidates and those semantic scores."""
+    if not query.strip():
+        return [], {}
+    hits = session_turn_search(
+        session_id=session.pk,
+        query=query,
+        query_vector=embed_query(query),
+        limit=MAX_RECALLED_TURNS,
+        weight=float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT),
+    )
+    hits = [hit for hit in hits if hit.turn_number not in offered]
+    turns = turns_by_number(session_id=session.pk, numbers=[hit.turn_number for hit in hits])
+    out: list[Candidate] = []
+    semantic: dict[str, float] = {}
+    for hit in hits:
+        turn = turns.get(hit.turn_number)
+        if turn is None:  # rolled back since it was indexed
+            continue
+        lines = [f"[turn {turn.turn_number}]"]
+        lines += [part for part in (turn.user_message, turn.assistant_response) if part]
+        key = f"recalled:{turn.turn_number}"
+        out.append(
+            Candidate(
+                key=key,
+                kind="recalled_turn",
+                section="recalled",
+                text=truncate_to_tokens(" ".join(" ".join(lines).split()), MAX_LINE_TOKENS),
+                role="system",
+                at=turn.created_at,
+                signal=hit.relevance,
+                order=(turn.turn_number,),
+            )
+        )
+        semantic[key] = hit.semantic
+    return out, semantic
+
+
 def _failure_candidates(session: ChatSession) -> list[Candidate]:
     steps = (
         TurnStep.objects.filter(session=session, success=False, turn__rolled_back=False)
@@ -397,23 +444,28 @@ def context_assemble(
         raise NotFound("Session not found.") from exc
     now = now or timezone.now()
     thresholds = window_thresholds(session)
+    window_turns = _turn_candidates(session, thresholds.keep_last_turns)
+    recalled, semantic = _recalled_turn_candidates(
+        session, query, {int(c.order[0]) for c in window_turns}
+    )
     candidates = [
         *_session_candidates(session),
-        *_turn_candidates(session, thresholds.keep_last_turns),
+        *window_turns,
         *_summary_candidates(session, active_summaries(session)),
+        *recalled,
         *_memory_candidates(tenant, session, query, acting_user_id, acting_roles or []),
         *_failure_candidates(session),
     ]
 
-    semantic: dict[str, float] = {}
     if query.strip():
 
         def embed_text_of(c: Candidate) -> str:
             return f"{c.text}\n{c.reply}".strip() if c.reply else c.text
 
-        vectors = _vectors([query, *(embed_text_of(c) for c in candidates)])
+        to_embed = [c for c in candidates if c.key not in semantic]
+        vectors = _vectors([query, *(embed_text_of(c) for c in to_embed)])
         query_vector = vectors[query]
-        semantic = {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in candidates}
+        semantic |= {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in to_embed}
     half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
     scores = {
         c.key: score_candidate(

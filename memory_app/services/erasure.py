@@ -13,7 +13,13 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.db.models import Q
 
-from memory_app.models import Memory, MemoryRelation, MemoryVersion
+from memory_app.models import (
+    Memory,
+    MemoryLexiconStat,
+    MemoryRelation,
+    MemoryTermStat,
+    MemoryVersion,
+)
 from sessions_app.hooks import user_erased
 from sessions_app.models import (
     ChatSession,
@@ -49,6 +55,9 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
         "selections": SessionSelection.objects.filter(session_id__in=session_ids).count(),
     }
     memories.delete()
+    # The BM25 statistics of the user's memories hold their words: they go too.
+    MemoryTermStat.objects.filter(tenant=tenant, user_id=user_id).delete()
+    MemoryLexiconStat.objects.filter(tenant=tenant, user_id=user_id).delete()
     # Steps carry user_id themselves; any left outside the sessions (none expected) go too.
     TurnStep.objects.filter(tenant=tenant, user_id=user_id).delete()
     sessions.delete()
