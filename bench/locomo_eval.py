@@ -266,6 +266,7 @@ def context_protocol(
     context_tokens: list[int] = []
     history_tokens: list[int] = []
     latencies: list[float] = []
+    part_tokens: Counter[str] = Counter()
     for conv in convs:
         response = client.post(
             "/api/v1/sessions",
@@ -277,7 +278,11 @@ def context_protocol(
         for user_message, reply in _turn_pairs(conv):
             response = client.post(
                 f"/api/v1/sessions/{session_id}/turns",
-                json={"user_message": user_message, "assistant_response": reply},
+                json={
+                    "user_message": user_message,
+                    "assistant_response": reply,
+                    "steps": [{"step_type": "response", "input_tokens": 0, "output_tokens": 0}],
+                },
             )
             _ok(response)
             history.extend(part for part in (user_message, reply) if part)
@@ -300,6 +305,8 @@ def context_protocol(
             text = normalise(" ".join(m["content"] for m in body["messages"]))
             kept += answer in text
             context_tokens.append(body["total_tokens"])
+            for kind, part in body["parts"].items():
+                part_tokens[kind] += part["tokens"]
             history_tokens.append(full_tokens)
     mean_context = statistics.fmean(context_tokens) if context_tokens else 0.0
     mean_history = statistics.fmean(history_tokens) if history_tokens else 0.0
@@ -312,6 +319,10 @@ def context_protocol(
         "context_share_of_history": round(mean_context / mean_history, 4) if mean_history else 0.0,
         "context_p50_ms": round(percentile(latencies, 50), 1),
         "context_p95_ms": round(percentile(latencies, 95), 1),
+        "mean_tokens_by_kind": {
+            kind: round(tokens / max(1, len(context_tokens)), 1)
+            for kind, tokens in part_tokens.most_common()
+        },
     }
 
 
@@ -346,6 +357,8 @@ def markdown(memory: dict[str, Any] | None, context: dict[str, Any] | None, comm
             f"{context['mean_full_history_tokens']} "
             f"(**{context['context_share_of_history']:.1%}**); "
             f"context p50 / p95 {context['context_p50_ms']} / {context['context_p95_ms']} ms.",
+            "",
+            f"Mean context tokens by kind: {context['mean_tokens_by_kind']}",
             "",
         ]
     return "\n".join(lines)

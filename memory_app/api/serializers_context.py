@@ -66,9 +66,12 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
 
 
 class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
+    key = serializers.CharField(
+        help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`, `recalled:12`."
+    )
     kind = serializers.CharField(
-        help_text="state, focus, results, cart, turn, summary, milestone, memory or failure."
+        help_text="state, focus, results, cart, turn, summary, milestone, recalled_turn (an "
+        "earlier turn found by searching the session for the query), memory or failure."
     )
     tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
     score = serializers.FloatField(
@@ -85,8 +88,9 @@ class IncludedItemSerializer(ContextItemSerializer):
 
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
-        help_text="`over_budget` (better-scored items used the budget) or "
-        "`larger_than_budget` (would not fit even alone)."
+        help_text="`over_budget` (better-scored items used the budget), "
+        "`larger_than_budget` (would not fit even alone) or `not_relevant` (with a query: "
+        "its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC)."
     )
 
 

@@ -188,7 +188,7 @@ class MemorySearchView(TenantAPIView):
         responses=SearchResultSerializer,
         description="Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is "
         "indexed with its neighbours' words), fused by z-normalised score, then recency, "
-        "importance and access; under tenant and visibility filters."
+        "importance and access; under tenant and visibility filters.",
     )
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)

@@ -35,6 +35,11 @@ from sessions_app.selectors.turns import turns_by_number
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 MAX_RECALLED_TURNS = 12  # older turns found by searching the session for the query
+# With a query, these kinds go in only if they relate to it (ENGRAM_CONTEXT_MIN_SEMANTIC):
+# a context is read by a model whose attention and price grow with every token, so the
+# budget is a ceiling, not a target. Session state, the reserved window and failures are
+# always offered.
+RELEVANCE_FLOORED = frozenset({"summary", "milestone", "recalled_turn", "memory", "turn"})
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -427,6 +432,23 @@ def _memory_candidates(
     ]
 
 
+def _relevant(
+    candidates: list[Candidate], semantic: dict[str, float], window: set[str], query: str
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(offered, left out as unrelated to the query): see RELEVANCE_FLOORED."""
+    floor = float(settings.ENGRAM_CONTEXT_MIN_SEMANTIC)
+    if not query.strip() or floor <= 0:
+        return candidates, []
+    offered, unrelated = [], []
+    for candidate in candidates:
+        low = semantic.get(candidate.key, 0.0) < floor
+        if low and candidate.kind in RELEVANCE_FLOORED and candidate.key not in window:
+            unrelated.append(candidate)
+        else:
+            offered.append(candidate)
+    return offered, unrelated
+
+
 def context_assemble(
     *,
     tenant: Tenant,
@@ -479,13 +501,16 @@ def context_assemble(
             (c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True
         )
     ][: thresholds.keep_last_turns]
+    offered, unrelated = _relevant(candidates, semantic, set(window), query)
     packed = pack(
-        candidates,
+        offered,
         scores,
         budget,
         reserved=window,
         reserve_tokens=int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE),
     )
+
+    packed.excluded.extend((c, scores[c.key], content_tokens(c), "not_relevant") for c in unrelated)
 
     # Parts add up to total_tokens exactly: each candidate's own text, then "framing"
     # (section headers, joining newlines, per-message overhead, reply priming).
