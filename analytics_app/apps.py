@@ -55,7 +55,6 @@ class AnalyticsAppConfig(AppConfig):
         # A fresh database (and every test database, also after a flush) gets prices.
         post_migrate.connect(prices_seed_if_empty, sender=self, dispatch_uid="prices_seed")
 
-        from analytics_app import admin_rollups  # noqa: F401  registers the rollup admins
         from sessions_app.hooks import turn_recorded, user_erased
 
         turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")

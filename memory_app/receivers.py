@@ -53,3 +53,13 @@ def on_demo_loaded(sender: Any, *, tenant: Any, **kwargs: Any) -> None:
     from memory_app.services.demo import demo_memories_load
 
     demo_memories_load(tenant=tenant)
+
+
+def on_user_erased(
+    sender: Any, *, tenant_id: int, user_id: str, session_ids: Any = (), **kwargs: Any
+) -> dict[str, int]:
+    """Inside sessions_app's erasure transaction: the user's memories go with their
+    sessions; the counts join the erasure's answer. Raising rolls the erasure back."""
+    from memory_app.services.erasure import memories_erase_user
+
+    return memories_erase_user(tenant_id=tenant_id, user_id=user_id, session_ids=session_ids)

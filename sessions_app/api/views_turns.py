@@ -141,6 +141,7 @@ class TurnListView(TenantGenericAPIView):
             scope=f"POST /sessions/{session_id}/turns",
             request_hash=request_fingerprint(request.data),
             work=work,
+            session_id=session_id,
         )
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(outcome.body, status=outcome.status, headers=headers)

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from sessions_app.errors import ApplicationError, CartLinkExpired, CartLinkInvalid, SessionExpired
 from sessions_app.models import ChatSession
 from sessions_app.selectors.cart_links import cart_link_session
-from sessions_app.selectors.context import cart_total, selection_lines
+from sessions_app.selectors.workspace import cart_total, selection_lines
 from sessions_app.services.selections import selection_move, selection_remove, selection_update
 
 MAX_PAGE_QUANTITY = 999

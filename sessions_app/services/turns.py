@@ -26,9 +26,9 @@ from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import (
-    EMPTY_CONTEXT,
-    session_context_restore,
-    session_context_snapshot,
+    EMPTY_WORKSPACE,
+    session_workspace_restore,
+    session_workspace_snapshot,
 )
 from sessions_app.usage import TokenCounts, UsageError
 
@@ -166,7 +166,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_after=session_context_snapshot(session=session),
+        context_after=session_workspace_snapshot(session=session),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
@@ -268,7 +268,7 @@ class RollbackResult:
 def turn_rollback(
     *, tenant: Tenant, session_id: uuid.UUID | str, turn_number: int, now: datetime | None = None
 ) -> RollbackResult:
-    """Put the session back as it was before turn n: state and context (focus, results,
+    """Put the session back as it was before turn n: state and workspace (focus, results,
     cart). Turns n and later are marked rolled back, never deleted; totals stay, since
     their money was spent. Later turns continue numbering after the last recorded one."""
     now = now or timezone.now()
@@ -286,7 +286,7 @@ def turn_rollback(
         .values_list("context_after", flat=True)
         .first()
     )
-    session_context_restore(session=session, snapshot=previous or EMPTY_CONTEXT)
+    session_workspace_restore(session=session, snapshot=previous or EMPTY_WORKSPACE)
     later = ChatTurn.objects.filter(
         session=session, turn_number__gte=turn_number, rolled_back=False
     )

@@ -1,4 +1,4 @@
-"""Session context over HTTP: results, components, resolve, focus, cart, CSV, cart links,
+"""Session workspace over HTTP: results, components, resolve, focus, cart, CSV, cart links,
 expiry, and the snapshot contract the turn rollback relies on."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection, Tenant
 from sessions_app.selectors.cart_links import CART_LINK_SALT
 from sessions_app.services.demo import demo_load
-from sessions_app.services.snapshots import session_context_restore, session_context_snapshot
-from tests.sessions_app.context_helpers import (
+from sessions_app.services.snapshots import session_workspace_restore, session_workspace_snapshot
+from tests.sessions_app.workspace_helpers import (
     ACER,
     ASUS,
     DELL,
@@ -267,7 +267,7 @@ def test_snapshot_and_restore_cover_focus_results_query_and_cart(api: APIClient,
     add(api, sid, mpn=DELL, quantity=2, note="n")
     add(api, sid, mpn=ACER)
     session = ChatSession.objects.get(pk=sid)
-    snapshot = session_context_snapshot(session=session)
+    snapshot = session_workspace_snapshot(session=session)
 
     api.post(
         f"/api/v1/sessions/{sid}/results", {"query": "other", "items": items("Y", 2)}, format="json"
@@ -276,7 +276,7 @@ def test_snapshot_and_restore_cover_focus_results_query_and_cart(api: APIClient,
     api.delete(f"/api/v1/sessions/{sid}/selections/{DELL}")
     add(api, sid, mpn="Y-1")
 
-    session_context_restore(session=ChatSession.objects.get(pk=sid), snapshot=snapshot)
+    session_workspace_restore(session=ChatSession.objects.get(pk=sid), snapshot=snapshot)
     session = ChatSession.objects.get(pk=sid)
     assert session.focus_mpn == HP
     assert session.last_query == "Find laptops under $1000"
