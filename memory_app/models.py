@@ -281,5 +281,5 @@ class MemoryRelation(models.Model):
         return f"{self.source_id} {self.type} {self.target_id}"
 
 
-from memory_app.window.models import *  # noqa: E402, F403  the short-term window's summaries
 from memory_app.models_turn_index import *  # noqa: E402, F403  session turns for context search
+from memory_app.window.models import *  # noqa: E402, F403  the short-term window's summaries

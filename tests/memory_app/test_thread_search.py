@@ -33,7 +33,9 @@ DIALOGUE = [
 ]
 
 
-def _thread(tenant: Tenant, user: str, lines: list[str], orders: list[int] | None = None) -> list[Memory]:
+def _thread(
+    tenant: Tenant, user: str, lines: list[str], orders: list[int] | None = None
+) -> list[Memory]:
     orders = orders if orders is not None else list(range(len(lines)))
     drafts = [
         MemoryDraft(
