@@ -201,7 +201,7 @@ ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # With a query, summaries, milestones, recalled turns, memories and older open turns whose
 # cosine to the query is under this are left out (reason "not_relevant"); 0 disables.
-ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.2)
+ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
 # Test hook only: compaction sleeps this long half-way through its write transaction,
 # after touching the marker file, so a test can kill the worker at a known point.
 ENGRAM_COMPACTION_TEST_PAUSE_SECONDS = env_float("ENGRAM_COMPACTION_TEST_PAUSE_SECONDS", 0.0)

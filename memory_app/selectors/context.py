@@ -35,7 +35,7 @@ from sessions_app.models import (
 from sessions_app.selectors.turns import turns_by_number
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
-MAX_RECALLED_TURNS = 12  # older turns found by searching the session for the query
+MAX_RECALLED_TURNS = 10  # older turns found by searching the session for the query
 # With a query, these kinds go in only if they relate to it (ENGRAM_CONTEXT_MIN_SEMANTIC):
 # a context is read by a model whose attention and price grow with every token, so the
 # budget is a ceiling, not a target. Session state, the reserved window and failures are
