@@ -147,6 +147,8 @@ class Memory(models.Model):
     class Meta:
         db_table = "memory"
         ordering = ["-created_at"]
+        verbose_name = "memory"
+        verbose_name_plural = "memories"
         constraints = [
             # The backstop against two identical concurrent adds (the service also takes
             # an advisory lock so that near-duplicates are serialised too).

@@ -29,6 +29,7 @@ from sessions_app.models import (
     ChatSession,
     ChatTurn,
     IdempotencyRecord,
+    OutboxMessage,
     SessionComponent,
     SessionSelection,
     Tenant,
@@ -510,3 +511,11 @@ class IdempotencyRecordAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
     list_filter = ["status"]
     search_fields = ["key__exact"]
     raw_id_fields = ["tenant"]
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Tasks waiting for the broker: a growing list means the broker or the beat is down."""
+
+    list_display = ["task_name", "args", "attempts", "created_at", "last_error"]
+    list_filter = ["task_name"]

@@ -72,6 +72,8 @@ class ContextSummary(models.Model):
     class Meta:
         db_table = "context_summary"
         ordering = ["session", "first_turn", "last_turn"]
+        verbose_name = "context summary"
+        verbose_name_plural = "context summaries"
         constraints = [
             models.UniqueConstraint(
                 fields=["session", "first_turn", "last_turn"], name="summary_span_unique"

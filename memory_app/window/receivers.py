@@ -18,11 +18,12 @@ def enqueue_compaction_when_due(
     the open window cross a threshold. Must not raise: the turn is already stored.
     `turn_record` passes the session it committed, which saves reading it again."""
     from memory_app.window.tasks import compact_session
+    from sessions_app.services.outbox import task_publish
 
     try:
         if session is None:
             session = ChatSession.objects.get(pk=session_id)
         if compaction_due(session) is not None:
-            compact_session.delay(str(session_id))
+            task_publish(compact_session, str(session_id))
     except Exception:  # a broker or DB hiccup must not fail the agent's request
         logger.exception("compaction: could not check or enqueue session %s", session_id)

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import IntegrityError, InterfaceError, OperationalError
+from django.db import DataError, IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -98,6 +98,13 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             return error_response(status, code, str(detail), headers=headers)
     if isinstance(exc, drf.APIException):
         return error_response(exc.status_code, str(exc.default_code), str(exc.detail))
+    if isinstance(exc, DataError):
+        # The edge (parser, serializer limits) should have refused the value; this is the
+        # net under it, so a value PostgreSQL rejects is the client's 400, not a 500.
+        logger.warning("data error answered as 400: %s", exc)
+        return error_response(
+            400, ErrorCode.INVALID, "A value in this request cannot be stored or compared."
+        )
     if isinstance(exc, IntegrityError):
         logger.warning("integrity error answered as 409: %s", exc)
         return error_response(409, ErrorCode.CONFLICT, "The request conflicts with stored data.")

@@ -24,6 +24,7 @@ from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, Tu
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
+from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import (
     EMPTY_WORKSPACE,
@@ -140,17 +141,20 @@ def turn_record(
     state: dict[str, Any] = UNCHANGED,
     duration_ms: int | None = None,
     idempotency_key: str | None = None,
+    reservation_id: uuid.UUID | None = None,
     now: datetime | None = None,
 ) -> TurnRecorded:
     """Store one turn with its steps and add them to the session's totals.
 
     `state`, when given, replaces the session's state (state_before/after are kept on
     the turn). A turn past the budget is still stored; the session gets
-    `budget_exceeded_at` and the result a `budget_exceeded` warning. Receivers of
-    `turn_recorded` hear of the turn after commit."""
+    `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
+    budget reservation (`reservation_id`, else the session's oldest live one). Receivers
+    of `turn_recorded` hear of the turn after commit."""
     now = now or timezone.now()
     session = _lock_session(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session, now=now)
+    budget_reservation_release(session=session, reservation_id=reservation_id, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
     state_before = session.state

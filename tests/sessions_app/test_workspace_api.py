@@ -330,6 +330,46 @@ def test_cart_page_refuses_tampered_expired_and_csrfless(api: APIClient, sid: st
     assert cart(api, sid) == [(1, DELL, 1)]
 
 
+def test_cart_link_never_outlives_its_session(api: APIClient) -> None:
+    """A session with a 60 s TTL gets a link that says it ends with the session (not in
+    7 days), the page says until when, and once the session has expired the link
+    answers the error page, even if the session is extended by a later write."""
+    short = create_session(api, ttl_seconds=60)
+    store_laptops(api, short)
+    add(api, short, mpn=DELL)
+    session = ChatSession.objects.get(pk=short)
+    body = api.post(f"/api/v1/sessions/{short}/cart-link").json()
+    link_end = timezone.datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
+    assert link_end <= session.expires_at
+    assert session.expires_at - link_end < timedelta(seconds=1)
+    path = body["url"].split("8000", 1)[1]
+    page = Client().get(path)
+    assert page.status_code == 200
+    shown = page.content.decode().split('id="link-expiry"')[1].split("</p>")[0]
+    assert link_end.strftime("%Y-%m-%d %H:%M") in shown
+
+    # A long-lived session: the link ends after the configured lifetime instead.
+    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=120):
+        long_lived = create_session(api, ttl_seconds=3600)
+        end = api.post(f"/api/v1/sessions/{long_lived}/cart-link").json()["expires_at"]
+    end_at = timezone.datetime.fromisoformat(end.replace("Z", "+00:00"))
+    assert timedelta(seconds=100) < end_at - timezone.now() <= timedelta(seconds=120)
+
+    # The session expires: the link is the error page, never the cart.
+    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() - timedelta(seconds=1))
+    gone = Client().get(path)
+    assert gone.status_code == 410 and b"expired" in gone.content and b"Dell" not in gone.content
+    # Extended again later (a new turn): the old link stays past its stated end.
+    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() + timedelta(hours=1))
+    ChatSession.objects.filter(pk=short).update(status="active")
+    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=3600):
+        from sessions_app.errors import CartLinkExpired
+        from sessions_app.selectors.cart_links import cart_link_open
+
+        with pytest.raises(CartLinkExpired):
+            cart_link_open(token=path.split("/")[2], now=link_end + timedelta(seconds=1))
+
+
 def test_cart_page_without_javascript_posts_and_redirects(api: APIClient, sid: str) -> None:
     for mpn in (DELL, HP):
         add(api, sid, mpn=mpn)
