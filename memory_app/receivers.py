@@ -31,11 +31,12 @@ def on_turn_recorded(
 
 def on_turn_recorded_index(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
     """Enqueue indexing of the committed turn for context search; never raising: a
-    broker outage costs the turn its searchability from the context, not its record."""
+    broker outage or stall keeps the task in the outbox, never delays the response."""
     from memory_app.tasks import index_turn
+    from sessions_app.services.outbox import task_publish
 
     try:
-        index_turn.delay(turn_id)
+        task_publish(index_turn, turn_id)
     except Exception:  # the turn is stored; it can be indexed again later
         logger.exception("could not enqueue indexing of turn %s", turn_id)
 

@@ -59,7 +59,7 @@ DELETE FROM memory_lexicon_stat;
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory_app", "0003_window"),
+        ("memory_app", "0135_issue13b_admin_names"),
         ("sessions_app", "0003_session_cost_indexes"),
     ]
 
