@@ -22,6 +22,7 @@ class MemoryAppConfig(AppConfig):
         register_user_exporter("memory_app", memory_user_export)
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
+        turn_recorded.connect(receivers.on_turn_recorded_index, dispatch_uid="memory_index_turn")
         turn_recorded.connect(
             enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
         )

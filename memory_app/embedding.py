@@ -22,6 +22,8 @@ from django.conf import settings
 
 from sessions_app.errors import DependencyUnavailable
 
+QUERY_CACHE_SIZE = 4096  # ~6 MB of 384-float tuples
+
 
 class Embedder(Protocol):
     model_name: str
@@ -140,3 +142,18 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
 
 def embed_text(text: str) -> list[float]:
     return embedder().embed([text])[0]
+
+
+def embed_query(text: str) -> list[float]:
+    """A search query's vector, cached per process: agents repeat their queries (the
+    same question to search and to context, retries, polling), and the embedding is
+    nearly all of a search's CPU time (~10-13 ms of MiniLM on one thread)."""
+    current = embedder()
+    return list(_cached_query_vector(current.model_name, text))
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _cached_query_vector(model_name: str, text: str) -> tuple[float, ...]:
+    # model_name keys the cache so that a settings change (tests) never serves a vector
+    # of another model.
+    return tuple(embedder().embed([text])[0])

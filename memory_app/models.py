@@ -18,6 +18,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Concat
 from pgvector.django import VectorField
 
 from sessions_app.models import Tenant
@@ -72,6 +74,20 @@ def _search_document() -> SearchVector:
     return english + simple  # type: ignore[return-value]
 
 
+def _lexical_document() -> SearchVector:
+    """What the BM25 side indexes: the memory's thread window (its neighbours' text around
+    its own, kept in `thread_context` by the add service) when it has one, else its own
+    content and summary. English stems only: the query is parsed the same way, and the
+    English parser keeps ids ("a-73812", "xps-9530") as tokens too."""
+    own = Concat(F("content"), Value(" "), F("summary"), output_field=models.TextField())
+    document = Case(
+        When(~Q(thread_context=""), then=F("thread_context")),
+        default=own,
+        output_field=models.TextField(),
+    )
+    return SearchVector(document, config="english")
+
+
 class Memory(models.Model):
     """One long-term memory about a user (or, when public, about the tenant's world)."""
 
@@ -110,6 +126,21 @@ class Memory(models.Model):
     # only erasing the user removes both.
     session_id = models.UUIDField(null=True, blank=True)
     version = models.IntegerField(default=1)
+
+    # Provenance: the thread (a conversation key, or "session:<id>") the memory came from,
+    # its place in it and when it happened. Blank thread = a free-standing memory.
+    thread_key = models.CharField(max_length=255, blank=True, default="")
+    thread_order = models.BigIntegerField(null=True, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    thread_context = models.TextField(
+        blank=True,
+        default="",
+        help_text="The thread window the lexical side indexes: the two previous memories, "
+        "this one and the next. Maintained by the add service as neighbours arrive.",
+    )
+    lexical_vector = models.GeneratedField(
+        expression=_lexical_document(), output_field=SearchVectorField(), db_persist=True
+    )
 
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -150,12 +181,63 @@ class Memory(models.Model):
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
             GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
+            GinIndex(fields=["lexical_vector"], name="memory_lexical_vector"),
+            models.Index(
+                fields=["tenant", "user_id", "thread_key", "thread_order"],
+                condition=~Q(thread_key=""),
+                name="memory_thread_order",
+            ),
             # The HNSW index on embedding::halfvec(384) is created in the migration with
             # RunSQL: Django cannot express an expression index with an operator class.
         ]
 
     def __str__(self) -> str:
         return f"{self.type}: {self.content[:60]}"
+
+
+class MemoryTermStat(models.Model):
+    """BM25 document frequency of one lexeme among one user's memories (their
+    `lexical_vector`s). Maintained by a trigger on `memory` (migration 0111) in the writing
+    transaction, so every path that inserts, re-indexes or deletes memories keeps it
+    exact; searches across users sum the rows of the users they cover."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    lexeme = models.TextField()
+    df = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_term_stat"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "user_id", "lexeme"], name="memory_term_stat_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "lexeme"], name="memory_term_stat_lexeme")]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.df}"
+
+
+class MemoryLexiconStat(models.Model):
+    """Per user: how many memories are indexed and their total length in lexemes, for
+    BM25's N and average document length. Maintained by the same trigger."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=255)
+    documents = models.BigIntegerField(default=0)
+    lexemes = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_lexicon_stat"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "user_id"], name="memory_lexicon_stat_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.documents} documents"
 
 
 class MemoryVersion(models.Model):
@@ -210,4 +292,5 @@ class MemoryRelation(models.Model):
         return f"{self.source_id} {self.type} {self.target_id}"
 
 
+from memory_app.models_turn_index import *  # noqa: E402, F403  session turns for context search
 from memory_app.window.models import *  # noqa: E402, F403  the short-term window's summaries

@@ -31,6 +31,18 @@ def on_turn_recorded(
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
 
+def on_turn_recorded_index(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
+    """Enqueue indexing of the committed turn for context search; never raising: a
+    broker outage or stall keeps the task in the outbox, never delays the response."""
+    from memory_app.tasks import index_turn
+    from sessions_app.services.outbox import task_publish
+
+    try:
+        task_publish(index_turn, turn_id)
+    except Exception:  # the turn is stored; it can be indexed again later
+        logger.exception("could not enqueue indexing of turn %s", turn_id)
+
+
 def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:
     """A compacted span becomes an episodic memory; enqueued, never raising."""
     from memory_app.tasks import extract_memories_from_span

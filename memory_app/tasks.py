@@ -12,6 +12,7 @@ from memory_app.services.extraction import (
     memories_extract_from_span,
     memories_extract_from_turn,
 )
+from memory_app.services.turn_index import turn_index_update
 
 
 @shared_task(name="memory_app.extract_memories_from_turn", **TASK_DEFAULTS)
@@ -32,3 +33,9 @@ def extract_memories_from_span(summary_id: int) -> dict[str, Any]:
     """Safe to re-run: the same summary text answers `duplicate`."""
     results = memories_extract_from_span(summary_id=summary_id)
     return {"summary_id": summary_id, "actions": [result.action for result in results]}
+
+
+@shared_task(name="memory_app.index_turn", **TASK_DEFAULTS)
+def index_turn(turn_id: int) -> dict[str, Any]:
+    """Safe to re-run: indexing a turn again rewrites the same rows."""
+    return {"turn_id": turn_id, "written": turn_index_update(turn_id=turn_id)}

@@ -295,6 +295,9 @@ ENGRAM_CONTEXT_POLICIES = env_json(
 )
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
+# With a query, summaries, milestones, recalled turns, memories and older open turns whose
+# cosine to the query is under this are left out (reason "not_relevant"); 0 disables.
+ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
 # Test hook only: compaction sleeps this long half-way through its write transaction,
 # after touching the marker file, so a test can kill the worker at a known point.
 ENGRAM_COMPACTION_TEST_PAUSE_SECONDS = env_float("ENGRAM_COMPACTION_TEST_PAUSE_SECONDS", 0.0)
@@ -311,6 +314,11 @@ ENGRAM_MEMORY_MIN_CONFIDENCE = env_float("ENGRAM_MEMORY_MIN_CONFIDENCE", 0.0)
 ENGRAM_MEMORY_METADATA_MAX_BYTES = env_int("ENGRAM_MEMORY_METADATA_MAX_BYTES", 4096)
 # Reciprocal rank fusion constant: smaller favours the top of each list more.
 ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
+# Search fusion: weight of the z-normalised cosine (the z-normalised BM25 gets the rest).
+ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT", 0.5)
+# Bound of the lexical step: the query's most frequent terms are dropped until the
+# postings of those left fit this, and no more rows than this are scored.
+ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS", 20000)
 # Recency part of the search score halves every this many days since the last update.
 ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)
 

@@ -138,6 +138,30 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     relations = RelationInputSerializer(
         many=True, required=False, default=list, help_text="Edges to existing memories."
     )
+    thread_key = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The conversation (or any ordered stream) the memory came from. Memories "
+        "of one user and thread are searched with their neighbours' words: a turn is found "
+        "by the question before it or the answer after it. Blank with a session_id and a "
+        "thread_order: the session is the thread.",
+    )
+    thread_order = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=2**53,
+        help_text="Its place in the thread (0..2^53); omitted: after the thread's last memory.",
+    )
+    occurred_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When what it records happened (e.g. the conversation's date).",
+    )
 
     def to_draft(self) -> MemoryDraft:
         return memory_draft_from(self.validated_data)
@@ -188,6 +212,9 @@ class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "allowed_users",
             "allowed_roles",
             "relations",
+            "thread_key",
+            "thread_order",
+            "occurred_at",
         ]
         read_only_fields = fields
 
@@ -338,15 +365,27 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     semantic = serializers.FloatField(help_text="Cosine similarity to the query.")
-    lexical = serializers.FloatField(help_text="Full-text rank in [0, 1).")
-    rrf = serializers.FloatField(help_text="Reciprocal rank fusion, 1 = first in both lists.")
+    lexical = serializers.FloatField(
+        help_text="BM25 of the query over the memory's text (with its thread neighbours' for a "
+        "memory in a thread); >= 0, unbounded, 0 = no query term."
+    )
+    relevance = serializers.FloatField(
+        help_text="Cosine and BM25, each z-normalised over the candidates, fused by weight and "
+        "scaled to [0, 1]: 1 = the best candidate of this search."
+    )
+    rrf = serializers.FloatField(
+        help_text="Reciprocal rank fusion of the two lists, 1 = first in both (for comparison; "
+        "the score uses relevance)."
+    )
     recency = serializers.FloatField(help_text="0.5 ** (days since update / half-life).")
     importance = serializers.FloatField(help_text="The memory's importance.")
     access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
 
 
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    score = serializers.FloatField(help_text="0.6 rrf + 0.2 recency + 0.1 importance + 0.1 access.")
+    score = serializers.FloatField(
+        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access."
+    )
     parts = ScorePartsSerializer(help_text="The score's parts.")
     memory = MemorySerializer(help_text="The memory.")
 

@@ -93,12 +93,14 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
 
 
 class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    key = serializers.CharField(help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`.")
+    key = serializers.CharField(
+        help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`, `recalled:12`."
+    )
     kind = serializers.CharField(
-        help_text="state, focus, results, cart, turn, summary, milestone, memory, "
-        "related_memory, failure or tool_output; "
-        "previous_turn, previous_summary, previous_milestone from the session a rotation "
-        "continued."
+        help_text="state, focus, results, cart, turn, summary, milestone, recalled_turn (an "
+        "earlier turn found by searching the session for the query), memory, "
+        "related_memory, failure or tool_output; previous_turn, previous_summary, "
+        "previous_milestone from the session a rotation continued."
     )
     tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
     score = serializers.FloatField(
@@ -116,8 +118,9 @@ class IncludedItemSerializer(ContextItemSerializer):
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
         help_text="`over_budget` (better-scored items used the budget), "
-        "`larger_than_budget` (would not fit even alone), or seed 004's page-out: "
-        "`evicted_age` (an open turn outside the window older than "
+        "`larger_than_budget` (would not fit even alone), `not_relevant` (with a query: "
+        "its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's "
+        "page-out: `evicted_age` (an open turn outside the window older than "
         "ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool "
         "output or predecessor line less similar to the query than "
         "ENGRAM_CONTEXT_SIMILARITY_FLOOR)."

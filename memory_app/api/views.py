@@ -292,8 +292,9 @@ class MemorySearchView(TenantAPIView):
     @extend_schema(
         request=MemorySearchSerializer,
         responses=SearchResultSerializer,
-        description="Hybrid search (vector + full text, reciprocal rank fusion, then "
-        "recency, importance and access), under tenant and visibility filters.",
+        description="Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is "
+        "indexed with its neighbours' words), fused by z-normalised score, then recency, "
+        "importance and access; under tenant and visibility filters.",
     )
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory_app", "0135_issue13b_admin_names"),
+        ("memory_app", "0112_issue11_turn_index"),
         ("sessions_app", "0152_issue15_rotation"),
     ]
 

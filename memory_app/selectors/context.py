@@ -14,9 +14,10 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts
+from memory_app.embedding import embed_query, embed_texts
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import memory_search
+from memory_app.selectors.turn_search import session_turn_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
@@ -26,7 +27,13 @@ from memory_app.window.selectors import active_summaries
 from memory_app.window.tokens import truncate_to_tokens
 from memory_app.window.tools import eviction_reason, tool_output_candidates
 from sessions_app.selectors.sessions import session_get
-from sessions_app.selectors.turns import steps_failed_recent, turn_times, turns_live, turns_open
+from sessions_app.selectors.turns import (
+    steps_failed_recent,
+    turn_times,
+    turns_by_number,
+    turns_live,
+    turns_open,
+)
 from sessions_app.selectors.workspace import components_by_mpn, selection_list
 
 if TYPE_CHECKING:
@@ -34,6 +41,12 @@ if TYPE_CHECKING:
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
+MAX_RECALLED_TURNS = 10  # older turns found by searching the session for the query
+# With a query, these kinds go in only if they relate to it (ENGRAM_CONTEXT_MIN_SEMANTIC):
+# a context is read by a model whose attention and price grow with every token, so the
+# budget is a ceiling, not a target. Session state, the reserved window and failures are
+# always offered.
+RELEVANCE_FLOORED = frozenset({"summary", "milestone", "recalled_turn", "memory", "turn"})
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -204,6 +217,50 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
     return out
 
 
+def _recalled_turn_candidates(
+    session: ChatSession, query: str, offered: set[int]
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The session's own earlier turns (compacted ones included) that best answer
+    `query`, verbatim, as lines of the "recalled" section; turns already offered as
+    window turns are left to the window. Their signal is the search's fused relevance
+    (1 = best match of the session), and their semantic score the search's cosine, so
+    they need no second embedding. Returns the candidates and those semantic scores."""
+    if not query.strip():
+        return [], {}
+    hits = session_turn_search(
+        session_id=session.pk,
+        query=query,
+        query_vector=embed_query(query),
+        limit=MAX_RECALLED_TURNS,
+        weight=float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT),
+    )
+    hits = [hit for hit in hits if hit.turn_number not in offered]
+    turns = turns_by_number(session_id=session.pk, numbers=[hit.turn_number for hit in hits])
+    out: list[Candidate] = []
+    semantic: dict[str, float] = {}
+    for hit in hits:
+        turn = turns.get(hit.turn_number)
+        if turn is None:  # rolled back since it was indexed
+            continue
+        lines = [f"[turn {turn.turn_number}]"]
+        lines += [part for part in (turn.user_message, turn.assistant_response) if part]
+        key = f"recalled:{turn.turn_number}"
+        out.append(
+            Candidate(
+                key=key,
+                kind="recalled_turn",
+                section="recalled",
+                text=truncate_to_tokens(" ".join(" ".join(lines).split()), MAX_LINE_TOKENS),
+                role="system",
+                at=turn.created_at,
+                signal=hit.relevance,
+                order=(turn.turn_number,),
+            )
+        )
+        semantic[key] = hit.semantic
+    return out, semantic
+
+
 def _failure_candidates(session: ChatSession) -> list[Candidate]:
     steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES)
     return [
@@ -306,6 +363,23 @@ def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) ->
     return out
 
 
+def _relevant(
+    candidates: list[Candidate], semantic: dict[str, float], window: set[str], query: str
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(offered, left out as unrelated to the query): see RELEVANCE_FLOORED."""
+    floor = float(settings.ENGRAM_CONTEXT_MIN_SEMANTIC)
+    if not query.strip() or floor <= 0:
+        return candidates, []
+    offered, unrelated = [], []
+    for candidate in candidates:
+        low = semantic.get(candidate.key, 0.0) < floor
+        if low and candidate.kind in RELEVANCE_FLOORED and candidate.key not in window:
+            unrelated.append(candidate)
+        else:
+            offered.append(candidate)
+    return offered, unrelated
+
+
 def context_assemble(
     *,
     tenant: Tenant,
@@ -331,10 +405,15 @@ def context_assemble(
     )
     keep_last = rules.keep_last_turns
     summaries = active_summaries(session) if rules.compression else []
+    window_turns = _turn_candidates(session, keep_last, turn_limit, not rules.compression)
+    recalled, semantic = _recalled_turn_candidates(
+        session, query, {int(c.order[0]) for c in window_turns}
+    )
     candidates = [
         *_session_candidates(session),
-        *_turn_candidates(session, keep_last, turn_limit, not rules.compression),
+        *window_turns,
         *_summary_candidates(session, summaries),
+        *recalled,
         *predecessor_candidates(
             session,
             summary_candidates=_summary_candidates,
@@ -353,15 +432,15 @@ def context_assemble(
         *tool_output_candidates(session, _line),
     ]
 
-    semantic: dict[str, float] = {}
     if query.strip():
 
         def embed_text_of(c: Candidate) -> str:
             return f"{c.text}\n{c.reply}".strip() if c.reply else c.text
 
-        vectors = _vectors([query, *(embed_text_of(c) for c in candidates)])
+        to_embed = [c for c in candidates if c.key not in semantic]
+        vectors = _vectors([query, *(embed_text_of(c) for c in to_embed)])
         query_vector = vectors[query]
-        semantic = {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in candidates}
+        semantic |= {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in to_embed}
     half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
     scores = {
         c.key: score_candidate(
@@ -386,13 +465,16 @@ def context_assemble(
             kept.append(candidate)
         else:
             evicted.append((candidate, reason))
+    offered, unrelated = _relevant(kept, semantic, set(window), query)
     packed = pack(
-        kept,
+        offered,
         scores,
         budget,
         reserved=window,
         reserve_tokens=int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE),
     )
+
+    packed.excluded.extend((c, scores[c.key], content_tokens(c), "not_relevant") for c in unrelated)
 
     # Parts add up to total_tokens exactly: each candidate's own text, then "framing"
     # (section headers, joining newlines, per-message overhead, reply priming).

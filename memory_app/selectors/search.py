@@ -1,27 +1,36 @@
-"""Hybrid memory search: vector top-k + full-text top-k, reciprocal rank fusion, then
-seed 004's final score.
+"""Hybrid memory search: vector top-k + BM25 top-k, fused by score, then seed 004's
+final score.
 
 1. Vector: HNSW over `embedding::halfvec(384)` with `hnsw.iterative_scan = relaxed_order`
    (SET LOCAL, this transaction only), so the hard filters (tenant, visibility, user, type,
    tags) applied after the index scan never starve the result; a MATERIALIZED CTE then
    restores exact distance order.
-2. Lexical: `search_vector @@ query` where the query ORs the English lexemes of the text
-   (stop words dropped) with the 'simple' tokens of its ids and numbers, so "A-73812"
-   matches as typed. Ranked with `ts_rank_cd(..., 32)`, which maps into [0, 1).
-3. Fusion: RRF over the two rankings, normalised so that first in both lists is 1.
-4. Score: 0.6 * relevance (the fused rank) + 0.2 * recency (half-life) + 0.1 * importance
-   + 0.1 * access signal. Semantic and lexical similarities are returned as the parts
-   they are, but rank only through RRF: raw cosine and ts_rank are not on one scale.
+2. Lexical: Okapi BM25 inside PostgreSQL over `lexical_vector` (a memory's own text, or
+   for a memory in a thread, its window of neighbours: see `refresh_thread_window`). The
+   query's English lexemes are looked up in `memory_term_stat` (document frequencies per
+   user, kept by a trigger in the writing transaction) for their IDF; candidates come from
+   the GIN index, ORing the query's terms. The step is bounded: the most frequent terms
+   (lowest IDF, most postings) are dropped until the postings left fit
+   ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so a query never scans the tenant's rows.
+   PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
+3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
+   lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
+   and its complement; the fused score is then min-max scaled to [0, 1] ("relevance", 1 =
+   best of the pool). Scores rank better than ranks: a query whose best lexical hit stands
+   far above the rest keeps that margin, which RRF throws away.
+4. Score: 0.6 * relevance + 0.2 * recency (half-life) + 0.1 * importance + 0.1 * access
+   signal. The parts are returned: semantic (cosine), lexical (BM25), relevance, rrf (the
+   reciprocal rank fusion of the two lists, kept for comparison), recency, importance,
+   access.
 
-Access statistics move in one UPDATE after the query: the view calls
-`memory_record_access` with the ids it returns.
+Access statistics are recorded by the caller (`memory_record_access`) for the hits it
+uses.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +41,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_text
+from memory_app.embedding import embed_query
 from memory_app.models import Memory
 from memory_app.selectors.memories import Actor, visibility_sql
 
@@ -43,10 +52,11 @@ SearchMode = Literal["hybrid", "vector", "lexical"]
 
 WEIGHTS = {"relevance": 0.6, "recency": 0.2, "importance": 0.1, "access": 0.1}
 ACCESS_SATURATION = 20  # reads after which the access signal is full
-_ID_QUERY_TOKEN = re.compile(r"[\w][\w./-]*\d[\w./-]*|\d[\w./-]*")
-# Lexical weights for {D, C, B, A}: English content A, English summary B, simple content
-# C, simple summary D. Simple tokens weigh as much as English ones: they carry the ids.
-RANK_WEIGHTS = "{0.5, 1.0, 0.5, 1.0}"
+# BM25's term-frequency saturation and length normalisation: the usual range (k1 1.2-2,
+# b 0.5-0.8); a thread window is four lines, so length matters a little less than in
+# free text.
+BM25_K1 = 1.2
+BM25_B = 0.6
 # HNSW candidate list. pgvector's default (40) gave recall@10 0.84 unfiltered and 0.92-0.94
 # under the tenant + visibility filter at 100k clustered memories; 200 gives 0.97 for
 # the same vector-step time (~4.5 ms: under a selective filter the iterative scan visits
@@ -105,6 +115,22 @@ class MemoryFilters:
         return out
 
 
+@dataclass
+class LexicalQuery:
+    """The query's terms kept for BM25, their IDF, and the average document length."""
+
+    lexemes: list[str]
+    idfs: list[float]
+    average_length: float
+
+    @property
+    def tsquery(self) -> str:
+        """The terms ORed, each quoted as a literal lexeme (tsquery input syntax)."""
+        return " | ".join(
+            "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in self.lexemes
+        )
+
+
 def _filters_sql(
     *,
     tenant: Tenant,
@@ -135,21 +161,89 @@ def _filters_sql(
     return " AND ".join(clauses), params
 
 
-# The lexical query: English lexemes ORed, plus each id-like token as a 'simple' phrase.
-_TSQUERY_SQL = (
-    "(CASE WHEN numnode(plainto_tsquery('english', %(text)s)) = 0 THEN ''::tsquery"
-    " ELSE replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery END)"
-)
+# BM25 of one memory `m` for the terms in `w(lexeme, idf)`: tf = positions of the lexeme
+# in the memory's lexical_vector, document length = its distinct lexemes.
+BM25_SQL = """
+    SELECT coalesce(sum(
+        w.idf * coalesce(cardinality(u.positions), 1) * %(k1_plus_one)s::float8
+        / (coalesce(cardinality(u.positions), 1) + %(k1)s::float8
+           * (1 - %(b)s::float8 + %(b)s::float8 * length(m.lexical_vector) / %(avgdl)s::float8))
+    ), 0) AS score
+    FROM unnest(m.lexical_vector) AS u
+    JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS w(lexeme, idf)
+      ON w.lexeme = u.lexeme
+"""
 
 
-def _tsquery(text: str, params: dict[str, Any]) -> str:
-    params["text"] = text
-    sql = _TSQUERY_SQL
-    for index, token in enumerate(dict.fromkeys(_ID_QUERY_TOKEN.findall(text))):
-        key = f"id_token_{index}"
-        params[key] = token
-        sql = f"({sql} || plainto_tsquery('simple', %({key})s))"
-    return sql
+def bm25_params(lexical: LexicalQuery | None) -> dict[str, Any]:
+    lexical = lexical or LexicalQuery([], [], 1.0)
+    return {
+        "lexemes": lexical.lexemes,
+        "idfs": lexical.idfs,
+        "avgdl": max(lexical.average_length, 1.0),
+        "k1_plus_one": BM25_K1 + 1,
+        "k1": BM25_K1,
+        "b": BM25_B,
+    }
+
+
+def lexical_query(
+    cursor: Any, *, tenant: Tenant, user_id: str | None, text: str
+) -> LexicalQuery | None:
+    """The query's English lexemes that occur in the searched memories, with their IDF
+    from the per-user statistics (summed over the tenant's users when no user is given),
+    the most frequent dropped until the postings left fit the bound. None when nothing
+    of the query occurs."""
+    user_clause = "AND s.user_id = %(user_id)s" if user_id else ""
+    cursor.execute(
+        f"""
+        WITH q AS (
+            SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
+        ),
+        totals AS (
+            SELECT coalesce(sum(s.documents), 0) AS documents,
+                   coalesce(sum(s.lexemes), 0) AS lexemes
+            FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s {user_clause}
+        )
+        SELECT q.lexeme, coalesce(sum(s.df), 0), totals.documents, totals.lexemes
+        FROM q CROSS JOIN totals
+        LEFT JOIN memory_term_stat s
+          ON s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme {user_clause}
+        GROUP BY q.lexeme, totals.documents, totals.lexemes
+        """,  # noqa: S608 - fixed clauses; values are params
+        {"text": text, "tenant": tenant.pk, "user_id": user_id},
+    )
+    rows = cursor.fetchall()
+    if not rows:
+        return None
+    return bounded_lexical_query(
+        [(lexeme, int(df)) for lexeme, df, _, _ in rows], int(rows[0][2]), int(rows[0][3])
+    )
+
+
+def bounded_lexical_query(
+    frequencies: list[tuple[str, int]], documents: int, length: int
+) -> LexicalQuery | None:
+    """BM25 terms from (lexeme, document frequency) pairs of a collection of `documents`
+    documents totalling `length` lexemes: the terms that occur, rarest first, the most
+    frequent dropped until the postings left fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS."""
+    present = sorted((df, lexeme) for lexeme, df in frequencies if df > 0)
+    if not present:
+        return None
+    documents = max(documents, present[-1][0])
+    cap = int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS)
+    kept: list[tuple[int, str]] = []
+    postings = 0
+    for df, lexeme in present:  # rarest first: they carry the most weight
+        if kept and postings + df > cap:
+            break
+        kept.append((df, lexeme))
+        postings += df
+    return LexicalQuery(
+        lexemes=[lexeme for _, lexeme in kept],
+        idfs=[math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df, _ in kept],
+        average_length=length / documents if documents else 1.0,
+    )
 
 
 def memory_search(
@@ -185,14 +279,16 @@ def memory_search(
     lexical_ranking: list[uuid.UUID] = []
     vector: list[float] | None = None
     if mode in ("hybrid", "vector"):
-        vector = query_embedding if query_embedding is not None else embed_text(query)
+        vector = query_embedding if query_embedding is not None else embed_query(query)
         params["q"] = str(vector)
-    tsquery = _tsquery(query, params)
+    lexical: LexicalQuery | None = None
 
     with transaction.atomic(), connection.cursor() as cursor:
         if vector is not None:
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}")
+            cursor.execute(
+                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}"
+            )
             cursor.execute(
                 f"""
                 WITH nearest AS MATERIALIZED (
@@ -207,41 +303,87 @@ def memory_search(
             )
             vector_ranking = [row[0] for row in cursor.fetchall()]
         if mode in ("hybrid", "lexical"):
+            lexical = lexical_query(cursor, tenant=tenant, user_id=user_id, text=query)
+        if lexical is not None:
             cursor.execute(
                 f"""
-                WITH q AS (SELECT {tsquery} AS query)
-                SELECT m.id FROM memory m, q
-                WHERE {where} AND m.search_vector @@ q.query
-                ORDER BY ts_rank_cd(%(rank_weights)s::float4[], m.search_vector, q.query, 32)
-                    DESC, m.created_at DESC
+                WITH hits AS MATERIALIZED (
+                    SELECT m.id, m.lexical_vector, m.created_at FROM memory m
+                    WHERE {where} AND m.lexical_vector @@ %(tsquery)s::tsquery
+                    LIMIT %(cap)s
+                )
+                SELECT m.id, bm25.score FROM hits m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
+                ORDER BY bm25.score DESC, m.created_at DESC, m.id
                 LIMIT %(k)s
                 """,  # noqa: S608
-                {**params, "rank_weights": RANK_WEIGHTS},
+                {
+                    **params,
+                    **bm25_params(lexical),
+                    "tsquery": lexical.tsquery,
+                    "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
+                },
             )
             lexical_ranking = [row[0] for row in cursor.fetchall()]
 
-    rankings = {"hybrid": [vector_ranking, lexical_ranking], "vector": [vector_ranking]}
-    fused = _rrf(rankings.get(mode, [lexical_ranking]))
-    if not fused:
-        return SearchOutcome([], vector_ranking, lexical_ranking)
-    signals = _signals(list(fused), vector, query, tsquery, params)
-    memories = Memory.objects.defer("search_vector").in_bulk(list(fused))
+        pool = list(dict.fromkeys([*vector_ranking, *lexical_ranking]))
+        if not pool:
+            return SearchOutcome([], vector_ranking, lexical_ranking)
+        signals = _signals(cursor, pool, vector, lexical)
+        # Relations prefetched: the response lists each hit's edges (one query, not one
+        # per hit).
+        memories = (
+            Memory.objects.defer("search_vector", "lexical_vector", "embedding")
+            .prefetch_related("relations")
+            .in_bulk(pool)
+        )
+    weight = float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT)
+    if mode == "vector":
+        weight = 1.0
+    elif mode == "lexical":
+        weight = 0.0
+    relevance = fuse_scores(signals, weight)
+    rrf = _rrf([ranking for ranking in (vector_ranking, lexical_ranking) if ranking])
     hits = []
-    for pk, relevance in fused.items():
+    for pk in pool:
         memory = memories.get(pk)
-        if memory is None:  # deleted between the two queries
+        if memory is None:  # deleted between the queries
             continue
-        semantic, lexical = signals.get(pk, (0.0, 0.0))
-        hits.append(_score(memory, relevance, semantic, lexical, now))
-    hits.sort(key=lambda hit: (-hit.score, -hit.parts["rrf"], str(hit.memory.pk)))
-    hits = hits[:limit]
-    return SearchOutcome(hits, vector_ranking, lexical_ranking)
+        semantic, bm25 = signals.get(pk, (0.0, 0.0))
+        hits.append(_score(memory, relevance.get(pk, 0.0), rrf.get(pk, 0.0), semantic, bm25, now))
+    hits.sort(key=lambda hit: (-hit.score, -hit.parts["relevance"], str(hit.memory.pk)))
+    return SearchOutcome(hits[:limit], vector_ranking, lexical_ranking)
+
+
+def fuse_scores(
+    signals: dict[uuid.UUID, tuple[float, float]], semantic_weight: float
+) -> dict[uuid.UUID, float]:
+    """Cosine and BM25 z-normalised over the pool, weighted, then scaled to [0, 1] (1 =
+    the pool's best). A side that does not vary over the pool contributes nothing."""
+    ids = list(signals)
+    if not ids:
+        return {}
+
+    def z(values: list[float]) -> list[float]:
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        return [(v - mean) / spread if spread > 1e-12 else 0.0 for v in values]
+
+    semantic = z([signals[pk][0] for pk in ids])
+    lexical = z([signals[pk][1] for pk in ids])
+    fused = [
+        semantic_weight * s + (1 - semantic_weight) * lex
+        for s, lex in zip(semantic, lexical, strict=True)
+    ]
+    low, high = min(fused), max(fused)
+    if high - low <= 1e-12:
+        return dict.fromkeys(ids, 1.0)
+    return {pk: (value - low) / (high - low) for pk, value in zip(ids, fused, strict=True)}
 
 
 def _rrf(rankings: list[list[uuid.UUID]]) -> dict[uuid.UUID, float]:
     """Reciprocal rank fusion, normalised: 1.0 = first in every list that ran."""
     k = int(settings.ENGRAM_MEMORY_RRF_K)
-    best = len(rankings) / (k + 1)
+    best = max(1, len(rankings)) / (k + 1)
     fused: dict[uuid.UUID, float] = {}
     for ranking in rankings:
         for rank, pk in enumerate(ranking, start=1):
@@ -250,29 +392,31 @@ def _rrf(rankings: list[list[uuid.UUID]]) -> dict[uuid.UUID, float]:
 
 
 def _signals(
+    cursor: Any,
     ids: list[uuid.UUID],
     vector: list[float] | None,
-    query: str,
-    tsquery: str,
-    params: dict[str, Any],
+    lexical: LexicalQuery | None,
 ) -> dict[uuid.UUID, tuple[float, float]]:
-    """Full-precision cosine and lexical rank of each candidate, for the score's parts."""
+    """Full-precision cosine and BM25 of every candidate of the pool."""
     semantic_sql = "1 - (m.embedding <=> %(q)s::vector)" if vector is not None else "0"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH q AS (SELECT {tsquery} AS query)
-            SELECT m.id, {semantic_sql},
-                   ts_rank_cd(%(rank_weights)s::float4[], m.search_vector, q.query, 32)
-            FROM memory m, q WHERE m.id = ANY(%(ids)s::uuid[])
-            """,  # noqa: S608
-            {**params, "ids": [str(pk) for pk in ids], "rank_weights": RANK_WEIGHTS},
-        )
-        return {row[0]: (float(row[1]), float(row[2])) for row in cursor.fetchall()}
+    cursor.execute(
+        f"""
+        SELECT m.id, {semantic_sql}, bm25.score
+        FROM memory m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
+        WHERE m.id = ANY(%(ids)s::uuid[])
+        """,  # noqa: S608
+        {"q": str(vector), "ids": [str(pk) for pk in ids], **bm25_params(lexical)},
+    )
+    return {row[0]: (float(row[1]), float(row[2])) for row in cursor.fetchall()}
 
 
 def _score(
-    memory: Memory, relevance: float, semantic: float, lexical: float, now: datetime
+    memory: Memory,
+    relevance: float,
+    rrf: float,
+    semantic: float,
+    lexical: float,
+    now: datetime,
 ) -> SearchHit:
     half_life = float(settings.ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS)
     age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
@@ -281,7 +425,8 @@ def _score(
     parts = {
         "semantic": round(semantic, 6),
         "lexical": round(lexical, 6),
-        "rrf": round(relevance, 6),
+        "relevance": round(relevance, 6),
+        "rrf": round(rrf, 6),
         "recency": round(recency, 6),
         "importance": round(memory.importance, 6),
         "access": round(access, 6),

@@ -86,6 +86,9 @@ class MemoryDraft:
     pinned: bool = False
     relations: Sequence[tuple[str, uuid.UUID]] = ()  # (relation type, target memory id)
     metadata: dict[str, Any] = field(default_factory=dict)
+    thread_key: str = ""
+    thread_order: int | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass
@@ -171,7 +174,10 @@ def _add_one(
     if existing is not None:
         return AddResult("duplicate", existing, 1.0)
 
-    near = _nearest_same_kind(tenant, draft, vector)
+    thread_key = thread_key_of(draft)
+    # A memory at a place in a thread is an event ("what was said then"): two similar
+    # turns are two events, so only exact duplicates collapse, never near ones.
+    near = None if thread_key else _nearest_same_kind(tenant, draft, vector)
     if near is not None:
         target, similarity = near
         clash = Memory.objects.filter(
@@ -210,9 +216,73 @@ def _add_one(
         pinned=draft.pinned,
         allowed_users=sorted(set(draft.allowed_users)),
         allowed_roles=sorted(set(draft.allowed_roles)),
+        thread_key=thread_key,
+        thread_order=_thread_order(tenant, draft.user_id, thread_key, draft.thread_order),
+        occurred_at=draft.occurred_at,
     )
+    if thread_key:
+        refresh_thread_window(memory)
     _relate(memory, draft.relations)
     return AddResult("created", memory, None)
+
+
+def thread_key_of(draft: MemoryDraft) -> str:
+    """The thread a draft belongs to: its explicit key, else the session it came from when
+    it gives its place in it; blank for a free-standing memory."""
+    if draft.thread_key:
+        return draft.thread_key
+    if draft.session_id is not None and draft.thread_order is not None:
+        return f"session:{draft.session_id}"
+    return ""
+
+
+def _thread_order(tenant: Tenant, user_id: str, thread_key: str, order: int | None) -> int | None:
+    """The given order, or (for a thread without one) after the thread's last memory:
+    the order of the adds."""
+    if not thread_key or order is not None:
+        return order
+    last = (
+        Memory.objects.filter(tenant=tenant, user_id=user_id, thread_key=thread_key)
+        .order_by("-thread_order")
+        .values_list("thread_order", flat=True)
+        .first()
+    )
+    return 0 if last is None else last + 1
+
+
+THREAD_BEFORE = 2  # previous memories in a lexical window
+THREAD_AFTER = 1  # following memories in a lexical window
+
+
+def refresh_thread_window(memory: Memory) -> int:
+    """Rewrite `thread_context` (what the lexical side indexes) of `memory` and of the
+    neighbours whose window it falls in: the THREAD_AFTER memories before it and the
+    THREAD_BEFORE after it. Turns that are answered or explained by the next line ("Did
+    you go?" / "Yes, last Friday") are found by the words of either. The BM25 statistics
+    follow through the trigger on `memory`. Returns how many rows changed."""
+    if not memory.thread_key or memory.thread_order is None:
+        return 0
+    thread = Memory.objects.filter(
+        tenant_id=memory.tenant_id, user_id=memory.user_id, thread_key=memory.thread_key
+    ).only("id", "content", "thread_order", "thread_context")
+    reach = THREAD_BEFORE + THREAD_AFTER
+    before = list(
+        thread.filter(thread_order__lt=memory.thread_order).order_by("-thread_order")[:reach]
+    )
+    after = list(
+        thread.filter(thread_order__gt=memory.thread_order).order_by("thread_order")[:reach]
+    )
+    rows = [*reversed(before), memory, *after]
+    here = len(before)
+    changed = 0
+    for index in range(max(0, here - THREAD_AFTER), min(len(rows), here + THREAD_BEFORE + 1)):
+        window = rows[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1]
+        text = "\n".join(row.content for row in window)
+        row = rows[index]
+        if row.thread_context != text:
+            changed += Memory.objects.filter(pk=row.pk).update(thread_context=text)
+            row.thread_context = text
+    return changed
 
 
 def _nearest_same_kind(
@@ -304,6 +374,7 @@ def _merge(
             "last_accessed_at",
         ]
     )
+    refresh_thread_window(memory)
     _relate(memory, draft.relations)
 
 
@@ -364,6 +435,8 @@ def _apply_update(
     memory.version += 1
     memory.updated_at = now
     memory.save(update_fields=[*fields, "version", "updated_at"])
+    if vector is not None:
+        refresh_thread_window(memory)
     return memory
 
 
@@ -438,9 +511,34 @@ def memory_relation_delete(*, memory: Memory, relation_id: int) -> None:
         raise NotFound("No such relation on this memory.")
 
 
+@transaction.atomic
 def memory_delete(*, memory: Memory) -> None:
-    """Deletes the memory with its versions and relations (cascade)."""
+    """Deletes the memory with its versions and relations (cascade); its thread
+    neighbours' lexical windows close over the gap."""
+    neighbour = None
+    if memory.thread_key and memory.thread_order is not None:
+        neighbour = (
+            Memory.objects.filter(
+                tenant_id=memory.tenant_id,
+                user_id=memory.user_id,
+                thread_key=memory.thread_key,
+                thread_order__lt=memory.thread_order,
+            )
+            .order_by("-thread_order")
+            .first()
+        ) or (
+            Memory.objects.filter(
+                tenant_id=memory.tenant_id,
+                user_id=memory.user_id,
+                thread_key=memory.thread_key,
+                thread_order__gt=memory.thread_order,
+            )
+            .order_by("thread_order")
+            .first()
+        )
     memory.delete()
+    if neighbour is not None:
+        refresh_thread_window(neighbour)
 
 
 def memory_record_access(*, memory_ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:

@@ -43,6 +43,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "state": ("system", "Current session state:"),
     "summaries": ("system", "Summary of earlier turns (compacted):"),
     "milestones": ("system", "Milestones from earlier turns:"),
+    "recalled": ("system", "Earlier turns that match the query (verbatim):"),
     "memories": ("system", "Relevant long-term memories:"),
     "failures": ("system", "Recent failing steps:"),
     "tools": ("system", "Recent tool outputs:"),

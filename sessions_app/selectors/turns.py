@@ -4,6 +4,7 @@ log through these rather than through the models."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -108,3 +109,33 @@ def steps_with_tool_output(*, session_id: Any, limit: int) -> list[TurnStep]:
         .select_related("turn")
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def turn_by_id(*, turn_id: int) -> ChatTurn | None:
+    """One turn by its id, or None (deleted since it was announced)."""
+    return ChatTurn.objects.filter(pk=turn_id).first()
+
+
+def turns_in_range(*, session_id: uuid.UUID, first: int, last: int) -> list[ChatTurn]:
+    """The session's turns numbered first..last that were not rolled back, oldest first,
+    compacted ones included (compaction flags turns, it does not delete them)."""
+    return list(
+        ChatTurn.objects.filter(
+            session_id=session_id,
+            turn_number__gte=first,
+            turn_number__lte=last,
+            rolled_back=False,
+        )
+        .order_by("turn_number")
+        .only("id", "session_id", "turn_number", "user_message", "assistant_response", "created_at")
+    )
+
+
+def turns_by_number(*, session_id: uuid.UUID, numbers: list[int]) -> dict[int, ChatTurn]:
+    """The session's turns with these numbers that were not rolled back, by number."""
+    return {
+        turn.turn_number: turn
+        for turn in ChatTurn.objects.filter(
+            session_id=session_id, turn_number__in=numbers, rolled_back=False
+        )
+    }

@@ -266,3 +266,60 @@ def generate(seed: int = SEED) -> ConversationSet:
                 )
             )
     return out
+
+
+# --- Dialogues: answers that only their neighbouring turn explains ---------------------
+#
+# Each exchange is a question by one speaker naming a subject and a reply that answers it
+# without naming it ("Yes, leaving on the 14th"). Asked later about the subject, only
+# the reply holds the answer, and only the turn before it says what it is about; the
+# other exchanges of the same template make look-alike replies. A search that indexes a
+# turn with its neighbours finds the reply; one that sees each line alone cannot tell the
+# replies apart.
+
+_EXCHANGES: list[tuple[str, str, str, list[str]]] = [
+    ("Did you book the trip to {e} yet?", "Yes! Leaving on the {n}th, early flight.",
+     "When is Ben leaving for {e}?", TRIP_CITIES),
+    ("Did you ever get your {e} repaired?", "Finally, and it cost me {n} dollars.",
+     "How much did Ben pay to repair the {e}?", DEVICES),
+    ("Is the new {e} working out?", "Mostly, though it broke after {n} days once.",
+     "After how many days did Ben's {e} break?", APPLIANCES),
+    ("How often do you go back to {e}?", "About {n} times a year, family reasons.",
+     "How often does Ben visit {e}?", CITIES),
+]  # fmt: skip
+EXCHANGES_PER_TEMPLATE = 5
+DIALOGUE_FILLERS = [
+    "Ana: Haha, sounds about right.",
+    "Ben: Anyway, how was your week?",
+    "Ana: Busy, but good. Work is work.",
+    "Ben: Same here, honestly.",
+]
+
+
+@dataclass
+class DialogueSet:
+    """Lines of one thread per user, in order, and questions naming the target line."""
+
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    questions: list[tuple[str, str, int]] = field(default_factory=list)  # user, text, line
+
+
+def generate_dialogues(seed: int = SEED, users: int = 2) -> DialogueSet:
+    rng = random.Random(seed + 1)
+    out = DialogueSet()
+    for user_index in range(users):
+        user_id = f"talker-{user_index:02d}"
+        exchanges = [
+            (asked, reply, question, entity)
+            for asked, reply, question, pool in _EXCHANGES
+            for entity in rng.sample(pool, EXCHANGES_PER_TEMPLATE)
+        ]
+        rng.shuffle(exchanges)
+        lines: list[str] = []
+        for asked, reply, question, entity in exchanges:
+            lines.append("Ana: " + asked.format(e=entity))
+            lines.append("Ben: " + reply.format(n=rng.randint(2, 28)))
+            out.questions.append((user_id, question.format(e=entity), len(lines) - 1))
+            lines.extend(rng.sample(DIALOGUE_FILLERS, 2))
+        out.lines[user_id] = lines
+    return out

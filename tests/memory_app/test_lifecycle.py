@@ -165,6 +165,8 @@ def test_erasure_leaves_no_row_about_the_user(
     assert set(_rows_about(tenant, "alice", [alice_session.pk])) == {
         "memory",
         "memory_version",
+        "memory_term_stat",  # BM25 statistics hold her words: erasure removes them too
+        "memory_lexicon_stat",
         "chat_session",
         "chat_turn",
         "turn_step",
@@ -195,6 +197,8 @@ def test_erasure_leaves_no_row_about_the_user(
         "session_selection": 1,
         "idempotency_record": 1,
         "memory": 2,
+        "memory_lexicon_stat": 1,
+        "memory_term_stat": 6,
     }
     assert Memory.objects.get(content="Alice helped me pick the XPS").allowed_users == []
 

@@ -48,7 +48,15 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
     paraphrase = search(api, "what did I buy a laptop under?", user_id="alice")
     assert paraphrase[0]["memory"]["id"] == memory["id"]
     parts = paraphrase[0]["parts"]
-    assert set(parts) == {"semantic", "lexical", "rrf", "recency", "importance", "access"}
+    assert set(parts) == {
+        "semantic",
+        "lexical",
+        "relevance",
+        "rrf",
+        "recency",
+        "importance",
+        "access",
+    }
     assert 0 < paraphrase[0]["score"] <= 1
     # Reads are counted, in one UPDATE after the search.
     assert Memory.objects.get(pk=memory["id"]).access_count == 2

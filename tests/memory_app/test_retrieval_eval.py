@@ -14,6 +14,7 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
-from tests.memory_app.retrieval_data import generate
+from tests.memory_app.retrieval_data import generate, generate_dialogues
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "RESULTS.md"
 START, END = "<!-- retrieval-eval:start -->", "<!-- retrieval-eval:end -->"
@@ -115,3 +116,65 @@ def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
     # a dozen look-alike orders (seen at recall@5), words miss paraphrases.
     assert recall("hybrid", "exact_id", 5) > recall("vector", "exact_id", 5)
     assert recall("hybrid", "paraphrase", 10) > recall("lexical", "paraphrase", 10)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Tenant) -> None:
+    """The same dialogue lines stored twice: in a thread, and as free-standing memories.
+    Each question names a subject that only the turn before its answer mentions."""
+    data = generate_dialogues()
+    ids: dict[tuple[str, str], list[Any]] = {}
+    for user_id, lines in data.lines.items():
+        for variant, thread in (("thread", "dialogue-1"), ("loose", "")):
+            drafts = [
+                MemoryDraft(
+                    user_id=f"{user_id}-{variant}",
+                    type="episodic",
+                    content=line,
+                    thread_key=thread,
+                    thread_order=index if thread else None,
+                )
+                for index, line in enumerate(lines)
+            ]
+            results = memory_add_many(tenant=tenant, drafts=drafts)
+            ids[(user_id, variant)] = [result.memory.pk for result in results]
+    vectors = embed_texts([text for _, text, _ in data.questions])
+    found: dict[tuple[str, str, int], int] = defaultdict(int)
+    for (user_id, text, line), vector in zip(data.questions, vectors, strict=True):
+        for variant in ("thread", "loose"):
+            for mode in MODES:
+                outcome = memory_search(
+                    tenant=tenant,
+                    actor=Actor(f"{user_id}-{variant}"),
+                    query=text,
+                    user_id=f"{user_id}-{variant}",
+                    limit=5,
+                    mode=mode,
+                    query_embedding=vector,
+                )
+                target = ids[(user_id, variant)][line]
+                for k in (1, 5):
+                    if target in [hit.memory.pk for hit in outcome.hits[:k]]:
+                        found[(variant, mode, k)] += 1
+    total = len(data.questions)
+
+    def recall(variant: str, mode: str, k: int) -> float:
+        return found[(variant, mode, k)] / total
+
+    lines = [
+        f"{total} questions whose answer line is explained only by the line before it.",
+        "",
+        "| memories | mode | R@1 | R@5 |",
+        "|---|---|---|---|",
+    ]
+    for variant in ("thread", "loose"):
+        for mode in MODES:
+            lines.append(
+                f"| {variant} | {mode} | {recall(variant, mode, 1):.3f} "
+                f"| {recall(variant, mode, 5):.3f} |"
+            )
+    print("\n" + "\n".join(lines))
+    assert recall("thread", "hybrid", 5) > recall("loose", "hybrid", 5) + 0.2
+    assert recall("thread", "lexical", 5) > recall("loose", "lexical", 5) + 0.2
+    assert recall("thread", "hybrid", 5) >= recall("thread", "vector", 5)

@@ -1,0 +1,201 @@
+"""Memories that know where they came from: thread windows, BM25 statistics kept by the
+database, bounded lexical step, and the API fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from memory_app.models import Memory
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import lexical_query, memory_search
+from memory_app.services.memories import (
+    MemoryDraft,
+    memory_add_many,
+    memory_delete,
+    memory_update,
+)
+from sessions_app.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+DIALOGUE = [
+    "Ana: Did you finally book the trip to Kyoto?",
+    "Ben: Yes! On the 14th, flying out early in the morning.",
+    "Ana: Lovely. How is the new puppy doing?",
+    "Ben: He chewed through two cables already.",
+    "Ana: And the pottery class you started?",
+    "Ben: I dropped it, the teacher moved away.",
+]
+
+
+def _thread(
+    tenant: Tenant, user: str, lines: list[str], orders: list[int] | None = None
+) -> list[Memory]:
+    orders = orders if orders is not None else list(range(len(lines)))
+    drafts = [
+        MemoryDraft(
+            user_id=user, type="episodic", content=line, thread_key="chat-1", thread_order=order
+        )
+        for line, order in zip(lines, orders, strict=True)
+    ]
+    return [result.memory for result in memory_add_many(tenant=tenant, drafts=drafts)]
+
+
+def _stats(tenant: Tenant, user: str) -> tuple[dict[str, int], tuple[int, int]]:
+    """The trigger-kept statistics, and the same recomputed from the memory rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme, df FROM memory_term_stat WHERE tenant_id = %s AND user_id = %s"
+            " AND df > 0",
+            [tenant.pk, user],
+        )
+        kept = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT lexeme, count(*) FROM memory, unnest(tsvector_to_array(lexical_vector))"
+            " AS lexeme WHERE tenant_id = %s AND user_id = %s GROUP BY lexeme",
+            [tenant.pk, user],
+        )
+        recomputed = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT documents, lexemes FROM memory_lexicon_stat WHERE tenant_id = %s"
+            " AND user_id = %s",
+            [tenant.pk, user],
+        )
+        totals = cursor.fetchone() or (0, 0)
+        cursor.execute(
+            "SELECT count(*), coalesce(sum(length(lexical_vector)), 0) FROM memory"
+            " WHERE tenant_id = %s AND user_id = %s",
+            [tenant.pk, user],
+        )
+        actual = cursor.fetchone()
+    assert kept == recomputed
+    assert tuple(totals) == tuple(actual)
+    return kept, tuple(totals)
+
+
+def test_a_turn_is_found_by_the_words_of_its_neighbours(tenant: Tenant) -> None:
+    threaded = _thread(tenant, "ben", DIALOGUE)
+    loose = memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="bob", type="episodic", content=line) for line in DIALOGUE],
+    )
+    answer, loose_answer = threaded[1], loose[1].memory
+    query = "When is the Kyoto trip?"
+    found = memory_search(
+        tenant=tenant, actor=Actor("ben"), query=query, user_id="ben", mode="lexical"
+    )
+    assert answer.pk in [hit.memory.pk for hit in found.hits[:2]]
+    # The same line without a thread shares no word with the question.
+    alone = memory_search(
+        tenant=tenant, actor=Actor("bob"), query=query, user_id="bob", mode="lexical"
+    )
+    assert loose_answer.pk not in [hit.memory.pk for hit in alone.hits]
+    hybrid = memory_search(tenant=tenant, actor=Actor("ben"), query=query, user_id="ben")
+    assert answer.pk in [hit.memory.pk for hit in hybrid.hits[:2]]
+    assert hybrid.hits[0].parts["relevance"] == 1.0
+    assert all(0.0 <= hit.parts["relevance"] <= 1.0 for hit in hybrid.hits)
+
+
+def test_windows_are_right_whatever_order_the_turns_arrive_in(tenant: Tenant) -> None:
+    # Arrive shuffled: each arrival rewrites the windows it falls in.
+    orders = [3, 0, 5, 1, 4, 2]
+    _thread(tenant, "ben", [DIALOGUE[order] for order in orders], orders)
+    rows = list(Memory.objects.filter(user_id="ben").order_by("thread_order"))
+    assert [row.thread_order for row in rows] == list(range(6))
+    for index, row in enumerate(rows):
+        expected = "\n".join(DIALOGUE[max(0, index - 2) : index + 2])
+        assert row.thread_context == expected, index
+    _stats(tenant, "ben")
+
+
+def test_thread_order_defaults_to_the_order_of_the_adds(tenant: Tenant) -> None:
+    drafts = [
+        MemoryDraft(user_id="ben", type="episodic", content=line, thread_key="chat-9")
+        for line in DIALOGUE[:3]
+    ]
+    memory_add_many(tenant=tenant, drafts=drafts)
+    drafts = [MemoryDraft(user_id="ben", type="episodic", content=DIALOGUE[3], thread_key="chat-9")]
+    memory_add_many(tenant=tenant, drafts=drafts)
+    rows = Memory.objects.filter(user_id="ben").order_by("thread_order")
+    assert [(row.content, row.thread_order) for row in rows] == [
+        (line, order) for order, line in enumerate(DIALOGUE[:4])
+    ]
+
+
+def test_similar_turns_of_a_thread_are_not_merged(tenant: Tenant) -> None:
+    lines = ["Ben: I went running this morning.", "Ben: I went running this morning too!"]
+    threaded = _thread(tenant, "ben", lines)
+    assert len({memory.pk for memory in threaded}) == 2
+    # Free-standing, the same two are one fact restated: merged.
+    loose = memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="bob", type="episodic", content=line) for line in lines],
+    )
+    assert loose[1].action == "merged"
+
+
+def test_bm25_statistics_follow_every_write(tenant: Tenant) -> None:
+    memories = _thread(tenant, "ben", DIALOGUE)
+    kept, totals = _stats(tenant, "ben")
+    assert kept["kyoto"] == 3  # its own window and its two followers' ("trip" too)
+    assert totals[0] == len(DIALOGUE)
+    memory_update(memory=memories[0], changes={"content": "Ana: Did you book the Osaka trip?"})
+    kept, _ = _stats(tenant, "ben")
+    assert "kyoto" not in kept and kept["osaka"] == 3
+    memory_delete(memory=Memory.objects.get(pk=memories[2].pk))
+    kept, totals = _stats(tenant, "ben")
+    assert totals[0] == len(DIALOGUE) - 1
+    # The gap closed: the line after the deleted one now follows the one before it.
+    window = Memory.objects.get(pk=memories[3].pk).thread_context
+    assert window.split("\n")[:2] == ["Ana: Did you book the Osaka trip?", DIALOGUE[1]]
+
+
+def test_the_lexical_step_drops_the_most_frequent_terms_past_its_bound(tenant: Tenant) -> None:
+    lines = [f"Ben: the weather was lovely on day {n}" for n in range(30)]
+    lines.append("Ben: the weather in Kyoto was lovely")
+    memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="ben", type="episodic", content=line) for line in lines],
+    )
+    with connection.cursor() as cursor:
+        full = lexical_query(cursor, tenant=tenant, user_id="ben", text="lovely weather in Kyoto")
+        assert full is not None and set(full.lexemes) == {"love", "weather", "kyoto"}
+        with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=5):
+            bounded = lexical_query(
+                cursor, tenant=tenant, user_id="ben", text="lovely weather in Kyoto"
+            )
+    assert bounded is not None and bounded.lexemes == ["kyoto"]
+    assert full.idfs[full.lexemes.index("kyoto")] > full.idfs[full.lexemes.index("weather")]
+
+
+def test_thread_fields_through_the_api(api: APIClient) -> None:
+    body: dict[str, Any] = {
+        "user_id": "ben",
+        "type": "episodic",
+        "content": DIALOGUE[0],
+        "thread_key": "locomo-1/session-1",
+        "thread_order": 7,
+        "occurred_at": "2023-05-08T13:56:00Z",
+    }
+    response = api.post("/api/v1/memories", body, format="json")
+    assert response.status_code == 201, response.content
+    memory = response.json()["memory"]
+    assert memory["thread_key"] == "locomo-1/session-1" and memory["thread_order"] == 7
+    assert memory["occurred_at"].startswith("2023-05-08T13:56")
+    bulk = api.post(
+        "/api/v1/memories/bulk",
+        [{**body, "content": DIALOGUE[1], "thread_order": 8}],
+        format="json",
+    )
+    assert bulk.status_code == 200, bulk.content
+    first = Memory.objects.get(pk=memory["id"])
+    assert first.thread_context == "\n".join(DIALOGUE[:2])
+    for bad in ({"thread_order": -1}, {"thread_order": "x"}, {"thread_key": "k" * 256}):
+        response = api.post("/api/v1/memories", {**body, **bad}, format="json")
+        assert response.status_code == 400, response.content
+        assert set(bad) <= set(response.json()["error"]["fields"])
