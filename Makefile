@@ -40,12 +40,14 @@ test-system-deps:
 	fi
 
 # mypy's Django plugin imports the test settings; placeholder URLs stop those from
-# starting throwaway servers just to type-check.
+# starting throwaway servers just to type-check. import-linter holds the direction between
+# the apps (contracts in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none REDIS_URL=redis://127.0.0.1:1 \
 		$(VENV)/bin/mypy sessions_app memory_app analytics_app config
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 test: test-system-deps lint
 	$(PY) -m pytest

@@ -126,8 +126,12 @@ STORAGES = {
 }
 LOGIN_URL = "admin:login"
 
-# Request bodies above this many bytes answer 413 (`request_too_large`).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+# Request bodies above this many bytes answer 413 (`request_too_large`), checked by
+# BodySizeLimitMiddleware per route; POST /api/v1/turns/batch has its own limit.
+ENGRAM_MAX_BODY_BYTES = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+ENGRAM_TURN_BATCH_MAX_BODY_BYTES = env_int("ENGRAM_TURN_BATCH_MAX_BODY_BYTES", 8 * 1_048_576)
+# Django's own check (DRF reads the body through it) must let the larger one through.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(ENGRAM_MAX_BODY_BYTES, ENGRAM_TURN_BATCH_MAX_BODY_BYTES)
 
 # --- API ------------------------------------------------------------------------------
 # JSON bodies nested deeper than this answer 400 (deep documents exhaust recursion).
@@ -219,6 +223,8 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
+ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn
 # spends it first; clients may ask for 1-3600 s.
 ENGRAM_BUDGET_LEASE_SECONDS = env_int("ENGRAM_BUDGET_LEASE_SECONDS", 60)

@@ -39,7 +39,7 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status)
 
 
-def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     """DRF's nested error dicts/lists become {"steps.0.input_tokens": ["..."]}."""
     out: dict[str, list[str]] = {}
     if isinstance(detail, dict):
@@ -48,13 +48,13 @@ def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
             if key == "non_field_errors":
                 # An error about a nested object or list as a whole names that object.
                 name = prefix or "non_field_errors"
-            out.update(_flatten_fields(value, name))
+            out.update(flatten_fields(value, name))
     elif isinstance(detail, list):
         if all(not isinstance(item, (dict, list)) for item in detail):
             out[prefix or "non_field_errors"] = [str(item) for item in detail]
         else:
             for index, item in enumerate(detail):
-                out.update(_flatten_fields(item, f"{prefix}.{index}" if prefix else str(index)))
+                out.update(flatten_fields(item, f"{prefix}.{index}" if prefix else str(index)))
     else:
         out[prefix or "non_field_errors"] = [str(detail)]
     return out
@@ -78,7 +78,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             exc.status, exc.code, exc.message, exc.fields, headers=exc.headers, **exc.extra
         )
     if isinstance(exc, drf.ValidationError):
-        fields = _flatten_fields(exc.detail)
+        fields = flatten_fields(exc.detail)
         return error_response(400, ErrorCode.INVALID, "The request is invalid.", fields)
     if isinstance(exc, RequestDataTooBig):
         return error_response(413, ErrorCode.REQUEST_TOO_LARGE, "The request body is too large.")
