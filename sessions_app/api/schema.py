@@ -87,15 +87,16 @@ class EngramAutoSchema(AutoSchema):
             schema.update(constraints)
         return schema
 
-    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
-        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
-        if body is None:  # no body (GET, DELETE): asking for a serializer would only warn
-            return None
-        serializer = self.get_request_serializer()  # type: ignore[no-untyped-call]
+    def _get_request_for_media_type(
+        self, serializer: Any, direction: str = "request"
+    ) -> tuple[Any, bool]:
+        schema, required = super()._get_request_for_media_type(  # type: ignore[no-untyped-call]
+            serializer, direction
+        )
         if getattr(serializer, "openapi_constraints", None):
             # A body that must name one field cannot be left out, even on PATCH.
-            body["required"] = True
-        return body
+            required = True
+        return schema, bool(required)
 
     def _unwrap_list_serializer(self, serializer: Any, direction: str) -> dict[str, Any] | None:
         schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]
