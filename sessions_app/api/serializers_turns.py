@@ -182,7 +182,7 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False,
         help_text="The budget reservation this turn spends (from `POST …/budget/check` with "
         "`reserve: true`); it is released. Omitted: the session's oldest live reservation "
-        "is released. An unknown or ended reservation is ignored.",
+        "is released, as it is when the named one is unknown, ended or already spent.",
     )
 
     @staticmethod

@@ -82,24 +82,23 @@ def budget_check_reserve(
 def budget_reservation_release(
     *, session: ChatSession, reservation_id: uuid.UUID | None, now: datetime
 ) -> None:
-    """Called by `turn_record` under the session's lock: the turn spends a reservation.
-    The named one, else the session's oldest live one (an agent that reserved and then
-    records its turn need not pass the id: FIFO is right when agents reserve one step
-    at a time). Ended leases of the session go at the same time."""
+    """Called by `turn_record` under the session's lock: the turn spends one reservation.
+    The named one if it is still live, else the session's oldest live one (an agent that
+    reserved and then records its turn need not pass the id: FIFO is right when agents
+    reserve one step at a time; and when a turn without an id already spent the named
+    one, the turn that names it spends the one left over instead, so every turn spends
+    exactly one while any is live). Ended leases of the session go at the same time."""
     if not _has_budget(session):
         return
-    spent = (
-        Q(pk=reservation_id)
-        if reservation_id is not None
-        else Q(
-            pk__in=BudgetReservation.objects.filter(session=session, expires_at__gt=now)
-            .order_by("created_at", "pk")
-            .values("pk")[:1]
-        )
-    )
-    BudgetReservation.objects.filter(session=session).filter(
-        spent | Q(expires_at__lte=now)
-    ).delete()
+    ended = Q(expires_at__lte=now)
+    mine = BudgetReservation.objects.filter(session=session)
+    if reservation_id is not None:
+        named, _ = mine.filter(pk=reservation_id, expires_at__gt=now).delete()
+        if named:
+            mine.filter(ended).delete()
+            return
+    oldest = mine.filter(expires_at__gt=now).order_by("created_at", "pk").values("pk")[:1]
+    mine.filter(Q(pk__in=oldest) | ended).delete()
 
 
 def budget_reservations_purge(*, now: datetime | None = None, limit: int = 10_000) -> int:

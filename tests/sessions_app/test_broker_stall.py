@@ -79,7 +79,6 @@ def broker() -> Iterator[tuple[str, int]]:
     celery_app.conf.broker_url = url
     celery_app.conf.broker_write_url = url
     celery_app.conf.task_always_eager = False
-    celery_app.pool.force_close_all()
     outbox._broker_down_until = 0.0
     try:
         yield url, pid
@@ -87,7 +86,6 @@ def broker() -> Iterator[tuple[str, int]]:
         os.kill(pid, signal.SIGCONT)
         celery_app.conf.task_always_eager = True
         celery_app.conf.broker_url, celery_app.conf.broker_write_url = old
-        celery_app.pool.force_close_all()
         outbox._broker_down_until = 0.0
         valkey.stop()
 
@@ -117,6 +115,9 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
         "ENGRAM_COMPACT_MAX_TURNS": "5",
         "ENGRAM_COMPACT_KEEP_LAST_TURNS": "2",
         "ENGRAM_LLM_URL": "",
+        # The worker publishes what it enqueues (the drain, span extraction) as in
+        # production, instead of running it inline.
+        "CELERY_TASK_ALWAYS_EAGER": "false",
     }
     queue_name = "celery"
     log_path = tmp_path / "worker.log"
@@ -143,10 +144,11 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
 
         # Broker up: the first turn's extraction runs in the worker.
         assert post(0).status_code == 201
-        _wait_until(lambda: facts(sid).count() == 1, 90, "first extraction")
+        _wait_until(lambda: facts(sid).count() == 1, 180, "first extraction")
 
         os.kill(valkey_pid, signal.SIGSTOP)
-        assert _process_state(valkey_pid) == "T"
+        # Signal delivery is asynchronous: wait until the kernel shows it stopped.
+        _wait_until(lambda: _process_state(valkey_pid) == "T", 10, "Valkey stopped")
         answers = [post(i) for i in range(1, 7)]
         # Every turn answered while the broker was still paused.
         assert _process_state(valkey_pid) == "T"
@@ -160,12 +162,12 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
         os.kill(valkey_pid, signal.SIGCONT)
         # What beat does every 30 s: the drain runs in the worker.
         _publish("sessions_app.outbox_drain", [], {})
-        _wait_until(lambda: not OutboxMessage.objects.exists(), 60, "outbox drained")
+        _wait_until(lambda: not OutboxMessage.objects.exists(), 180, "outbox drained")
         _wait_until(
             lambda: (
                 facts(sid).count() == 7 and ContextSummary.objects.filter(session_id=sid).exists()
             ),
-            120,
+            300,
             "extraction and compaction after the broker came back",
         )
     finally:

@@ -137,6 +137,16 @@ def test_reservations_hold_until_the_turn_or_the_lease_ends(api: APIClient, tena
     post_turn(api, sid, turn_body(steps=STEPS))
     assert not BudgetReservation.objects.filter(session_id=sid).exists()
 
+    # A turn without an id spends the oldest (here: B's, named later by B's turn); B's
+    # turn then spends the one left over, so no reservation outlives the turns.
+    a = reserve(api, sid, 10).json()["reservation"]["id"]
+    b = reserve(api, sid, 10).json()["reservation"]["id"]
+    BudgetReservation.objects.filter(pk=b).update(created_at=timezone.now() - timedelta(seconds=9))
+    post_turn(api, sid, turn_body(steps=[]))
+    assert [str(pk) for pk in BudgetReservation.objects.values_list("pk", flat=True)] == [a]
+    post_turn(api, sid, turn_body(steps=[], reservation_id=b))
+    assert not BudgetReservation.objects.exists()
+
     # Leases that end without a turn are purged by the hourly task.
     reserve(api, sid, 10, lease_seconds=5)
     assert purge_budget_reservations.apply().get() == 0  # still live
