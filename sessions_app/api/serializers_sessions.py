@@ -40,11 +40,28 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=255,
         help_text="A provider's own session id to resume (e.g. a Claude CLI session).",
     )
+    resume = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "With `external_session_id`: answer the tenant's unexpired session for "
+            "(agent_id, external_session_id) with 200 if there is one (the other fields "
+            "are then ignored), else create it (201)."
+        ),
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("resume") and not attrs.get("external_session_id"):
+            raise serializers.ValidationError(
+                {"external_session_id": ["Required when `resume` is true."]}
+            )
+        return attrs
 
 
 class SessionUpdateSerializer(SessionCreateSerializer):
     user_id = None  # type: ignore[assignment]
     agent_id = None  # type: ignore[assignment]
+    resume = None  # type: ignore[assignment]
 
 
 class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -54,3 +54,22 @@ def session_get_for_write(*, tenant: Tenant, session_id: Any) -> ChatSession:
     session = session_get(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session)
     return session
+
+
+def session_find_resumable(
+    *, tenant: Tenant, agent_id: str, external_session_id: str, now: datetime | None = None
+) -> ChatSession | None:
+    """The newest session of the tenant for this agent and external id that can still
+    take writes, or None."""
+    now = now or timezone.now()
+    return (
+        ChatSession.objects.filter(
+            tenant=tenant,
+            agent_id=agent_id,
+            external_session_id=external_session_id,
+            expires_at__gt=now,
+        )
+        .exclude(status__in=WRITE_CLOSED_STATUSES)
+        .order_by("-created_at")
+        .first()
+    )
