@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "memory_app",
     "analytics_app",
+    "integrations",
 ]
 
 MIDDLEWARE = [
