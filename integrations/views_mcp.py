@@ -1,22 +1,26 @@
 """MCP over streamable HTTP at `/mcp/`, served by Django under WSGI.
 
 The SDK's transport is ASGI. In its stateless JSON-response mode one HTTP POST is one
-complete JSON-RPC exchange, so this view can drive it directly: it authenticates the key,
-builds that tenant's server, hands the request to the SDK's session manager as an ASGI
-call inside a short-lived event loop, and returns what the SDK answered. No session state
-survives the request, so any gunicorn worker can serve any call."""
+complete JSON-RPC exchange, so this view can drive it directly: DRF authenticates the
+API key (same keys, same 401s as the REST API), the view builds that tenant's server and
+hands the request to the SDK's session manager as an ASGI call inside a short-lived event
+loop, and returns what the SDK answered. No session state outlives the request, so any
+gunicorn worker can serve any call."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
-from django.views.decorators.csrf import csrf_exempt
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework.request import Request
 
-from integrations.auth import authenticate
 from integrations.mcp_server import build_server
+from integrations.views_otlp import FirstRendererNegotiation, RawBodyParser
+from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.models import Tenant
 
 # Django's ALLOWED_HOSTS already vets the Host header; the SDK's own check only knows
@@ -24,13 +28,12 @@ from sessions_app.models import Tenant
 _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def _scope(request: HttpRequest) -> dict[str, Any]:
+def _scope(request: Request) -> dict[str, Any]:
     headers = [
         (name.lower().encode("latin-1"), value.encode("latin-1"))
         for name, value in request.headers.items()
     ]
-    host = request.get_host()
-    name, _, port = host.partition(":")
+    name, _, port = request.get_host().partition(":")
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -47,22 +50,24 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-async def _serve(tenant: Tenant, scope: dict[str, Any], body: bytes) -> tuple[int, list[Any], bytes]:
+async def _serve(
+    tenant: Tenant, scope: dict[str, Any], body: bytes
+) -> tuple[int, list[Any], bytes]:
     server = build_server(tenant)
     server.streamable_http_app(
         json_response=True, stateless_http=True, transport_security=_SECURITY
     )
     manager = server.session_manager
     finished = asyncio.Event()
-    sent_body = False
+    body_sent = False
     status = 500
     headers: list[Any] = []
     chunks: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
-        nonlocal sent_body
-        if not sent_body:
-            sent_body = True
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         await finished.wait()  # the client stays connected until the answer is out
         return {"type": "http.disconnect"}
@@ -83,15 +88,44 @@ async def _serve(tenant: Tenant, scope: dict[str, Any], body: bytes) -> tuple[in
     return status, headers, b"".join(chunks)
 
 
-@csrf_exempt
-def mcp_endpoint(request: HttpRequest) -> HttpResponse:
-    tenant = authenticate(request)
-    if not isinstance(tenant, Tenant):
-        return tenant
-    status, headers, body = asyncio.run(_serve(tenant, _scope(request), request.body))
-    response = HttpResponse(body, status=status)
-    for name, value in headers:
-        key = name.decode("latin-1")
-        if key.lower() not in ("content-length", "transfer-encoding", "connection"):
-            response[key] = value.decode("latin-1")
-    return response
+class McpView(TenantAPIView):
+    parser_classes = [RawBodyParser]
+    content_negotiation_class = FirstRendererNegotiation
+
+    def _handle(self, request: Request) -> HttpResponse:
+        status, headers, body = asyncio.run(_serve(self.tenant, _scope(request), request.body))
+        response = HttpResponse(body, status=status)
+        for name, value in headers:
+            key = name.decode("latin-1")
+            if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                response[key] = value.decode("latin-1")
+        return response
+
+    @extend_schema(
+        summary="MCP over streamable HTTP (stateless, JSON responses)",
+        description=(
+            "A JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, "
+            "tools/call …) for the tenant of the API key. Tools: session_open, turn_record, "
+            "memory_add, memory_search, context_get, resolve_reference, cart_add, "
+            "cart_list, usage_report. Point an MCP client's streamable HTTP transport here "
+            "with `Authorization: Bearer <api key>`."
+        ),
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The JSON-RPC response."),
+            202: OpenApiResponse(description="A notification was accepted."),
+            400: OpenApiResponse(description="Not a valid JSON-RPC message (MCP's own error)."),
+            401: OpenApiResponse(description="not_authenticated / authentication_failed"),
+        },
+    )
+    def post(self, request: Request) -> HttpResponse:
+        return self._handle(request)
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> HttpResponse:
+        """Stateless mode has no server-to-client stream: the SDK answers 405 itself."""
+        return self._handle(request)
+
+    @extend_schema(exclude=True)
+    def delete(self, request: Request) -> HttpResponse:
+        return self._handle(request)

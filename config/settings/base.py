@@ -198,6 +198,8 @@ ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
 ENGRAM_COMPACT_SUMMARY_TOKEN_CAP = env_int("ENGRAM_COMPACT_SUMMARY_TOKEN_CAP", 1500)
 ENGRAM_CONTEXT_HALF_LIFE_MINUTES = env_float("ENGRAM_CONTEXT_HALF_LIFE_MINUTES", 45.0)
 ENGRAM_CONTEXT_DEFAULT_BUDGET = env_int("ENGRAM_CONTEXT_DEFAULT_BUDGET", 4000)
+# OTLP/HTTP receiver (/v1/traces): a gzip body may inflate to at most this many bytes.
+ENGRAM_OTLP_MAX_INFLATED_BYTES = env_int("ENGRAM_OTLP_MAX_INFLATED_BYTES", 16 * 1_048_576)
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # Test hook only: compaction sleeps this long half-way through its write transaction,
