@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench bench-full clean-data
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt clients/python/pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none REDIS_URL=redis://127.0.0.1:1 \
-		$(VENV)/bin/mypy sessions_app memory_app analytics_app config
+		$(VENV)/bin/mypy sessions_app memory_app analytics_app integrations config clients/python/src/engram
 
 test: lint
 	$(PY) -m pytest

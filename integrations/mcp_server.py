@@ -159,7 +159,9 @@ def build_server(tenant: Tenant) -> MCPServer:
     )
     def context_get(
         session_id: SessionId,
-        query: Annotated[str, Field(max_length=2000, description="What the next call is about.")] = "",
+        query: Annotated[
+            str, Field(max_length=2000, description="What the next call is about.")
+        ] = "",
         budget: Annotated[int | None, Field(ge=50, le=200_000, description="Tokens.")] = None,
     ) -> dict[str, Any]:
         return call(mcp_tools.context_get, session_id=session_id, query=query, budget=budget)
@@ -204,8 +206,6 @@ def build_server(tenant: Tenant) -> MCPServer:
         start: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
         end: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
     ) -> dict[str, Any]:
-        return call(
-            mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end}
-        )
+        return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
 
     return server

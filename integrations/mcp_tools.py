@@ -133,7 +133,9 @@ def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
 
 
 def memory_search_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
-    data = _validated(MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None}))
+    data = _validated(
+        MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
+    )
     actor = Actor(
         user_id=data.get("acting_user_id") or data.get("user_id") or None,
         roles=tuple(data.get("acting_roles", [])),
@@ -159,7 +161,9 @@ def memory_search_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
 
 
 def context_get(tenant: Tenant, *, session_id: str, **params: Any) -> dict[str, Any]:
-    data = _validated(ContextQuerySerializer(data={k: v for k, v in params.items() if v is not None}))
+    data = _validated(
+        ContextQuerySerializer(data={k: v for k, v in params.items() if v is not None})
+    )
     context = context_serve(
         tenant=tenant,
         session_id=session_id,
@@ -187,7 +191,9 @@ def resolve_reference(
 
 def cart_add(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any]:
     session = session_get_for_write(tenant=tenant, session_id=session_id)
-    data = _validated(SelectionAddSerializer(data={k: v for k, v in fields.items() if v is not None}))
+    data = _validated(
+        SelectionAddSerializer(data={k: v for k, v in fields.items() if v is not None})
+    )
     line, created = selection_add(session=session, **data)
     return {"added": created, "line": jsonable(CartLineSerializer(line).data)}
 

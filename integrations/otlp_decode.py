@@ -7,7 +7,6 @@ so both encodings go through the same generated message class."""
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import zlib
 from dataclasses import dataclass
@@ -82,7 +81,9 @@ def decompress(body: bytes, encoding: str, limit: int) -> bytes:
     if encoding in ("", "identity"):
         return body
     if encoding not in ("gzip", "deflate"):
-        raise OtlpError(415, "unsupported_media_type", f"Content-Encoding {encoding!r} is not supported.")
+        raise OtlpError(
+            415, "unsupported_media_type", f"Content-Encoding {encoding!r} is not supported."
+        )
     wbits = 16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
     try:
@@ -99,7 +100,14 @@ def _hex_ids_to_base64(node: Any) -> Any:
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
-            if key in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id") and isinstance(value, str):
+            if key in (
+                "traceId",
+                "spanId",
+                "parentSpanId",
+                "trace_id",
+                "span_id",
+                "parent_span_id",
+            ) and isinstance(value, str):
                 try:
                     value = base64.b64encode(bytes.fromhex(value)).decode()
                 except ValueError as exc:
@@ -118,7 +126,9 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
         try:
             message.ParseFromString(body)
         except (DecodeError, ValueError, RuntimeError) as exc:
-            raise OtlpError(400, "invalid", f"The body is not a valid OTLP protobuf message: {exc}") from exc
+            raise OtlpError(
+                400, "invalid", f"The body is not a valid OTLP protobuf message: {exc}"
+            ) from exc
         return message
     if media == JSON:
         try:
@@ -130,7 +140,9 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
         try:
             json_format.ParseDict(_hex_ids_to_base64(document), message, ignore_unknown_fields=True)
         except (json_format.ParseError, ValueError, TypeError) as exc:
-            raise OtlpError(400, "invalid", f"The body is not a valid OTLP JSON message: {exc}") from exc
+            raise OtlpError(
+                400, "invalid", f"The body is not a valid OTLP JSON message: {exc}"
+            ) from exc
         return message
     raise OtlpError(415, "unsupported_media_type", f"Send {PROTOBUF} or {JSON}.")
 
@@ -158,7 +170,9 @@ def spans_of(message: ExportTraceServiceRequest) -> list[SpanRecord]:
     return spans
 
 
-def encode_response(media: str, rejected: int, message: str, extra: dict[str, Any]) -> tuple[bytes, str]:
+def encode_response(
+    media: str, rejected: int, message: str, extra: dict[str, Any]
+) -> tuple[bytes, str]:
     """The ExportTraceServiceResponse in the request's encoding; JSON also carries Engram's
     own counts beside the standard fields."""
     response = ExportTraceServiceResponse()

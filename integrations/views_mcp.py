@@ -10,6 +10,7 @@ gunicorn worker can serve any call."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import MutableMapping
 from typing import Any
 
 from django.http import HttpResponse
@@ -72,7 +73,7 @@ async def _serve(
         await finished.wait()  # the client stays connected until the answer is out
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status, headers
         if message["type"] == "http.response.start":
             status = message["status"]

@@ -4,6 +4,7 @@ here with the API key in `Authorization: Bearer …`; GenAI spans become turns
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 
 from integrations.otlp_decode import (
@@ -34,7 +36,9 @@ class RawBodyParser(BaseParser):
 
     media_type = "*/*"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> bytes:
+    def parse(  # type: ignore[override]  # the raw body, decoded by otlp_decode
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> bytes:
         return stream.read() if stream is not None else b""
 
 
@@ -42,13 +46,14 @@ class FirstRendererNegotiation(BaseContentNegotiation):
     """The view answers in the request's own encoding, not by `Accept`: an exporter
     asking for protobuf must not get a 406 from DRF's JSON-only renderer list."""
 
-    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
-        return parsers[0]
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser:
+        return next(iter(parsers))
 
     def select_renderer(
-        self, request: Request, renderers: list[Any], format_suffix: str | None = None
-    ) -> tuple[Any, str]:
-        return renderers[0], renderers[0].media_type
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class OtlpTracesView(TenantAPIView):
@@ -69,11 +74,18 @@ class OtlpTracesView(TenantAPIView):
         ),
         request={PROTOBUF: OpenApiTypes.BINARY, JSON: OpenApiTypes.OBJECT},
         parameters=[
-            OpenApiParameter("Content-Encoding", str, OpenApiParameter.HEADER, enum=["gzip", "deflate", "identity"])
+            OpenApiParameter(
+                "Content-Encoding",
+                str,
+                OpenApiParameter.HEADER,
+                enum=["gzip", "deflate", "identity"],
+            )
         ],
         responses={
             200: OpenApiResponse(description="ExportTraceServiceResponse (protobuf or JSON)."),
-            400: OpenApiResponse(description="invalid / malformed_json: the body cannot be decoded"),
+            400: OpenApiResponse(
+                description="invalid / malformed_json: the body cannot be decoded"
+            ),
             401: OpenApiResponse(description="not_authenticated / authentication_failed"),
             413: OpenApiResponse(description="request_too_large (also once inflated)"),
             415: OpenApiResponse(description="unsupported_media_type"),

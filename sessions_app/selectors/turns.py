@@ -24,9 +24,7 @@ def turn_get(*, session: ChatSession, turn_number: int) -> ChatTurn:
         raise NotFound(f"Turn {turn_number} not found in this session.") from exc
 
 
-def turn_metadata_values(
-    *, session: ChatSession, match: dict[str, Any], key: str
-) -> list[Any]:
+def turn_metadata_values(*, session: ChatSession, match: dict[str, Any], key: str) -> list[Any]:
     """The items of list `metadata[key]` across the session's turns whose metadata
     contains `match`: how an importer finds what it already stored (e.g. the span ids
     of an OTLP trace) without a table of its own."""

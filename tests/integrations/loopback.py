@@ -106,14 +106,18 @@ def _chat(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: FakeLLM) 
     if not stream:
         message = {"role": "assistant", "content": ANSWER}
         choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
-        _json(handler, 200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage})
+        _json(
+            handler, 200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+        )
         return
     chunk = {**base, "object": "chat.completion.chunk"}
     events: list[tuple[str | None, Any]] = []
     for word in ANSWER.split(" "):
         delta = {"index": 0, "delta": {"content": word + " "}, "finish_reason": None}
         events.append((None, {**chunk, "choices": [delta]}))
-    events.append((None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    events.append(
+        (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    )
     if include_usage:
         events.append((None, {**chunk, "choices": [], "usage": usage}))
     events.append((None, "[DONE]"))
@@ -156,7 +160,10 @@ def _responses(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: Fake
         return
     created = {**response, "status": "in_progress", "output": [], "usage": None}
     events: list[tuple[str | None, Any]] = [
-        ("response.created", {"type": "response.created", "sequence_number": 0, "response": created})
+        (
+            "response.created",
+            {"type": "response.created", "sequence_number": 0, "response": created},
+        )
     ]
     for n, word in enumerate(ANSWER.split(" "), start=1):
         events.append(
@@ -174,7 +181,10 @@ def _responses(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: Fake
             )
         )
     events.append(
-        ("response.completed", {"type": "response.completed", "sequence_number": 99, "response": response})
+        (
+            "response.completed",
+            {"type": "response.completed", "sequence_number": 99, "response": response},
+        )
     )
     _sse(handler, events)
 
@@ -210,14 +220,22 @@ def _messages(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: FakeL
         ("message_start", {"type": "message_start", "message": start}),
         (
             "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
         ),
     ]
     for word in ANSWER.split(" "):
         events.append(
             (
                 "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word + " "}},
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": word + " "},
+                },
             )
         )
     events += [
@@ -254,7 +272,11 @@ def serve_fake_llm() -> Iterator[FakeLLM]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             route = ROUTES.get(self.path)
             if route is None:
-                _json(self, 404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
+                _json(
+                    self,
+                    404,
+                    {"error": {"message": "no such route", "type": "invalid_request_error"}},
+                )
                 return
             route(self, body, fake)
 
@@ -278,7 +300,9 @@ class DroppingProxy:
 
 
 @contextmanager
-def serve_dropping_proxy(upstream: str, should_drop: Callable[[str, str], bool]) -> Iterator[DroppingProxy]:
+def serve_dropping_proxy(
+    upstream: str, should_drop: Callable[[str, str], bool]
+) -> Iterator[DroppingProxy]:
     """Forwards every request to `upstream`; when `should_drop(method, path)` says so, the
     upstream answer is read and thrown away and the connection closed without a reply,
     as when a network blip eats a response after the server acted."""
@@ -292,8 +316,14 @@ def serve_dropping_proxy(upstream: str, should_drop: Callable[[str, str], bool])
         def _forward(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             body = self.rfile.read(length) if length else b""
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
-            upstream_response = client.request(self.command, upstream + self.path, content=body, headers=headers)
+            headers = {
+                k: v
+                for k, v in self.headers.items()
+                if k.lower() not in ("host", "content-length", "connection")
+            }
+            upstream_response = client.request(
+                self.command, upstream + self.path, content=body, headers=headers
+            )
             proxy.forwarded.append(f"{self.command} {self.path}")
             if proxy.should_drop(self.command, self.path):
                 proxy.dropped.append(f"{self.command} {self.path}")
@@ -301,7 +331,12 @@ def serve_dropping_proxy(upstream: str, should_drop: Callable[[str, str], bool])
                 return  # no status line: the client sees the connection close
             self.send_response(upstream_response.status_code)
             for name, value in upstream_response.headers.items():
-                if name.lower() not in ("content-length", "transfer-encoding", "connection", "content-encoding"):
+                if name.lower() not in (
+                    "content-length",
+                    "transfer-encoding",
+                    "connection",
+                    "content-encoding",
+                ):
                     self.send_header(name, value)
             self.send_header("Content-Length", str(len(upstream_response.content)))
             self.end_headers()

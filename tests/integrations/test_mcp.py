@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import engram
 import httpx2
 import pytest
 from django.conf import settings
@@ -20,7 +21,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.demo_shopping import LAPTOP_QUERY, LAPTOPS
-import engram
 from tests.integrations.conftest import database_url
 
 TOOLS = {
@@ -59,11 +59,15 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
     return {"sid": sid, "tools": tools}
 
 
-async def exercise_with_results(session: ClientSession, store: Callable[[str], Awaitable[None]]) -> dict[str, Any]:
+async def exercise_with_results(
+    session: ClientSession, store: Callable[[str], Awaitable[None]]
+) -> dict[str, Any]:
     seen = await exercise(session)
     sid = seen["sid"]
     await store(sid)
-    resolved = data(await session.call_tool("resolve_reference", {"session_id": sid, "ref": "the cheapest"}))
+    resolved = data(
+        await session.call_tool("resolve_reference", {"session_id": sid, "ref": "the cheapest"})
+    )
     assert resolved["item"]["mpn"] == ACER
     added = data(await session.call_tool("cart_add", {"session_id": sid, "ref": "the cheapest"}))
     assert added["added"] is True and added["line"]["mpn"] == ACER
@@ -81,10 +85,12 @@ async def exercise_with_results(session: ClientSession, store: Callable[[str], A
         "steps": [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 300,
                    "output_tokens": 40, "cached_tokens": 100}]}))  # fmt: skip
     assert replay["replayed"] is True and replay["totals"]["input_tokens"] == 300
-    memory = data(await session.call_tool("memory_add", {
-        "user_id": "maria", "type": "preference", "content": "Maria prefers matte screens."}))  # fmt: skip
+    fact = {"user_id": "maria", "type": "preference", "content": "Maria prefers matte screens."}
+    memory = data(await session.call_tool("memory_add", fact))
     assert memory["action"] == "created"
-    found = data(await session.call_tool("memory_search", {"query": "screen preference", "user_id": "maria"}))
+    found = data(
+        await session.call_tool("memory_search", {"query": "screen preference", "user_id": "maria"})
+    )
     assert found["results"][0]["memory"]["id"] == memory["memory"]["id"]
     context = data(await session.call_tool("context_get", {"session_id": sid, "query": "laptops"}))
     assert context["session_id"] == sid
@@ -94,13 +100,19 @@ async def exercise_with_results(session: ClientSession, store: Callable[[str], A
     # Bad arguments are tool errors, and the session goes on working.
     missing = await session.call_tool("cart_add", {"ref": "the cheapest"})
     assert missing.is_error
-    wrong_type = await session.call_tool("memory_add", {"user_id": "maria", "content": "x", "type": "mood"})
+    wrong_type = await session.call_tool(
+        "memory_add", {"user_id": "maria", "content": "x", "type": "mood"}
+    )
     assert wrong_type.is_error
     unknown = await session.call_tool("cart_list", {"session_id": "not-a-uuid"})
     assert unknown.is_error and "not_found" in unknown.content[0].text
-    unresolved = await session.call_tool("resolve_reference", {"session_id": sid, "ref": "the purple one"})
+    unresolved = await session.call_tool(
+        "resolve_reference", {"session_id": sid, "ref": "the purple one"}
+    )
     assert unresolved.is_error and "unresolved" in unresolved.content[0].text
-    bad_step = await session.call_tool("turn_record", {"session_id": sid, "steps": [{"model": "x"}]})
+    bad_step = await session.call_tool(
+        "turn_record", {"session_id": sid, "steps": [{"model": "x"}]}
+    )
     assert bad_step.is_error and "step_type" in bad_step.content[0].text
     assert data(await session.call_tool("cart_list", {"session_id": sid}))["count"] == 1
     return {"sid": sid}
@@ -114,12 +126,17 @@ def store_laptops_sync(url: str, key: IssuedKey, sid: str) -> None:
 @asynccontextmanager
 async def http_session(url: str, secret: str) -> AsyncIterator[ClientSession]:
     client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=60)
-    async with client, streamable_http_client(url, http_client=client) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            yield session
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        yield session
 
 
-def test_mcp_over_streamable_http(live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey) -> None:
+def test_mcp_over_streamable_http(
+    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
+) -> None:
     url = f"{live_server.url}/mcp/"
 
     async def store(sid: str) -> None:

@@ -157,12 +157,20 @@ def otlp_json(trace_id: str, span_id: str, input_tokens: int) -> dict[str, Any]:
         "attributes": attrs, "status": {},
     }  # fmt: skip
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "js-agent"}}]}
-    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}]}
+    return {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}
+        ]
+    }
 
 
-def test_otlp_json_gzip_and_bad_bodies(live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey) -> None:
+def test_otlp_json_gzip_and_bad_bodies(
+    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
+) -> None:
     client = api(live_server, live_key)
-    body = gzip.compress(json.dumps(otlp_json("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", 321)).encode())
+    body = gzip.compress(
+        json.dumps(otlp_json("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", 321)).encode()
+    )
     headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
     ok = client.post("/v1/traces", content=body, headers=headers)
     assert ok.status_code == 200, ok.text
@@ -179,15 +187,41 @@ def test_otlp_json_gzip_and_bad_bodies(live_server: Any, live_key: IssuedKey, ot
         assert response.json()["error"]["code"] == code
 
     proto = {"Content-Type": "application/x-protobuf"}
-    error(client.post("/v1/traces", content=b"\xff\xff\xff\x0f garbage", headers=proto), 400, "invalid")
+    error(
+        client.post("/v1/traces", content=b"\xff\xff\xff\x0f garbage", headers=proto),
+        400,
+        "invalid",
+    )
     error(client.post("/v1/traces", content=b"\x0a\x05\x0a\x03", headers=proto), 400, "invalid")
-    error(client.post("/v1/traces", content=b"not gzip", headers={**proto, "Content-Encoding": "gzip"}), 400, "invalid")
-    error(client.post("/v1/traces", content=b"{nope", headers={"Content-Type": "application/json"}), 400, "malformed_json")
+    error(
+        client.post(
+            "/v1/traces", content=b"not gzip", headers={**proto, "Content-Encoding": "gzip"}
+        ),
+        400,
+        "invalid",
+    )
+    error(
+        client.post("/v1/traces", content=b"{nope", headers={"Content-Type": "application/json"}),
+        400,
+        "malformed_json",
+    )
     bad_id = json.dumps(otlp_json("zz", "eee19b7ec3c1b174", 1)).encode()
-    error(client.post("/v1/traces", content=bad_id, headers={"Content-Type": "application/json"}), 400, "invalid")
-    error(client.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"}), 415, "unsupported_media_type")
+    error(
+        client.post("/v1/traces", content=bad_id, headers={"Content-Type": "application/json"}),
+        400,
+        "invalid",
+    )
+    error(
+        client.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+    )
     bomb = gzip.compress(b"\0" * (17 * 1024 * 1024))
-    error(client.post("/v1/traces", content=bomb, headers={**proto, "Content-Encoding": "gzip"}), 413, "request_too_large")
+    error(
+        client.post("/v1/traces", content=bomb, headers={**proto, "Content-Encoding": "gzip"}),
+        413,
+        "request_too_large",
+    )
     anonymous = httpx.post(f"{live_server.url}/v1/traces", content=body, headers=headers)
     error(anonymous, 401, "not_authenticated")
     assert usage_totals(client)["input_tokens"] == 321

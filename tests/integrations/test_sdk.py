@@ -7,10 +7,10 @@ import asyncio
 from typing import Any
 
 import anthropic
+import engram
 import openai
 import pytest
 
-import engram
 from sessions_app.models import ChatTurn
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.demo_shopping import LAPTOP_FILTERS, LAPTOP_QUERY, LAPTOPS
@@ -78,8 +78,18 @@ def test_the_sync_surface_end_to_end(
     memory_id = added["memory"]["id"]
     bulk = client.add_memories(
         [
-            {"user_id": "maria", "agent_id": "shop", "type": "fact", "content": "Maria lives in Lyon."},
-            {"user_id": "maria", "agent_id": "shop", "type": "fact", "content": "Maria codes in Rust."},
+            {
+                "user_id": "maria",
+                "agent_id": "shop",
+                "type": "fact",
+                "content": "Maria lives in Lyon.",
+            },
+            {
+                "user_id": "maria",
+                "agent_id": "shop",
+                "type": "fact",
+                "content": "Maria codes in Rust.",
+            },
         ]
     )
     assert bulk["counts"]["created"] == 2
@@ -87,7 +97,9 @@ def test_the_sync_surface_end_to_end(
     assert found["results"][0]["memory"]["id"] == memory_id
     assert client.get_memory(memory_id, acting_user_id="maria")["content"].startswith("Maria")
     client.update_memory(
-        memory_id, content="Maria prefers matte, 15-inch screens.", acting={"acting_user_id": "maria"}
+        memory_id,
+        content="Maria prefers matte, 15-inch screens.",
+        acting={"acting_user_id": "maria"},
     )
     history = client.memory_history(memory_id, acting_user_id="maria")
     assert [v["version"] for v in history["versions"]] == [1, 2]
@@ -150,7 +162,12 @@ def test_a_turn_block_records_once_and_keeps_a_failure(
         turn.assistant_response = chat.choices[0].message.content or ""
     recorded = turn.result["turn"]
     assert recorded["turn_number"] == 1
-    assert [s["step_type"] for s in recorded["steps"]] == ["intent", "response", "summary", "search"]
+    assert [s["step_type"] for s in recorded["steps"]] == [
+        "intent",
+        "response",
+        "summary",
+        "search",
+    ]
     assert recorded["steps"][0]["model"] == "gpt-4o-mini"
     assert recorded["steps"][1]["reasoning_tokens"] == 3
     assert recorded["steps"][2]["cache_write_tokens"] == 8
@@ -159,9 +176,12 @@ def test_a_turn_block_records_once_and_keeps_a_failure(
     class ToolBroke(RuntimeError):
         pass
 
-    with pytest.raises(ToolBroke), session.turn(user_message="And the Dell?") as failing:
-        with failing.step("search"):
-            raise ToolBroke("inventory service down")
+    with (
+        pytest.raises(ToolBroke),
+        session.turn(user_message="And the Dell?") as failing,
+        failing.step("search"),
+    ):
+        raise ToolBroke("inventory service down")
     turns = session.list_turns()["results"]
     assert len(turns) == 2
     failed_step = turns[1]["steps"][0]
@@ -188,7 +208,12 @@ def test_a_retried_turn_after_a_dropped_response_is_stored_once(
     with serve_dropping_proxy(live_server.url, drop_first_turn) as proxy:
         client = engram.Engram(proxy.url, live_key.secret, backoff_base=0.01)
         session = client.create_session(user_id="u", agent_id="a")
-        step = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 120, "output_tokens": 30}
+        step = {
+            "step_type": "response",
+            "model": "gpt-4o-mini",
+            "input_tokens": 120,
+            "output_tokens": 30,
+        }
         result = session.record_turn(user_message="hi", steps=[step])
         assert totals(session)["input_tokens"] == 120
     assert proxy.dropped == [f"POST /api/v1/sessions/{session.id}/turns"]
@@ -214,7 +239,9 @@ def test_wrapped_clients_add_up_to_the_session_totals(
     assert chat.choices[0].message.content
     streamed = "".join(
         chunk.choices[0].delta.content or ""
-        for chunk in llm.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+        for chunk in llm.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, stream=True
+        )
         if chunk.choices
     )
     assert streamed.strip() == chat.choices[0].message.content
@@ -289,7 +316,12 @@ def test_background_mode_falls_back_to_one_request_per_turn(
     with client_for(live_server, live_key, background=True, flush_interval=0.05) as client:
         session = client.create_session(user_id="u", agent_id="a")
         for n in range(25):
-            step = {"step_type": "llm", "model": "gpt-4o-mini", "input_tokens": 10 + n, "output_tokens": 5}
+            step = {
+                "step_type": "llm",
+                "model": "gpt-4o-mini",
+                "input_tokens": 10 + n,
+                "output_tokens": 5,
+            }
             assert session.record_turn(user_message=f"turn {n}", steps=[step]) is None
         with session.turn(user_message="block") as turn:
             turn.add_step("llm", model="gpt-4o-mini", input_tokens=7, output_tokens=1)

@@ -1,9 +1,9 @@
 """Engram's Python client: sessions, turns with LLM spend, workspace, memories, usage.
 
-    client = engram.Engram()              # ENGRAM_URL / ENGRAM_API_KEY
-    session = client.create_session(user_id="maria", agent_id="shop")
-    with session.turn(user_message="hi") as turn:
-        turn.track(openai_response)
+client = engram.Engram()              # ENGRAM_URL / ENGRAM_API_KEY
+session = client.create_session(user_id="maria", agent_id="shop")
+with session.turn(user_message="hi") as turn:
+    turn.track(openai_response)
 """
 
 from engram._client import AsyncEngram, Engram

@@ -168,9 +168,7 @@ class Api:
         path = f"/sessions/{_seg(session_id)}/turns/{int(turn_number)}/rollback"
         return self._call(Request("POST", path))
 
-    def budget_check(
-        self, session_id: str, *, estimated_tokens: int, **fields: Any
-    ) -> Any:
+    def budget_check(self, session_id: str, *, estimated_tokens: int, **fields: Any) -> Any:
         """200 with what remains, or `BudgetExceeded` (with `retry_after`)."""
         body = {"estimated_tokens": estimated_tokens, **fields}
         path = f"/sessions/{_seg(session_id)}/budget/check"
@@ -252,7 +250,9 @@ class Api:
     def get_memory(self, memory_id: str, **acting: Any) -> Any:
         return self._call(Request("GET", f"/memories/{_seg(memory_id)}", params=acting))
 
-    def update_memory(self, memory_id: str, *, acting: dict[str, Any] | None = None, **fields: Any) -> Any:
+    def update_memory(
+        self, memory_id: str, *, acting: dict[str, Any] | None = None, **fields: Any
+    ) -> Any:
         path = f"/memories/{_seg(memory_id)}"
         return self._call(Request("PATCH", path, json=fields, params=acting))
 

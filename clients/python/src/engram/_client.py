@@ -35,7 +35,9 @@ class Engram(Api):
     ) -> None:
         url, key = resolve_config(base_url, api_key)
         retry = RetryPolicy(max_retries=max_retries, base_delay=backoff_base, max_delay=backoff_max)
-        self._transport = SyncTransport(url, key, timeout=timeout, retry=retry, http_client=http_client)
+        self._transport = SyncTransport(
+            url, key, timeout=timeout, retry=retry, http_client=http_client
+        )
         self._background = (
             BackgroundSender(
                 self._transport,
@@ -105,7 +107,9 @@ class AsyncEngram(Api):
     ) -> None:
         url, key = resolve_config(base_url, api_key)
         retry = RetryPolicy(max_retries=max_retries, base_delay=backoff_base, max_delay=backoff_max)
-        self._transport = AsyncTransport(url, key, timeout=timeout, retry=retry, http_client=http_client)
+        self._transport = AsyncTransport(
+            url, key, timeout=timeout, retry=retry, http_client=http_client
+        )
 
     async def _acall(self, request: Request, then: Callable[[Any], Any] | None) -> Any:
         data = await self._transport.send(request)

@@ -52,9 +52,7 @@ class Request:
 
     @property
     def repeatable(self) -> bool:
-        return (
-            self.retry_safe or self.method in SAFE_METHODS or "Idempotency-Key" in self.headers
-        )
+        return self.retry_safe or self.method in SAFE_METHODS or "Idempotency-Key" in self.headers
 
 
 def resolve_config(base_url: str | None, api_key: str | None) -> tuple[str, str]:

@@ -318,8 +318,11 @@ class _Wrapped:
         return attr
 
 
-OPENAI_HOOKS = {("chat", "completions", "create"): "openai_chat", ("responses", "create"): "openai_responses"}
-ANTHROPIC_HOOKS = {("messages", "create"): "anthropic"}
+OPENAI_HOOKS: dict[tuple[str, ...], str] = {
+    ("chat", "completions", "create"): "openai_chat",
+    ("responses", "create"): "openai_responses",
+}
+ANTHROPIC_HOOKS: dict[tuple[str, ...], str] = {("messages", "create"): "anthropic"}
 
 
 def wrap_openai(client: Any, session: Any) -> Any:

@@ -78,7 +78,9 @@ class Session(_Handle):
             Turn.close(token)
             turn.fail(exc)
             try:
-                turn.result = self.client._record_turn_body(self.id, turn.body(), turn.idempotency_key)
+                turn.result = self.client._record_turn_body(
+                    self.id, turn.body(), turn.idempotency_key
+                )
             except EngramError:
                 log.exception("engram: could not record the failed turn of session %s", self.id)
             raise
