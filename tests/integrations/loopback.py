@@ -297,16 +297,20 @@ class DroppingProxy:
     should_drop: Callable[[str, str], bool]
     dropped: list[str] = field(default_factory=list)
     forwarded: list[str] = field(default_factory=list)
+    fail_with: Callable[[str, str], int | None] | None = None  # a status to answer instead
+    failed: list[str] = field(default_factory=list)
 
 
 @contextmanager
 def serve_dropping_proxy(
-    upstream: str, should_drop: Callable[[str, str], bool]
+    upstream: str,
+    should_drop: Callable[[str, str], bool],
+    fail_with: Callable[[str, str], int | None] | None = None,
 ) -> Iterator[DroppingProxy]:
     """Forwards every request to `upstream`; when `should_drop(method, path)` says so, the
     upstream answer is read and thrown away and the connection closed without a reply,
     as when a network blip eats a response after the server acted."""
-    proxy = DroppingProxy(url="", should_drop=should_drop)
+    proxy = DroppingProxy(url="", should_drop=should_drop, fail_with=fail_with)
     client = httpx.Client(timeout=30)
 
     class Handler(BaseHTTPRequestHandler):
@@ -321,6 +325,19 @@ def serve_dropping_proxy(
                 for k, v in self.headers.items()
                 if k.lower() not in ("host", "content-length", "connection")
             }
+            status = proxy.fail_with(self.command, self.path) if proxy.fail_with else None
+            if status is not None:  # answer for the server, without reaching it
+                proxy.failed.append(f"{status} {self.command} {self.path}")
+                code = {429: "rate_limited", 503: "dependency_unavailable"}.get(status, "invalid")
+                _json_error = {"error": {"code": code, "message": "injected", "fields": {}}}
+                raw = json.dumps(_json_error).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+                return
             upstream_response = client.request(
                 self.command, upstream + self.path, content=body, headers=headers
             )

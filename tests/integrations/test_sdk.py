@@ -349,3 +349,33 @@ def test_background_queue_is_bounded(live_server: Any, live_key: IssuedKey) -> N
         assert sender.dropped == 3 and sender.queue.qsize() == 2
     finally:
         client._transport.close()
+
+
+def test_retries_429_and_503_only_then_gives_up(live_server: Any, live_key: IssuedKey) -> None:
+    plan: dict[str, list[int]] = {"GET": [503, 429], "POST": [400]}
+
+    def fail_with(method: str, path: str) -> int | None:
+        if path.startswith("/api/v1/sessions") and plan.get(method):
+            return plan[method].pop(0)
+        return None
+
+    never = lambda method, path: False  # noqa: E731
+    with serve_dropping_proxy(live_server.url, never, fail_with) as proxy:
+        client = engram.Engram(proxy.url, live_key.secret, backoff_base=0.01)
+        # Two transient answers, then the real one.
+        assert client.list_sessions()["results"] == []
+        assert proxy.failed == ["503 GET /api/v1/sessions", "429 GET /api/v1/sessions"]
+        # A 400 is not retried.
+        with pytest.raises(engram.InvalidRequest):
+            client.create_session(user_id="u", agent_id="a")
+        assert len(proxy.failed) == 3
+        assert not any(f.startswith("POST") for f in proxy.forwarded)
+        # Past max_retries, the last error is raised.
+        plan["GET"] = [503] * 5
+        stubborn = engram.Engram(proxy.url, live_key.secret, max_retries=2, backoff_base=0.01)
+        with pytest.raises(engram.ServiceUnavailable) as down:
+            stubborn.list_sessions()
+        assert down.value.code == "dependency_unavailable" and plan["GET"] == [503, 503]
+    # Nothing listens any more: a connection error, retried, then raised as such.
+    with pytest.raises(engram.APIConnectionError):
+        engram.Engram(proxy.url, live_key.secret, max_retries=1, backoff_base=0.01).list_sessions()
