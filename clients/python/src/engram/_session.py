@@ -15,25 +15,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("engram")
 
-_SCOPED = (
-    "record_turn",
-    "list_turns",
-    "rollback_turn",
-    "budget_check",
-    "store_results",
-    "components",
-    "resolve",
-    "set_focus",
-    "selections",
-    "add_selection",
-    "remove_selection",
-    "reorder_selections",
-    "cart_link",
-    "context",
-)
-
 
 class _Handle:
+    """The session-scoped calls of the client, with the session id bound. Each returns
+    what the client's method returns (a value for `Engram`, an awaitable for
+    `AsyncEngram`)."""
+
     def __init__(self, client: Any, data: dict[str, Any]) -> None:
         self.client = client
         self.data = data
@@ -41,12 +28,6 @@ class _Handle:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _SCOPED:
-            method = getattr(self.client, name)
-            return lambda *args, **kwargs: method(self.id, *args, **kwargs)
-        raise AttributeError(name)
 
     def get(self) -> Any:
         """The session now: totals, budget, focus."""
@@ -57,6 +38,52 @@ class _Handle:
 
     def delete(self) -> Any:
         return self.client.delete_session(self.id)
+
+    def record_turn(self, **fields: Any) -> Any:
+        """See `Engram.record_turn`: steps, messages, state; one Idempotency-Key."""
+        return self.client.record_turn(self.id, **fields)
+
+    def list_turns(self, **params: Any) -> Any:
+        return self.client.list_turns(self.id, **params)
+
+    def rollback_turn(self, turn_number: int) -> Any:
+        return self.client.rollback_turn(self.id, turn_number)
+
+    def budget_check(self, *, estimated_tokens: int, **fields: Any) -> Any:
+        return self.client.budget_check(self.id, estimated_tokens=estimated_tokens, **fields)
+
+    def store_results(self, **fields: Any) -> Any:
+        """`query`, `items` (mpn, name, component_type, summary, data), `filters`."""
+        return self.client.store_results(self.id, **fields)
+
+    def components(self) -> Any:
+        return self.client.components(self.id)
+
+    def resolve(self, ref: str, *, set_focus: bool = False) -> Any:
+        return self.client.resolve(self.id, ref, set_focus=set_focus)
+
+    def set_focus(self, **fields: Any) -> Any:
+        """By `mpn` or `ref`."""
+        return self.client.set_focus(self.id, **fields)
+
+    def selections(self) -> Any:
+        return self.client.selections(self.id)
+
+    def add_selection(self, **fields: Any) -> Any:
+        """By `mpn` or `ref`, with optional `quantity` and `note`."""
+        return self.client.add_selection(self.id, **fields)
+
+    def remove_selection(self, mpn: str) -> Any:
+        return self.client.remove_selection(self.id, mpn)
+
+    def reorder_selections(self, mpns: list[str]) -> Any:
+        return self.client.reorder_selections(self.id, mpns)
+
+    def cart_link(self) -> Any:
+        return self.client.cart_link(self.id)
+
+    def context(self, *, query: str | None = None, **params: Any) -> Any:
+        return self.client.context(self.id, query=query, **params)
 
 
 class Session(_Handle):
