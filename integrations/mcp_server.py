@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from integrations import mcp_tools
 from sessions_app.models import Tenant
@@ -32,6 +32,22 @@ SessionId = Annotated[str, Field(description="The session's id, as session_open 
 MemoryTypeName = Literal[
     "preference", "fact", "episodic", "semantic", "procedural", "profile", "policy"
 ]
+
+
+class Step(BaseModel):
+    """One LLM or tool call of a turn (the REST API's step, as a tool argument)."""
+
+    step_type: str = Field(
+        min_length=1, max_length=64, description="What the call did: intent, search, response…"
+    )
+    model: str = Field("", max_length=200, description="The model called; blank for a tool.")
+    input_tokens: int = Field(0, ge=0, description="All input tokens, cached ones included.")
+    output_tokens: int = Field(0, ge=0, description="All output tokens, reasoning included.")
+    cached_tokens: int = Field(0, ge=0, description="Input tokens read from the prompt cache.")
+    reasoning_tokens: int = Field(0, ge=0, description="Output tokens spent on reasoning.")
+    duration_ms: int = Field(0, ge=0, description="Wall-clock time of the call.")
+    success: bool = Field(True, description="False if the call failed.")
+    error: str | None = Field(None, max_length=10_000, description="The error, if it failed.")
 
 
 def build_server(tenant: Tenant) -> MCPServer:
@@ -79,9 +95,9 @@ def build_server(tenant: Tenant) -> MCPServer:
         user_message: Annotated[str, Field(max_length=200_000)] = "",
         assistant_response: Annotated[str, Field(max_length=200_000)] = "",
         steps: Annotated[
-            list[dict[str, Any]],
+            list[Step] | None,
             Field(max_length=500, description="The calls of this turn, in order."),
-        ] = [],  # noqa: B006 - pydantic copies defaults
+        ] = None,
         state: Annotated[
             dict[str, Any] | None, Field(description="The session's new state, if it changed.")
         ] = None,
@@ -92,7 +108,7 @@ def build_server(tenant: Tenant) -> MCPServer:
         body: dict[str, Any] = {
             "user_message": user_message,
             "assistant_response": assistant_response,
-            "steps": steps,
+            "steps": [step.model_dump() for step in steps or []],
         }
         if state is not None:
             body["state"] = state

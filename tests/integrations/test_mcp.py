@@ -48,6 +48,7 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
         assert tools[name].description and len(tools[name].description) > 30
         assert tools[name].input_schema["type"] == "object"
     assert "session_id" in tools["cart_add"].input_schema["required"]
+    assert "step_type" in json.dumps(tools["turn_record"].input_schema)  # steps are typed
 
     opened = data(await session.call_tool("session_open", {
         "agent_id": "claude", "external_session_id": "conv-7", "user_id": "maria"}))  # fmt: skip
