@@ -18,6 +18,7 @@ def on_turn_recorded(
     enqueue (broker down) is caught by the minute scan."""
     from analytics_app.services.runaway import Thresholds, runaway_ruled_out
     from analytics_app.tasks import runaway_check_session_task
+    from sessions_app.services.outbox import task_publish
 
     try:
         if (
@@ -26,7 +27,7 @@ def on_turn_recorded(
             and runaway_ruled_out(session=session, turn=turn, t=Thresholds.from_settings())
         ):
             return
-        runaway_check_session_task.delay(str(session_id))
+        task_publish(runaway_check_session_task, str(session_id))
     except Exception:
         logger.exception("runaway check not enqueued for session %s", session_id)
 
@@ -55,8 +56,22 @@ class AnalyticsAppConfig(AppConfig):
         # A fresh database (and every test database, also after a flush) gets prices.
         post_migrate.connect(prices_seed_if_empty, sender=self, dispatch_uid="prices_seed")
 
-        from analytics_app import admin_rollups  # noqa: F401  registers the rollup admins
         from sessions_app.hooks import turn_recorded, user_erased
 
         turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
+
+        from analytics_app.selectors.usage_rollups import rollup_lag
+        from sessions_app.metrics import scrape_gauge
+
+        scrape_gauge(
+            "engram_rollup_lag_seconds",
+            "Seconds since the newest step all spend rollups have counted (absent before "
+            "the first fill).",
+            lambda: rollup_lag().seconds,
+        )
+        scrape_gauge(
+            "engram_rollup_steps_behind",
+            "Steps recorded that the slowest spend rollup has not counted yet.",
+            lambda: float(rollup_lag().steps_behind),
+        )
         user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")

@@ -37,9 +37,9 @@ from bench.synthetic_sessions import (  # noqa: E402
     synthetic_session,
     value_present,
 )
-from memory_app.models_window import ContextSummary  # noqa: E402
 from memory_app.selectors.context import context_assemble  # noqa: E402
 from memory_app.window.milestones import milestone_lines  # noqa: E402
+from memory_app.window.models import ContextSummary  # noqa: E402
 from memory_app.window.tokens import count_tokens, messages_tokens  # noqa: E402
 from sessions_app.models import ChatTurn  # noqa: E402
 from sessions_app.services.api_keys import tenant_get_or_create  # noqa: E402

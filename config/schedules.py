@@ -37,6 +37,21 @@ SCHEDULE: list[Periodic] = [
         description="Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS.",
     ),
     Periodic(
+        name="sessions: purge ended budget reservations",
+        task="sessions_app.purge_budget_reservations",
+        every=3600,
+        expires=1800,
+        description="Delete budget reservations whose lease ended without a turn.",
+    ),
+    Periodic(
+        name="sessions: drain the outbox",
+        task="sessions_app.outbox_drain",
+        every=30,
+        expires=25,
+        description="Publish the tasks kept in the outbox while the broker was down or "
+        "stalled (extraction, compaction, runaway checks), oldest first.",
+    ),
+    Periodic(
         name="analytics: fill spend rollups",
         task="analytics.rollups_fill",
         every=300,

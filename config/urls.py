@@ -11,6 +11,12 @@ api_v1 = [
     path("", include("analytics_app.api.urls")),
 ]
 
+# The admin is the operators' cockpit: it says whose it is (templates/admin/index.html
+# adds the dashboards to its index).
+admin.site.site_header = "Engram"
+admin.site.site_title = "Engram admin"
+admin.site.index_title = "Operations"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -27,15 +27,15 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add, memory_record_access
-from sessions_app.api.serializers_context import (
+from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
+from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
+from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
     SelectionAddSerializer,
 )
-from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
-from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
-from sessions_app.api.views_context import cart_body
 from sessions_app.api.views_turns import jsonable
+from sessions_app.api.views_workspace import cart_body
 from sessions_app.errors import ApplicationError
 from sessions_app.models import Tenant
 from sessions_app.selectors.sessions import session_get, session_get_for_write
@@ -117,6 +117,7 @@ def turn_record_tool(
         scope=f"POST /sessions/{session_id}/turns",
         request_hash=request_fingerprint(body),
         work=work,
+        session_id=session_id,
     )
     return {"replayed": outcome.replayed, **outcome.body}
 

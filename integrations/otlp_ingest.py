@@ -173,6 +173,7 @@ def record_turns(*, tenant: Tenant, items: list[TurnItem]) -> list[ApplicationEr
                 scope=f"POST /sessions/{item.session_id}/turns",
                 request_hash=request_fingerprint(body),
                 work=work,
+                session_id=item.session_id,
             )
             outcomes.append(None)
         except ApplicationError as exc:

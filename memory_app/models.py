@@ -116,6 +116,8 @@ class Memory(models.Model):
     class Meta:
         db_table = "memory"
         ordering = ["-created_at"]
+        verbose_name = "memory"
+        verbose_name_plural = "memories"
         constraints = [
             # The backstop against two identical concurrent adds (the service also takes
             # an advisory lock so that near-duplicates are serialised too).
@@ -199,4 +201,4 @@ class MemoryRelation(models.Model):
         return f"{self.source_id} {self.type} {self.target_id}"
 
 
-from memory_app.models_window import *  # noqa: E402, F403  the short-term window's summaries
+from memory_app.window.models import *  # noqa: E402, F403  the short-term window's summaries

@@ -15,15 +15,16 @@ def on_turn_recorded(
 ) -> None:
     """Enqueue extraction, unless the committed turn (when the sender passes it) has
     nothing to extract: a broker publish costs more than the pre-filter. The hook fires
-    after commit; it must be quick and never raise, so a broker outage costs the turn its
-    extraction, never its recording."""
+    after commit; it must be quick and never raise: a broker outage or stall keeps the
+    extraction in the outbox (sent when the broker is back), never delays the response."""
     from memory_app.services.extraction import extraction_may_find
     from memory_app.tasks import extract_memories_from_turn
+    from sessions_app.services.outbox import task_publish
 
     try:
         if turn is not None and not extraction_may_find(turn.user_message):
             return
-        extract_memories_from_turn.delay(turn_id)
+        task_publish(extract_memories_from_turn, turn_id)
     except Exception:  # the turn is stored; losing its extraction is the lesser evil
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
@@ -31,9 +32,10 @@ def on_turn_recorded(
 def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:
     """A compacted span becomes an episodic memory; enqueued, never raising."""
     from memory_app.tasks import extract_memories_from_span
+    from sessions_app.services.outbox import task_publish
 
     try:
-        extract_memories_from_span.delay(summary_id)
+        task_publish(extract_memories_from_span, summary_id)
     except Exception:  # the summary is stored; its memory can be made again later
         logger.exception("could not enqueue memory extraction for summary %s", summary_id)
 
@@ -42,3 +44,13 @@ def on_demo_loaded(sender: Any, *, tenant: Any, **kwargs: Any) -> None:
     from memory_app.services.demo import demo_memories_load
 
     demo_memories_load(tenant=tenant)
+
+
+def on_user_erased(
+    sender: Any, *, tenant_id: int, user_id: str, session_ids: Any = (), **kwargs: Any
+) -> dict[str, int]:
+    """Inside sessions_app's erasure transaction: the user's memories go with their
+    sessions; the counts join the erasure's answer. Raising rolls the erasure back."""
+    from memory_app.services.erasure import memories_erase_user
+
+    return memories_erase_user(tenant_id=tenant_id, user_id=user_id, session_ids=session_ids)

@@ -1,6 +1,6 @@
-"""Operators' admin for sessions, turns, steps, context and keys.
+"""Operators' admin for sessions, turns, steps, workspace and keys.
 
-Turn, step and context rows are the audit log: shown read-only, written only by the
+Turn, step and workspace rows are the audit log: shown read-only, written only by the
 services. Every list is safe on tables of millions of rows: no full COUNT(*)
 (`EstimatedCountPaginator`, `show_full_result_count = False`), no DISTINCT-over-table
 list filters, raw-id widgets for foreign keys, and a pasted session id searches by index.
@@ -13,9 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import Model, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -27,12 +29,14 @@ from sessions_app.models import (
     ChatSession,
     ChatTurn,
     IdempotencyRecord,
+    OutboxMessage,
     SessionComponent,
     SessionSelection,
     Tenant,
     TurnStep,
 )
 from sessions_app.services.api_keys import api_key_create, api_key_revoke
+from sessions_app.services.erasure import user_erase
 from sessions_app.services.runaway import session_clear_runaway, session_set_runaway_block
 from sessions_app.services.sessions import session_archive, session_update
 
@@ -253,9 +257,9 @@ class ChatSessionAdmin(LargeTableAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["tenant"]
     inlines = [RecentTurnInline, ComponentInline, SelectionInline]
-    actions = ["archive", "clear_runaway", "block", "unblock"]
+    actions = ["archive", "clear_runaway", "block", "unblock", "erase_users"]
     # Only budgets and metadata are edited here, through `session_update`; totals, flags and
-    # context move with the services that own them.
+    # workspace move with the services that own them.
     editable = ["budget_tokens", "budget_usd", "metadata"]
     fieldsets = [
         (None, {"fields": ["id", "tenant_link", "user_id", "agent_id", "status", "links"]}),
@@ -383,6 +387,38 @@ class ChatSessionAdmin(LargeTableAdmin):
             session_set_runaway_block(session=session, blocked=False)
         self.message_user(request, f"Unblocked {len(queryset)} session(s).")
 
+    @admin.action(
+        description="Erase these sessions' users (everything the tenant holds about them)"
+    )
+    def erase_users(
+        self, request: HttpRequest, queryset: QuerySet[ChatSession]
+    ) -> TemplateResponse | None:
+        """Right to erasure from the admin, behind a confirmation page: sessions, turns,
+        steps, cart, memories and rollups of each (tenant, user) go, as with
+        `DELETE /api/v1/users/{user_id}`."""
+        users = sorted(
+            set(queryset.values_list("tenant_id", "tenant__name", "user_id")),
+            key=lambda u: u[1:],
+        )
+        if request.POST.get("confirm") == "yes":
+            tenants = Tenant.objects.in_bulk([u[0] for u in users])
+            for tenant_id, _name, user_id in users:
+                user_erase(tenant=tenants[tenant_id], user_id=user_id)
+            self.message_user(request, f"Erased {len(users)} user(s).", messages.SUCCESS)
+            return None
+        return TemplateResponse(
+            request,
+            "admin/sessions_app/erase_users_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Erase users?",
+                "users": users,
+                "queryset": queryset,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                "opts": self.model._meta,
+            },
+        )
+
 
 @admin.register(ChatTurn)
 class ChatTurnAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
@@ -475,3 +511,11 @@ class IdempotencyRecordAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
     list_filter = ["status"]
     search_fields = ["key__exact"]
     raw_id_fields = ["tenant"]
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Tasks waiting for the broker: a growing list means the broker or the beat is down."""
+
+    list_display = ["task_name", "args", "attempts", "created_at", "last_error"]
+    list_filter = ["task_name"]

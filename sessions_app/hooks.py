@@ -10,8 +10,11 @@ attached by the other apps in their `AppConfig.ready()`:
   enqueue (read them, never save them; other senders may omit them). Receivers enqueue
   Celery tasks; they must be quick and must not raise.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
-- `user_erased` is sent inside the erasure transaction with `tenant_id` and `user_id`,
-  so other apps delete what they hold about the user atomically with ours.
+- `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
+  after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
+  sessions, deleted), so other apps delete what they hold about the user atomically with
+  ours. A receiver may answer a dict of row counts per kind; they join the erasure's
+  answer. A receiver that raises rolls the whole erasure back.
 - `step_pricer` is the function that prices a step when it is recorded; analytics_app
   registers the model-price table. Without one, steps are recorded unpriced.
 """

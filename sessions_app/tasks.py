@@ -8,8 +8,10 @@ from typing import Any
 from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
+from sessions_app.services.budgets import budget_reservations_purge
 from sessions_app.services.idempotency import idempotency_purge
 from sessions_app.services.lifecycle import sessions_housekeep
+from sessions_app.services.outbox import outbox_drain
 
 
 @shared_task(name="sessions_app.expire_sessions", **TASK_DEFAULTS)
@@ -28,3 +30,16 @@ def expire_sessions() -> dict[str, Any]:
 def purge_idempotency_records() -> int:
     """Delete Idempotency-Key records older than ENGRAM_IDEMPOTENCY_TTL_SECONDS."""
     return idempotency_purge()
+
+
+@shared_task(name="sessions_app.outbox_drain", **TASK_DEFAULTS)
+def drain_outbox() -> dict[str, Any]:
+    """Publish the tasks that could not be published when their write committed."""
+    result = outbox_drain()
+    return {"sent": result.sent, "failed": result.failed, "remaining": result.remaining}
+
+
+@shared_task(name="sessions_app.purge_budget_reservations", **TASK_DEFAULTS)
+def purge_budget_reservations() -> int:
+    """Delete budget reservations whose lease ended."""
+    return budget_reservations_purge()

@@ -1,11 +1,13 @@
 """Reads behind the staff dashboards. Spend comes from the rollups (a few thousand rows
-a day whatever the traffic), never from turn_step; per-session views read the session
-totals with ORDER BY … LIMIT."""
+a day whatever the traffic) plus, as `/usage` does it, the "live tail": the steps
+recorded after the rollup's fill marker, aggregated directly (a few minutes' worth), so
+the dashboard is exact up to the last recorded turn, also right after `make run`, before
+the first fill. Per-session views read the session totals with ORDER BY … LIMIT."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -25,7 +27,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Greatest, TruncDay
+from django.db.models.functions import Greatest, TruncDay, TruncHour
 
 from analytics_app.models import (
     Granularity,
@@ -33,7 +35,9 @@ from analytics_app.models import (
     SpendRollup,
     UserSpendRollup,
 )
-from sessions_app.models import ChatSession, Tenant
+from analytics_app.selectors.usage import step_sums
+from analytics_app.selectors.usage_rollups import rollup_marker
+from sessions_app.models import ChatSession, Tenant, TurnStep
 
 # Up to this span the charts use hourly buckets; beyond, daily ones.
 HOURLY_UP_TO = timedelta(days=2)
@@ -77,35 +81,78 @@ def _spend(f: DashboardFilter, granularity: str | None = None) -> QuerySet[Spend
     return rows.filter(tenant_id=f.tenant_id) if f.tenant_id else rows
 
 
+def _tail(f: DashboardFilter, marker: str) -> QuerySet[TurnStep]:
+    """The steps in the range that the rollup named `marker` has not counted yet."""
+    steps = TurnStep.objects.filter(
+        id__gt=rollup_marker(marker), created_at__gte=f.start, created_at__lt=f.end
+    )
+    return steps.filter(tenant_id=f.tenant_id) if f.tenant_id else steps
+
+
+def _step_sums() -> dict[str, Any]:
+    """`/usage`'s aggregation of steps, cut to the counters the dashboards show (in its
+    order: the anomaly counts must come before the sums that shadow their columns)."""
+    return {name: expr for name, expr in step_sums().items() if name in _SUMS}
+
+
+def _tail_sums(steps: QuerySet[Any]) -> QuerySet[Any]:
+    return steps.annotate(**_step_sums())
+
+
+def _merged(
+    keys: tuple[str, ...], rollup_rows: QuerySet[Any], tail_rows: QuerySet[Any]
+) -> list[dict[str, Any]]:
+    """Rollup rows plus tail rows, added up per key."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in [*rollup_rows, *tail_rows]:
+        key = tuple(row[name] for name in keys)
+        bucket = out.setdefault(key, {**dict(zip(keys, key, strict=True)), **dict.fromkeys(_SUMS)})
+        for name in _SUMS:
+            if row[name] is not None:
+                bucket[name] = (bucket[name] or 0) + row[name]
+    return list(out.values())
+
+
+def _costliest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: (-(row["cost_usd"] or 0), -(row["calls"] or 0)))
+
+
 def spend_over_time(f: DashboardFilter) -> list[dict[str, Any]]:
-    rows = _spend(f).values("bucket_start").annotate(**_SUMS).order_by("bucket_start")
-    return [_with_totals(dict(row)) for row in rows]
+    rows = _spend(f).values("bucket_start").annotate(**_SUMS)
+    trunc = TruncHour if f.granularity == Granularity.HOUR else TruncDay
+    tail = _tail_sums(
+        _tail(f, f"spend:{f.granularity}")
+        .annotate(bucket_start=trunc("created_at", tzinfo=UTC))
+        .values("bucket_start")
+    )
+    merged = _merged(("bucket_start",), rows, tail)
+    return [_with_totals(row) for row in sorted(merged, key=lambda row: row["bucket_start"])]
 
 
 def spend_breakdown(f: DashboardFilter, dimension: str, limit: int = 15) -> list[dict[str, Any]]:
     """Totals by model, agent_id or step_type, costliest first."""
     if dimension not in ("model", "agent_id", "step_type"):
         raise ValueError(dimension)
-    rows = (
-        _spend(f, Granularity.HOUR if f.granularity == Granularity.HOUR else Granularity.DAY)
-        .values(dimension)
-        .annotate(**_SUMS)
-        .order_by("-cost_usd", "-calls")[:limit]
-    )
-    return [_with_totals({**row, "key": row[dimension] or "(none)"}) for row in rows]
+    rows = _spend(f).values(dimension).annotate(**_SUMS)
+    tail = _tail_sums(_tail(f, f"spend:{f.granularity}").values(dimension))
+    merged = _costliest(_merged((dimension,), rows, tail))[:limit]
+    return [_with_totals({**row, "key": row[dimension] or "(none)"}) for row in merged]
 
 
 def spend_totals(f: DashboardFilter) -> dict[str, Any]:
     totals = _spend(f).aggregate(**_SUMS)
-    return _with_totals({k: v or 0 for k, v in totals.items()})
+    tail = _tail(f, f"spend:{f.granularity}").aggregate(**_step_sums())
+    return _with_totals({k: (v or 0) + (tail[k] or 0) for k, v in totals.items()})
 
 
 def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
     rows = UserSpendRollup.objects.filter(bucket_start__gte=f.start, bucket_start__lt=f.end)
     if f.tenant_id:
         rows = rows.filter(tenant_id=f.tenant_id)
-    grouped = rows.values("tenant__name", "user_id").annotate(**_SUMS).order_by("-cost_usd")[:limit]
-    return [_with_totals(dict(row)) for row in grouped]
+    grouped = rows.values("tenant__name", "user_id").annotate(**_SUMS)
+    tail = _tail_sums(_tail(f, "user:day").values("tenant__name", "user_id"))
+    merged = _costliest(_merged(("tenant__name", "user_id"), grouped, tail))[:limit]
+    return [_with_totals(row) for row in merged]
 
 
 def _sessions(f: DashboardFilter) -> QuerySet[ChatSession]:

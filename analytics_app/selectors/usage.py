@@ -42,7 +42,7 @@ class UsageReport:
     truncated: bool
 
 
-def _sums() -> dict[str, Any]:
+def step_sums() -> dict[str, Any]:
     """The counters of a group of steps. The anomaly counts come first: they filter on
     step columns that the later aggregates are named after (and would shadow)."""
     zero = Value(0)
@@ -88,7 +88,7 @@ def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dic
             .filter(id__gt=part.last_step_id)
             .annotate(key=GROUPS[group_by])
             .values("key")
-            .annotate(**_sums())
+            .annotate(**step_sums())
         )
         for tail_row in tail:
             values: dict[str, Any] = dict(tail_row)
@@ -103,7 +103,7 @@ def _direct_sums(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
         _steps(tenant=tenant, start=start, end=end)
         .annotate(key=GROUPS[group_by])
         .values("key")
-        .annotate(**_sums())
+        .annotate(**step_sums())
     )
     rows: list[dict[str, Any]] = [dict(row) for row in grouped]
     return {_key(row["key"]): {name: row[name] for name in COUNTERS} for row in rows}

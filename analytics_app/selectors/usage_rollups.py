@@ -124,7 +124,7 @@ class RollupPart:
     last_step_id: int
 
 
-def _marker(name: str) -> int:
+def rollup_marker(name: str) -> int:
     return (
         RollupFillState.objects.filter(name=name).values_list("last_step_id", flat=True).first()
         or 0
@@ -147,7 +147,7 @@ def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
             {"key": row[column], **{name: row[name] for name in COUNTERS}}
             for row in grouped.annotate(**sums)
         ]
-        return RollupPart(start=lo, end=hi, rows=found, last_step_id=_marker(name))
+        return RollupPart(start=lo, end=hi, rows=found, last_step_id=rollup_marker(name))
 
     if group_by == "user":
         lo, hi = _floor_day(start), _ceil(end, _floor_day(end), timedelta(days=1))
@@ -165,3 +165,25 @@ def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
         part(days, "spend:day", first_day, last_day),
         part(hours, "spend:hour", last_day, hi),
     ]
+
+
+@dataclass(frozen=True)
+class RollupLag:
+    seconds: float | None  # since the newest step every rollup has counted; None: never filled
+    steps_behind: int  # steps recorded that the slowest rollup has not counted yet
+
+
+def rollup_lag(now: datetime | None = None) -> RollupLag:
+    """How far the rollups trail the turn log, for /metrics. Two index lookups."""
+    from django.db.models import Max, Min
+    from django.utils import timezone
+
+    from sessions_app.models import TurnStep
+
+    state = RollupFillState.objects.aggregate(at=Min("filled_through"), step=Min("last_step_id"))
+    newest = TurnStep.objects.aggregate(step=Max("id"))["step"] or 0
+    at = state["at"]
+    return RollupLag(
+        seconds=None if at is None else ((now or timezone.now()) - at).total_seconds(),
+        steps_behind=max(0, newest - (state["step"] or 0)),
+    )

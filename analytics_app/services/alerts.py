@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from analytics_app.models import AlertStatus, RunawayAlert
 from sessions_app.models import ChatSession
+from sessions_app.services.outbox import task_publish
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def alert_open(
             return None
         # robust: a broker that is down must not undo the flag; the scan re-enqueues
         # alerts left pending (`alert_requeue_stuck`).
-        transaction.on_commit(lambda: runaway_alert_deliver.delay(alert.pk), robust=True)
+        transaction.on_commit(lambda: task_publish(runaway_alert_deliver, alert.pk), robust=True)
     return alert
 
 
@@ -172,4 +173,4 @@ def alert_resend(*, alert: RunawayAlert) -> None:
     if alert.status in (AlertStatus.FAILED, AlertStatus.NOT_CONFIGURED):
         alert.status = AlertStatus.PENDING
         alert.save(update_fields=["status"])
-        transaction.on_commit(lambda: runaway_alert_deliver.delay(alert.pk))
+        transaction.on_commit(lambda: task_publish(runaway_alert_deliver, alert.pk))

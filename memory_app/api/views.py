@@ -28,14 +28,12 @@ from memory_app.api.serializers import (
     MemorySerializer,
     MemoryUpdateSerializer,
     SearchResultSerializer,
-    UserErasureSerializer,
     memory_bulk_serializer,
     memory_draft_from,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType
 from memory_app.selectors.memories import Actor, memory_get, memory_history, memory_list
 from memory_app.selectors.search import memory_search
-from memory_app.services.erasure import user_erase
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
@@ -216,17 +214,3 @@ class MemorySearchView(TenantAPIView):
             ],
         }
         return Response(SearchResultSerializer(body).data)
-
-
-class UserErasureView(TenantAPIView):
-    @extend_schema(
-        responses=UserErasureSerializer,
-        description="Erase everything the tenant holds about the user: memories (with "
-        "versions and relations), sessions (turns, steps, components, selections) and "
-        "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
-    )
-    def delete(self, request: Request, user_id: str) -> Response:
-        if not user_id.strip() or len(user_id) > 255:
-            raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
-        counts = user_erase(tenant=self.tenant, user_id=user_id)
-        return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)

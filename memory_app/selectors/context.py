@@ -1,5 +1,5 @@
-"""Reads of the short-term window: when a session is due for compaction, and the
-context assembled for its next LLM call."""
+"""The context assembled for a session's next LLM call. When a session is due for
+compaction is `memory_app.window.selectors`' business."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory_app.embedding import embed_texts
-from memory_app.models_window import ContextSummary
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
+from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
-from memory_app.window.tokens import count_tokens, truncate_to_tokens
+from memory_app.window.selectors import active_summaries, window_thresholds
+from memory_app.window.tokens import truncate_to_tokens
 from sessions_app.errors import NotFound
 from sessions_app.models import (
     ChatSession,
@@ -43,99 +44,6 @@ MILESTONE_SIGNAL = {
     "ids": 0.7,
     "items": 0.5,
 }
-
-
-# --- Thresholds ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    max_turns: int
-    max_tokens: int
-    keep_last_turns: int
-
-
-def window_thresholds(session: ChatSession) -> Thresholds:
-    """The session's own thresholds where set, else the settings'."""
-
-    def pick(own: int | None, default: int) -> int:
-        return default if own is None else own
-
-    return Thresholds(
-        max_turns=pick(session.compact_max_turns, settings.ENGRAM_COMPACT_MAX_TURNS),
-        max_tokens=pick(session.compact_max_tokens, settings.ENGRAM_COMPACT_MAX_TOKENS),
-        keep_last_turns=max(
-            0, pick(session.compact_keep_last_turns, settings.ENGRAM_COMPACT_KEEP_LAST_TURNS)
-        ),
-    )
-
-
-def turn_text_tokens(turn: ChatTurn) -> int:
-    """What a turn costs verbatim in a context: its two messages' text."""
-    return count_tokens(turn.user_message) + count_tokens(turn.assistant_response)
-
-
-@dataclass(frozen=True)
-class CompactionDue:
-    reason: str | None  # "max_turns", "max_tokens" or None
-    open_turns: int  # neither compacted nor rolled back
-    open_tokens: int
-    compactable_turns: int  # open turns older than the last keep_last_turns
-    thresholds: Thresholds
-
-
-def compaction_due(session: ChatSession) -> CompactionDue:
-    """Whether the session's open window crossed a threshold. Tokens are those of the
-    turns' text (what the window would hold), not the LLM usage billed for the turn,
-    which counts the agent's whole prompts many times over."""
-    thresholds = window_thresholds(session)
-    open_turns = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
-        .order_by("turn_number")
-        .only("turn_number", "user_message", "assistant_response")
-    )
-    open_tokens = sum(turn_text_tokens(turn) for turn in open_turns)
-    compactable = max(0, len(open_turns) - thresholds.keep_last_turns)
-    reason = None
-    if compactable:
-        if len(open_turns) > thresholds.max_turns:
-            reason = "max_turns"
-        elif open_tokens > thresholds.max_tokens:
-            reason = "max_tokens"
-    return CompactionDue(reason, len(open_turns), open_tokens, compactable, thresholds)
-
-
-def compaction_due_reason(session: ChatSession) -> str | None:
-    """`compaction_due(session).reason`, read at a bounded cost: the `turn_recorded` hook
-    asks it after every turn. It reads at most max(max_turns, keep_last_turns) + 1 open
-    turns (one more than that already means "max_turns"), and tokenizes their text only
-    when its UTF-8 size exceeds max_tokens: a token is at least one byte, so fewer bytes
-    than the threshold cannot be more tokens than it."""
-    thresholds = window_thresholds(session)
-    limit = max(thresholds.max_turns, thresholds.keep_last_turns) + 1
-    texts = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
-        .order_by("-turn_number")
-        .values_list("user_message", "assistant_response")[:limit]
-    )
-    if len(texts) == limit:
-        return "max_turns"  # more open turns than both max_turns and keep_last_turns
-    if len(texts) <= thresholds.keep_last_turns:
-        return None  # nothing compactable
-    if len(texts) > thresholds.max_turns:
-        return "max_turns"
-    if sum(len(u.encode()) + len(a.encode()) for u, a in texts) <= thresholds.max_tokens:
-        return None
-    tokens = sum(count_tokens(u) + count_tokens(a) for u, a in texts)
-    return "max_tokens" if tokens > thresholds.max_tokens else None
-
-
-def active_summaries(session: ChatSession) -> list[ContextSummary]:
-    return list(
-        ContextSummary.objects.filter(session=session, superseded_by__isnull=True).order_by(
-            "first_turn"
-        )
-    )
 
 
 # --- Context assembly --------------------------------------------------------------------

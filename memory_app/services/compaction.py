@@ -37,10 +37,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory_app.models_window import ContextSummary, SummaryKind, SummaryMethod
-from memory_app.selectors.context import active_summaries, compaction_due, turn_text_tokens
-from memory_app.signals_window import span_compacted
 from memory_app.window.milestones import extract_milestones, merge_milestones
+from memory_app.window.models import ContextSummary, SummaryKind, SummaryMethod
+from memory_app.window.selectors import (
+    active_summaries,
+    compaction_due,
+    turn_text_tokens,
+    window_thresholds,
+)
+from memory_app.window.signals import span_compacted
 from memory_app.window.summarize import (
     LLMUnavailable,
     abstractive_summary,
@@ -288,12 +293,13 @@ def session_compact(
         if not acquired:
             result.status = "busy"  # another run holds it and will see the same turns
             return result
-        due = compaction_due(session)
-        result.reason = due.reason or ("forced" if force else None)
-        if due.reason is None and not force:
+        thresholds = window_thresholds(session)
+        reason = compaction_due(session, thresholds)
+        result.reason = reason or ("forced" if force else None)
+        if reason is None and not force:
             result.status = "not_due"
             return result
-        span_turns = _compactable_turns(session, due.thresholds.keep_last_turns)
+        span_turns = _compactable_turns(session, thresholds.keep_last_turns)
         for start in range(0, len(span_turns), MAX_SPAN_TURNS):
             span = span_turns[start : start + MAX_SPAN_TURNS]
             texts = [

@@ -1,38 +1,28 @@
-"""Erasing a user: everything the tenant holds about them, in every table, at once.
+"""Erasing a user, memory_app's part: run by the `user_erased` receiver, inside the
+transaction of sessions_app's `user_erase`.
 
-memory_app owns this use case because it is the app allowed to import sessions_app: it
-deletes the user's memories (versions and relations cascade), the memories learnt in the
-user's sessions, the sessions (turns, steps, components, selections cascade) and the
-idempotency records of requests on those sessions, removes the user from other
-memories' `allowed_users`, and sends `user_erased` inside the same transaction so that
-other apps (spend rollups…) delete theirs atomically with ours.
+Deletes the user's memories (versions and relations cascade), the memories learnt in the
+user's sessions, and removes the user from other memories' `allowed_users`.
 """
 
 from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
 
 from django.db import connection, transaction
 from django.db.models import Q
 
 from memory_app.models import Memory, MemoryRelation, MemoryVersion
-from sessions_app.hooks import user_erased
-from sessions_app.models import (
-    ChatSession,
-    ChatTurn,
-    IdempotencyRecord,
-    SessionComponent,
-    SessionSelection,
-    Tenant,
-    TurnStep,
-)
 
 
 @transaction.atomic
-def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
-    """Delete all the tenant's data about `user_id`; answers the row counts per kind."""
-    sessions = ChatSession.objects.filter(tenant=tenant, user_id=user_id)
-    session_ids = list(sessions.values_list("pk", flat=True))
-    memories = Memory.objects.filter(tenant=tenant).filter(
-        Q(user_id=user_id) | Q(session_id__in=session_ids)
+def memories_erase_user(
+    *, tenant_id: int, user_id: str, session_ids: Sequence[uuid.UUID] = ()
+) -> dict[str, int]:
+    """Delete the memories about `user_id`; answers the row counts per kind."""
+    memories = Memory.objects.filter(tenant_id=tenant_id).filter(
+        Q(user_id=user_id) | Q(session_id__in=list(session_ids))
     )
     counts = {
         "memories": memories.count(),
@@ -40,34 +30,13 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
         "memory_relations": MemoryRelation.objects.filter(
             Q(source__in=memories) | Q(target__in=memories)
         ).count(),
-        "sessions": len(session_ids),
-        "turns": ChatTurn.objects.filter(session_id__in=session_ids).count(),
-        "steps": TurnStep.objects.filter(
-            Q(session_id__in=session_ids) | Q(tenant=tenant, user_id=user_id)
-        ).count(),
-        "components": SessionComponent.objects.filter(session_id__in=session_ids).count(),
-        "selections": SessionSelection.objects.filter(session_id__in=session_ids).count(),
     }
     memories.delete()
-    # Steps carry user_id themselves; any left outside the sessions (none expected) go too.
-    TurnStep.objects.filter(tenant=tenant, user_id=user_id).delete()
-    sessions.delete()
-    # Idempotency records name the route they were used on, which holds the session id.
-    idempotency = IdempotencyRecord.objects.none()
-    if session_ids:
-        linked = Q()
-        for session_id in session_ids:
-            linked |= Q(scope__contains=session_id)
-        idempotency = IdempotencyRecord.objects.filter(tenant=tenant).filter(linked)
-    counts["idempotency_records"] = idempotency.count() if session_ids else 0
-    if session_ids:
-        idempotency.delete()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memory SET allowed_users = array_remove(allowed_users, %s) "
             "WHERE tenant_id = %s AND %s = ANY(allowed_users)",
-            [user_id, tenant.pk, user_id],
+            [user_id, tenant_id, user_id],
         )
         counts["memories_unshared"] = cursor.rowcount
-    user_erased.send(sender=Tenant, tenant_id=tenant.pk, user_id=user_id)
     return counts

@@ -1,4 +1,10 @@
-"""Pure logic of the short-term window: token counting, summaries, milestones, packing.
+"""The short-term window: everything about a session's recent turns and their summaries.
 
-Nothing here touches the database or Django settings, so it is testable and reusable
-from services, benchmarks and management commands alike."""
+- `models`: the `context_summary` table; `admin`, `tasks`, `signals`, `receivers`: its
+  admin, Celery tasks, the `span_compacted` hook and the reaction to `turn_recorded`;
+- `due`: when a session is due for compaction (thresholds and the one decision);
+- pure logic that touches neither the database nor settings, reusable from services,
+  benchmarks and commands: `tokens`, `text`, `summarize`, `milestones`, `packing`.
+
+The compaction service lives in `memory_app.services.compaction`, the context assembly
+in `memory_app.selectors.context`."""

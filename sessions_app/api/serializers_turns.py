@@ -139,6 +139,12 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=MAX_STEPS_PER_TURN,
         help_text="Every LLM or tool call of the turn, in order. May be empty.",
     )
+    reservation_id = serializers.UUIDField(
+        required=False,
+        help_text="The budget reservation this turn spends (from `POST …/budget/check` with "
+        "`reserve: true`); it is released. Omitted: the session's oldest live reservation "
+        "is released. An unknown or ended reservation is ignored.",
+    )
 
     @staticmethod
     def service_kwargs(validated_data: dict[str, Any]) -> dict[str, Any]:
@@ -252,13 +258,46 @@ class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
     estimated_tokens = token_count_field(
         help_text="Input + output tokens the agent is about to spend."
     )
-    estimated_usd = serializers.DecimalField(
+    estimated_cost_usd = serializers.DecimalField(
         required=False,
         max_digits=14,
         decimal_places=6,
         min_value=Decimal(0),
         help_text="USD the agent is about to spend, if it knows.",
     )
+    estimated_usd = serializers.DecimalField(
+        required=False,
+        max_digits=14,
+        decimal_places=6,
+        min_value=Decimal(0),
+        help_text="Older name of `estimated_cost_usd`; still accepted.",
+    )
+    reserve = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="When allowed, hold the estimate against the budget until a turn is "
+        "recorded (which spends the named, else the oldest, reservation) or the lease "
+        "ends. Sessions without a budget hold nothing.",
+    )
+    lease_seconds = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=3600,
+        help_text="How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        legacy = attrs.pop("estimated_usd", None)
+        if attrs.get("estimated_cost_usd") is None:
+            attrs["estimated_cost_usd"] = legacy
+        return attrs
+
+
+class BudgetReservationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.UUIDField(help_text="Name it as the turn's `reservation_id`.")
+    tokens = serializers.IntegerField(help_text="Tokens held.")
+    cost_usd = money_output_field(allow_null=True, help_text="USD held; null if not given.")
+    expires_at = serializers.DateTimeField(help_text="When the lease ends.")
 
 
 class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -268,3 +307,9 @@ class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-
         allow_null=True, help_text="Tokens left after the estimate; null: no token budget."
     )
     budget = serializers.DictField(help_text="The session's budget state.")
+    reserved_tokens = serializers.IntegerField(
+        help_text="Tokens held by other live reservations, set aside before this check."
+    )
+    reservation = BudgetReservationSerializer(
+        allow_null=True, help_text="The reservation taken (with `reserve: true`), else null."
+    )

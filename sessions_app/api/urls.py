@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions_app.api import views_context, views_sessions, views_turns
+from sessions_app.api import views_sessions, views_turns, views_users, views_workspace
 
 session = "sessions/<str:session_id>"
 
@@ -18,34 +18,35 @@ urlpatterns = [
         views_turns.BudgetCheckView.as_view(),
         name="session-budget-check",
     ),
-    path(f"{session}/results", views_context.ResultsView.as_view(), name="session-results"),
+    path(f"{session}/results", views_workspace.ResultsView.as_view(), name="session-results"),
     path(
         f"{session}/components",
-        views_context.ComponentListView.as_view(),
+        views_workspace.ComponentListView.as_view(),
         name="session-components",
     ),
-    path(f"{session}/resolve", views_context.ResolveView.as_view(), name="session-resolve"),
-    path(f"{session}/focus", views_context.FocusView.as_view(), name="session-focus"),
+    path(f"{session}/resolve", views_workspace.ResolveView.as_view(), name="session-resolve"),
+    path(f"{session}/focus", views_workspace.FocusView.as_view(), name="session-focus"),
     path(
         f"{session}/selections",
-        views_context.SelectionListView.as_view(),
+        views_workspace.SelectionListView.as_view(),
         name="session-selections",
     ),
     path(
         f"{session}/selections.csv",
-        views_context.SelectionCsvView.as_view(),
+        views_workspace.SelectionCsvView.as_view(),
         name="session-selections-csv",
     ),
     path(
         f"{session}/selections/reorder",
-        views_context.SelectionReorderView.as_view(),
+        views_workspace.SelectionReorderView.as_view(),
         name="session-selections-reorder",
     ),
     # <path:> because MPNs may contain slashes ("AB-12/34"); reorder is matched first.
     path(
         f"{session}/selections/<path:mpn>",
-        views_context.SelectionDetailView.as_view(),
+        views_workspace.SelectionDetailView.as_view(),
         name="session-selection-detail",
     ),
-    path(f"{session}/cart-link", views_context.CartLinkView.as_view(), name="session-cart-link"),
+    path(f"{session}/cart-link", views_workspace.CartLinkView.as_view(), name="session-cart-link"),
+    path("users/<str:user_id>", views_users.UserErasureView.as_view(), name="user-erase"),
 ]

@@ -6,6 +6,7 @@ import json
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import JSONRenderer
@@ -24,9 +25,9 @@ from sessions_app.api.serializers_turns import (
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.models import ChatSession, ChatTurn
-from sessions_app.selectors.budgets import budget_check
-from sessions_app.selectors.sessions import session_ensure_writable, session_get
+from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_list
+from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.turns import turn_record, turn_rollback
 
@@ -141,6 +142,7 @@ class TurnListView(TenantGenericAPIView):
             scope=f"POST /sessions/{session_id}/turns",
             request_hash=request_fingerprint(request.data),
             work=work,
+            session_id=session_id,
         )
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(outcome.body, status=outcome.status, headers=headers)
@@ -170,7 +172,7 @@ class BudgetCheckView(TenantGenericAPIView):
     serializer_class = BudgetCheckSerializer
 
     @extend_schema(
-        summary="May the agent spend this much more?",
+        summary="May the agent spend this much more? Optionally reserve it.",
         request=BudgetCheckSerializer,
         responses={
             200: BudgetCheckResultSerializer,
@@ -179,21 +181,41 @@ class BudgetCheckView(TenantGenericAPIView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session = session_get(tenant=self.tenant, session_id=session_id)
+        session_get(tenant=self.tenant, session_id=session_id)  # 404 before 400
         payload = BudgetCheckSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        session_ensure_writable(session=session)
-        check = budget_check(session=session, **payload.validated_data)
+        data = payload.validated_data
+        decision = budget_check_reserve(
+            tenant=self.tenant,
+            session_id=session_id,
+            estimated_tokens=data["estimated_tokens"],
+            estimated_usd=data["estimated_cost_usd"],
+            reserve=data["reserve"],
+            lease_seconds=data.get("lease_seconds"),
+        )
+        check, session = decision.check, decision.session
         if not check.allowed:
+            # Held by others' reservations: retry when a lease may have ended or a turn
+            # been recorded, not in a minute.
+            retry = (
+                min(BUDGET_RETRY_AFTER_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+                if decision.held.count
+                else BUDGET_RETRY_AFTER_SECONDS
+            )
             raise BudgetExceeded(
                 check.reason,
-                extra={"budget": jsonable(budget_state(session))},
-                headers={"Retry-After": str(BUDGET_RETRY_AFTER_SECONDS)},
+                extra={
+                    "budget": jsonable(budget_state(session)),
+                    "reserved_tokens": decision.held.tokens,
+                },
+                headers={"Retry-After": str(retry)},
             )
         result = {
             "allowed": True,
-            "estimated_tokens": payload.validated_data["estimated_tokens"],
+            "estimated_tokens": data["estimated_tokens"],
             "tokens_remaining_after": check.tokens_remaining_after,
             "budget": budget_state(session),
+            "reserved_tokens": decision.held.tokens,
+            "reservation": decision.reservation,
         }
         return Response(BudgetCheckResultSerializer(result).data)

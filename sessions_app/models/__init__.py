@@ -1,16 +1,20 @@
 """Sessions app models, one module per concept."""
 
-from sessions_app.models.context import SessionComponent, SessionSelection
+from sessions_app.models.budgets import BudgetReservation
 from sessions_app.models.idempotency import IdempotencyRecord
+from sessions_app.models.outbox import OutboxMessage
 from sessions_app.models.sessions import ChatSession, SessionStatus
 from sessions_app.models.tenancy import ApiKey, Tenant
 from sessions_app.models.turns import ChatTurn, TurnStep
+from sessions_app.models.workspace import SessionComponent, SessionSelection
 
 __all__ = [
     "ApiKey",
+    "BudgetReservation",
     "ChatSession",
     "ChatTurn",
     "IdempotencyRecord",
+    "OutboxMessage",
     "SessionComponent",
     "SessionSelection",
     "SessionStatus",

@@ -41,6 +41,8 @@ class ApiKey(models.Model):
     class Meta:
         db_table = "api_key"
         ordering = ["-created_at"]
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.tenant})"

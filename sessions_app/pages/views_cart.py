@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.errors import ApplicationError, CartLinkExpired, CartLinkInvalid, SessionExpired
 from sessions_app.models import ChatSession
-from sessions_app.selectors.cart_links import cart_link_session
-from sessions_app.selectors.context import cart_total, selection_lines
+from sessions_app.selectors.cart_links import cart_link_open, cart_link_session
+from sessions_app.selectors.workspace import cart_total, selection_lines
 from sessions_app.services.selections import selection_move, selection_remove, selection_update
 
 MAX_PAGE_QUANTITY = 999
@@ -61,10 +61,11 @@ def _context(session: ChatSession, token: str, message: str = "") -> dict[str, A
 @require_GET
 def cart_page(request: HttpRequest, token: str) -> HttpResponse:
     try:
-        session = cart_link_session(token=token)
+        link = cart_link_open(token=token)
     except ApplicationError as error:
         return _error_page(request, error)
-    return _secure(render(request, "cart/page.html", _context(session, token)))
+    context = {**_context(link.session, token), "link_expires_at": link.expires_at}
+    return _secure(render(request, "cart/page.html", context))
 
 
 def _apply(session: ChatSession, data: Any) -> str:

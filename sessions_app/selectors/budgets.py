@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
-from sessions_app.models import ChatSession
+from django.db.models import Count, Sum
+
+from sessions_app.models import BudgetReservation, ChatSession
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,26 @@ def budget_remaining(session: ChatSession) -> BudgetRemaining:
 
 
 @dataclass(frozen=True)
+class Held:
+    """What live reservations of a session hold against its budget."""
+
+    count: int = 0
+    tokens: int = 0
+    usd: Decimal = Decimal(0)
+
+
+NOTHING_HELD = Held()
+
+
+def reservations_held(*, session: ChatSession, now: datetime) -> Held:
+    """The session's reservations whose lease has not ended."""
+    row = BudgetReservation.objects.filter(session=session, expires_at__gt=now).aggregate(
+        count=Count("pk"), tokens=Sum("tokens"), usd=Sum("cost_usd")
+    )
+    return Held(count=row["count"], tokens=row["tokens"] or 0, usd=row["usd"] or Decimal(0))
+
+
+@dataclass(frozen=True)
 class BudgetCheck:
     allowed: bool
     reason: str  # "" when allowed
@@ -40,24 +63,39 @@ class BudgetCheck:
 
 
 def budget_check(
-    *, session: ChatSession, estimated_tokens: int, estimated_usd: Decimal | None = None
+    *,
+    session: ChatSession,
+    estimated_tokens: int,
+    estimated_usd: Decimal | None = None,
+    held: Held = NOTHING_HELD,
 ) -> BudgetCheck:
     """May the agent spend this much more? No, if a runaway flag blocks the session, if
-    the budget is spent, or if the estimate would overdraw it."""
-    remaining = budget_remaining(session)
+    the budget is spent, or if the estimate would overdraw what is left once the other
+    agents' live reservations (`held`) are set aside."""
+    spent = budget_remaining(session)
+    remaining = BudgetRemaining(
+        tokens=None if spent.tokens is None else spent.tokens - held.tokens,
+        usd=None if spent.usd is None else spent.usd - held.usd,
+    )
     after = None if remaining.tokens is None else remaining.tokens - estimated_tokens
     if session.runaway_blocked:
         reason = "The session is blocked as runaway."
-    elif remaining.exceeded:
+    elif spent.exceeded:
         reason = "The session's budget is spent."
+    elif remaining.exceeded:
+        reason = f"The rest of the budget is reserved by {held.count} pending step(s)."
     elif after is not None and after < 0:
-        reason = f"The estimate exceeds the {remaining.tokens} tokens that remain."
+        reason = f"The estimate exceeds the {remaining.tokens} tokens that remain" + (
+            f" ({held.tokens} more are reserved)." if held.count else "."
+        )
     elif (
         estimated_usd is not None
         and remaining.usd is not None
         and remaining.usd - estimated_usd < 0
     ):
-        reason = f"The estimate exceeds the {remaining.usd} USD that remain."
+        reason = f"The estimate exceeds the {remaining.usd} USD that remain" + (
+            f" ({held.usd} more are reserved)." if held.count else "."
+        )
     else:
         reason = ""
     return BudgetCheck(allowed=not reason, reason=reason, tokens_remaining_after=after)

@@ -2,8 +2,11 @@
 
 The token is the session id signed with a `TimestampSigner` under its own salt, so it
 cannot be forged or reused for another purpose, and it expires after
-`ENGRAM_CART_LINK_TTL_SECONDS`. Holding the link is the credential: whoever has it can
-edit that one cart, nothing else. Verification is `selectors.cart_links`."""
+`ENGRAM_CART_LINK_TTL_SECONDS` or when the session expires, whichever comes first: the
+signed value carries that moment, so a link never outlives the session it was made for
+(a later turn that extends the session does not extend a link already handed out; the
+agent makes a new one). Holding the link is the credential: whoever has it can edit
+that one cart, nothing else. Verification is `selectors.cart_links`."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import ChatSession
-from sessions_app.selectors.cart_links import cart_link_signer
+from sessions_app.selectors.cart_links import cart_link_signer, cart_link_value
 
 
 @dataclass(frozen=True)
@@ -25,11 +28,15 @@ class CartLink:
     expires_at: datetime
 
 
-def cart_link_create(*, session: ChatSession) -> CartLink:
-    token = cart_link_signer().sign(str(session.pk))
+def cart_link_create(*, session: ChatSession, now: datetime | None = None) -> CartLink:
+    now = now or timezone.now()
+    lifetime = now + timedelta(seconds=int(settings.ENGRAM_CART_LINK_TTL_SECONDS))
+    # Whole seconds, rounded down: the link never claims a moment past the session's end.
+    expires_at = min(lifetime, session.expires_at).replace(microsecond=0)
+    token = cart_link_signer().sign(cart_link_value(session_id=session.pk, expires_at=expires_at))
     base = str(settings.ENGRAM_PUBLIC_BASE_URL).rstrip("/")
     return CartLink(
         url=base + reverse("cart-page", kwargs={"token": token}),
         token=token,
-        expires_at=timezone.now() + timedelta(seconds=int(settings.ENGRAM_CART_LINK_TTL_SECONDS)),
+        expires_at=expires_at,
     )

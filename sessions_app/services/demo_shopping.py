@@ -1,4 +1,4 @@
-"""Seed 000's laptop conversation, recorded through the context services: five laptops
+"""Seed 000's laptop conversation, recorded through the workspace services: five laptops
 found, "Tell me about the first one" resolved to the Dell XPS 15, the Dell and the
 cheapest one added to the cart, each turn recorded with its LLM steps."""
 

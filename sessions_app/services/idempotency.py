@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,20 +47,29 @@ def request_fingerprint(data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _claim(*, tenant: Tenant, key: str, scope: str, request_hash: str) -> int | None:
+def _claim(
+    *, tenant: Tenant, key: str, scope: str, request_hash: str, session_id: uuid.UUID | None
+) -> int | None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
-            INSERT INTO idempotency_record (tenant_id, key, scope, request_hash, status,
-                                            created_at)
-            VALUES (%s, %s, %s, %s, %s, now())
+            INSERT INTO idempotency_record (tenant_id, key, scope, session_id, request_hash,
+                                            status, created_at)
+            VALUES (%s, %s, %s, %s, %s, %s, now())
             ON CONFLICT (tenant_id, key) DO NOTHING
             RETURNING id
             """,
-            [tenant.pk, key, scope, request_hash, Status.IN_FLIGHT],
+            [tenant.pk, key, scope, session_id, request_hash, Status.IN_FLIGHT],
         )
         row = cursor.fetchone()
     return None if row is None else int(row[0])
+
+
+def _as_uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return None if value is None else uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 def _take_over_stale(*, record: IdempotencyRecord, now: datetime) -> bool:
@@ -78,14 +88,23 @@ def idempotent_execute(
     scope: str,
     request_hash: str,
     work: Callable[[], tuple[int, dict[str, Any]]],
+    session_id: Any = None,
 ) -> IdempotentOutcome:
-    """Run `work` (which returns status and a JSON-ready body) at most once per key."""
+    """Run `work` (which returns status and a JSON-ready body) at most once per key.
+    `session_id`, when the request is about a session, is stored with the key so that
+    erasing the session's user finds it (an id that is not a UUID is not stored)."""
     if key is None:
         status, body = work()
         return IdempotentOutcome(status=status, body=body, replayed=False)
     record_id: int | None = None
     for _attempt in range(3):  # a claim deleted between our insert and read: try again
-        record_id = _claim(tenant=tenant, key=key, scope=scope, request_hash=request_hash)
+        record_id = _claim(
+            tenant=tenant,
+            key=key,
+            scope=scope,
+            request_hash=request_hash,
+            session_id=_as_uuid(session_id),
+        )
         if record_id is not None:
             break
         record = IdempotencyRecord.objects.filter(tenant=tenant, key=key).first()

@@ -13,7 +13,7 @@ from django.db import transaction
 from sessions_app.errors import ApplicationError, Conflict, ErrorCode, NotFound
 from sessions_app.models import ChatSession, SessionComponent
 from sessions_app.resolution import Resolution, resolve_reference
-from sessions_app.selectors.context import component_get, component_list, resolver_items
+from sessions_app.selectors.workspace import component_get, component_list, resolver_items
 from sessions_app.services.lifecycle import session_lock_for_write
 
 

@@ -15,7 +15,7 @@ from django.db.models import F
 
 from sessions_app.errors import Conflict, ErrorCode, InvalidInput, NotFound
 from sessions_app.models import ChatSession, SessionSelection
-from sessions_app.selectors.context import CartLine, component_get, selection_line
+from sessions_app.selectors.workspace import CartLine, component_get, selection_line
 from sessions_app.services.lifecycle import session_lock_for_write
 from sessions_app.services.references import reference_resolve
 

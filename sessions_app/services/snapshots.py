@@ -1,9 +1,9 @@
 """What a turn can change besides `state`: focus, last results and query, the cart.
 
 An agent changes results, focus and cart *while* it handles a turn and records the turn
-at its end, so `turn_record` stores the snapshot as `ChatTurn.context_after`: the context
+at its end, so `turn_record` stores the snapshot as `ChatTurn.context_after`: the workspace
 as turn n left it. Rolling back turn n restores the `context_after` of the last live
-turn before it, or `EMPTY_CONTEXT` when n is the first. Fetched items themselves are
+turn before it, or `EMPTY_WORKSPACE` when n is the first. Fetched items themselves are
 kept (they are a cache of what the agent saw); only their positions in "the last
 results" are restored.
 """
@@ -16,7 +16,7 @@ from django.db import transaction
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
 
-EMPTY_CONTEXT: dict[str, Any] = {
+EMPTY_WORKSPACE: dict[str, Any] = {
     "focus_mpn": None,
     "last_query": None,
     "last_filters": None,
@@ -26,7 +26,7 @@ EMPTY_CONTEXT: dict[str, Any] = {
 }
 
 
-def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
+def session_workspace_snapshot(*, session: ChatSession) -> dict[str, Any]:
     selections = list(
         SessionSelection.objects.filter(session=session)
         .order_by("position")
@@ -43,7 +43,7 @@ def session_context_snapshot(*, session: ChatSession) -> dict[str, Any]:
 
 
 @transaction.atomic
-def session_context_restore(*, session: ChatSession, snapshot: dict[str, Any]) -> None:
+def session_workspace_restore(*, session: ChatSession, snapshot: dict[str, Any]) -> None:
     """Put focus, results, query and cart back as `snapshot` has them. The caller saves
     nothing else: this writes the session fields it restores."""
     session.focus_mpn = snapshot.get("focus_mpn")

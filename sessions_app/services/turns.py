@@ -24,11 +24,12 @@ from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, Tu
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import session_ensure_writable
 from sessions_app.selectors.turns import turn_get
+from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.snapshots import (
-    EMPTY_CONTEXT,
-    session_context_restore,
-    session_context_snapshot,
+    EMPTY_WORKSPACE,
+    session_workspace_restore,
+    session_workspace_snapshot,
 )
 from sessions_app.usage import TokenCounts, UsageError
 
@@ -140,17 +141,20 @@ def turn_record(
     state: dict[str, Any] = UNCHANGED,
     duration_ms: int | None = None,
     idempotency_key: str | None = None,
+    reservation_id: uuid.UUID | None = None,
     now: datetime | None = None,
 ) -> TurnRecorded:
     """Store one turn with its steps and add them to the session's totals.
 
     `state`, when given, replaces the session's state (state_before/after are kept on
     the turn). A turn past the budget is still stored; the session gets
-    `budget_exceeded_at` and the result a `budget_exceeded` warning. Receivers of
-    `turn_recorded` hear of the turn after commit."""
+    `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
+    budget reservation (`reservation_id`, else the session's oldest live one). Receivers
+    of `turn_recorded` hear of the turn after commit."""
     now = now or timezone.now()
     session = _lock_session(tenant=tenant, session_id=session_id)
     session_ensure_writable(session=session, now=now)
+    budget_reservation_release(session=session, reservation_id=reservation_id, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
     state_before = session.state
@@ -166,7 +170,7 @@ def turn_record(
         metadata=metadata or {},
         state_before=state_before,
         state_after=state_after,
-        context_after=session_context_snapshot(session=session),
+        context_after=session_workspace_snapshot(session=session),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
@@ -268,7 +272,7 @@ class RollbackResult:
 def turn_rollback(
     *, tenant: Tenant, session_id: uuid.UUID | str, turn_number: int, now: datetime | None = None
 ) -> RollbackResult:
-    """Put the session back as it was before turn n: state and context (focus, results,
+    """Put the session back as it was before turn n: state and workspace (focus, results,
     cart). Turns n and later are marked rolled back, never deleted; totals stay, since
     their money was spent. Later turns continue numbering after the last recorded one."""
     now = now or timezone.now()
@@ -286,7 +290,7 @@ def turn_rollback(
         .values_list("context_after", flat=True)
         .first()
     )
-    session_context_restore(session=session, snapshot=previous or EMPTY_CONTEXT)
+    session_workspace_restore(session=session, snapshot=previous or EMPTY_WORKSPACE)
     later = ChatTurn.objects.filter(
         session=session, turn_number__gte=turn_number, rolled_back=False
     )

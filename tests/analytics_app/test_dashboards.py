@@ -163,3 +163,63 @@ def test_editing_a_budget_in_the_admin_goes_through_the_service(
     assert response.status_code == 302, response.content.decode()[:2000]
     session.refresh_from_db()
     assert session.budget_tokens == 5000
+
+
+def _kpi(html: str, label: str) -> str:
+    """The number shown in the KPI box with this label."""
+    totals = html.split('id="totals"')[1].split("</section>")[0]
+    box = next(part for part in totals.split('<div class="kpi">') if f"</strong>{label}" in part)
+    return box.split("<strong>")[1].split("</strong>")[0]
+
+
+def test_dashboard_is_exact_before_the_first_fill_and_between_fills(
+    staff_client: Client, tenant: Tenant
+) -> None:
+    """Right after `make run` no fill has run: the totals, charts, breakdowns and top
+    users must already show the spend the session table shows, and after a fill, the
+    steps recorded since are added to the rollups, never counted twice."""
+    session = make_session(tenant, user_id="early-bird", agent_id="planner")
+    now = timezone.now()
+    for n in range(3):
+        record_turn(
+            session,
+            [Step(model="claude-x", input_tokens=1000, output_tokens=100,
+                  cost_usd=Decimal("0.25"))],
+            at=now - timedelta(minutes=10 - n),
+        )  # fmt: skip
+    url = reverse("dashboard-spend")
+    html = staff_client.get(url).content.decode()
+    assert _kpi(html, "spend") == "$0.7500" and _kpi(html, "tokens") == "3300"
+    assert _kpi(html, "LLM calls") == "3"
+    assert "claude-x" in html and "planner" in html and "early-bird" in html
+    assert "No spend in this range." not in html
+    assert "no fill yet" in html
+
+    rollups_fill()  # counts the three turns; the next one stays in the live tail
+    assert "no fill yet" not in staff_client.get(url).content.decode()
+    record_turn(
+        session,
+        [Step(model="claude-x", input_tokens=1000, output_tokens=100, cost_usd=Decimal("0.25"))],
+        at=now,
+    )
+    html = staff_client.get(url).content.decode()
+    assert _kpi(html, "spend") == "$1.0000" and _kpi(html, "tokens") == "4400"
+    assert _kpi(html, "LLM calls") == "4"
+    users = html.split('id="top-users"')[1].split("</table>")[0]
+    assert "early-bird" in users and "1.0000" in users, users
+
+
+def test_admin_says_engram_uses_real_plurals_and_links_the_dashboards(
+    staff_client: Client,
+) -> None:
+    html = staff_client.get(reverse("admin:index")).content.decode()
+    assert '<a href="/admin/">Engram</a>' in html and "<title>Operations | Engram admin" in html
+    for plural in ("Memories", "Context summaries", "API keys", "Outbox messages"):
+        assert f">{plural}</a>" in html, plural
+    for wrong in ("Memorys", "summarys", "Api keys"):
+        assert wrong not in html
+    dashboards = html.split('id="engram-dashboards"')[1].split("</div>")[0]
+    assert f'href="{reverse("dashboard-spend")}"' in dashboards
+    assert (
+        staff_client.get(reverse("admin:sessions_app_outboxmessage_changelist")).status_code == 200
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db.models import Sum
 
+from bench.generate_cli import main as generate_main
 from sessions_app.models import (
     ChatSession,
     ChatTurn,
@@ -51,12 +51,12 @@ def test_generate_twice_gives_exact_counts_and_consistent_totals() -> None:
         "components": 30,
         "selections": 12,
     }
-    call_command("bench_generate", *ARGS, stdout=StringIO(), stderr=StringIO())
+    generate_main(ARGS, stdout=StringIO(), stderr=StringIO())
     assert counts() == expected
     first_ids = sorted(str(pk) for pk in ChatSession.objects.values_list("pk", flat=True))
 
     out = StringIO()
-    call_command("bench_generate", *ARGS, stdout=out, stderr=StringIO())
+    generate_main(ARGS, stdout=out, stderr=StringIO())
     assert counts() == expected
     assert "chat_turn +0" in out.getvalue() and "turn_step +0" in out.getvalue()
     assert sorted(str(pk) for pk in ChatSession.objects.values_list("pk", flat=True)) == (first_ids)
@@ -78,8 +78,8 @@ def test_generate_twice_gives_exact_counts_and_consistent_totals() -> None:
 
 
 def test_growing_the_turn_count_resumes() -> None:
-    call_command("bench_generate", *ARGS, stdout=StringIO(), stderr=StringIO())
+    generate_main(ARGS, stdout=StringIO(), stderr=StringIO())
     grown = [a if not a.startswith("--turns") else "--turns-per-session=6" for a in ARGS]
-    call_command("bench_generate", *grown, stdout=StringIO(), stderr=StringIO())
+    generate_main(grown, stdout=StringIO(), stderr=StringIO())
     assert ChatTurn.objects.count() == 36 and TurnStep.objects.count() == 108
     assert set(ChatSession.objects.values_list("last_turn_number", flat=True)) == {6}

@@ -6,9 +6,9 @@ from io import StringIO
 
 import numpy as np
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
+from bench.generate_cli import main as generate_main
 from bench.memory_data import CHUNK, chunk_vectors, distinct_texts
 from memory_app.models import Memory
 
@@ -19,11 +19,8 @@ ARGS = ["--tenants=2", "--sessions=0", "--turns-per-session=0", "--seed=5", "--m
 
 def generate(memories: int, texts: int) -> str:
     out = StringIO()
-    call_command(
-        "bench_generate",
-        *ARGS,
-        f"--memories={memories}",
-        f"--memory-texts={texts}",
+    generate_main(
+        [*ARGS, f"--memories={memories}", f"--memory-texts={texts}"],
         stdout=out,
         stderr=StringIO(),
     )

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from rest_framework.test import APIClient
 
 from sessions_app.models import SessionSelection
-from tests.sessions_app.context_helpers import (
+from tests.sessions_app.workspace_helpers import (
     ACER,
     DELL,
     HP,

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from tests.sessions_app.context_helpers import ACER, DELL, store_laptops
+from tests.sessions_app.workspace_helpers import ACER, DELL, store_laptops
 
 # Real commits: follow-up work (extraction, compaction, runaway checks) runs after commit.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -98,9 +98,6 @@ def _rows_about(tenant: Tenant, user_id: str, session_ids: list[uuid.UUID]) -> d
             counted += rows.filter(memory__user_id=user_id).count()
         if "allowed_users" in names:
             counted += rows.filter(allowed_users__contains=[user_id]).count()
-        if model is IdempotencyRecord:
-            for session_id in session_ids:
-                counted += rows.filter(scope__contains=str(session_id)).count()
         if counted:
             found[model._meta.db_table] = counted
     return found
@@ -128,6 +125,7 @@ def _session_with_everything(tenant: Tenant, user_id: str) -> ChatSession:
         tenant=tenant,
         key=f"k-{user_id}",
         scope=f"sessions/{session.pk}/turns",
+        session_id=session.pk,
         request_hash="0" * 64,
     )
     return session

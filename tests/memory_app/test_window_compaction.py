@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.db.models import Q
 
 from bench.synthetic_sessions import synthetic_session, value_present
-from memory_app.models_window import ContextSummary
 from memory_app.services.compaction import session_compact
-from memory_app.signals_window import span_compacted
+from memory_app.window.models import ContextSummary
+from memory_app.window.signals import span_compacted
 from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.turns import turn_rollback
 from tests.memory_app.window_helpers import loopback_llm, new_session, record, record_synthetic

@@ -25,8 +25,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from config.celery_app import app as celery_app
-from memory_app.models_window import ContextSummary
-from memory_app.tasks_window import compact_session
+from memory_app.window.models import ContextSummary
+from memory_app.window.tasks import compact_session
 from sessions_app.models import ChatSession, ChatTurn, Tenant
 from tests.memory_app.window_helpers import new_session, record
 

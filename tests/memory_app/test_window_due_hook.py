@@ -1,18 +1,31 @@
-"""The after-turn compaction check reads a bounded window yet answers what the full
-`compaction_due` answers."""
+"""The compaction decision reads a bounded window yet answers what a full count of the
+open window answers (the reference below reads every open turn)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_app.selectors.context import compaction_due, compaction_due_reason
-from sessions_app.models import ChatSession, Tenant
+from memory_app.window.selectors import compaction_due, turn_text_tokens, window_thresholds
+from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.turns import turn_rollback
 from tests.memory_app.window_helpers import new_session, record
 
 pytestmark = pytest.mark.django_db
 
 LONG = "word " * 400  # ~400 tokens, 2,000 bytes
+
+
+def full_count_reason(session: ChatSession) -> str | None:
+    """The reference answer: every open turn read and tokenized, no bound."""
+    thresholds = window_thresholds(session)
+    open_turns = list(ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False))
+    if len(open_turns) <= thresholds.keep_last_turns:
+        return None
+    if len(open_turns) > thresholds.max_turns:
+        return "max_turns"
+    if sum(turn_text_tokens(turn) for turn in open_turns) > thresholds.max_tokens:
+        return "max_tokens"
+    return None
 
 
 @pytest.mark.parametrize(
@@ -39,7 +52,7 @@ def test_bounded_check_agrees_with_the_full_one(
     for _ in range(turns):
         record(tenant, session, text, text)
     session.refresh_from_db()
-    assert compaction_due_reason(session) == compaction_due(session).reason
+    assert compaction_due(session) == full_count_reason(session)
 
 
 def test_rolled_back_turns_do_not_count(tenant: Tenant) -> None:
@@ -49,5 +62,5 @@ def test_rolled_back_turns_do_not_count(tenant: Tenant) -> None:
         record(tenant, session, "hi", "hello")
     turn_rollback(tenant=tenant, session_id=session.pk, turn_number=3)
     session.refresh_from_db()
-    assert compaction_due_reason(session) is None
-    assert compaction_due(session).reason is None
+    assert compaction_due(session) is None
+    assert full_count_reason(session) is None

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from sessions_app.resolution import Item, resolve_reference
 from sessions_app.services.demo_shopping import LAPTOPS
-from tests.sessions_app.context_helpers import (
+from tests.sessions_app.workspace_helpers import (
     ACER,
     ASUS,
     DELL,

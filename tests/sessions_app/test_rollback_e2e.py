@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.sessions_app.context_helpers import ACER, DELL, create_session, store_laptops
 from tests.sessions_app.helpers import post_turn, turn_body
+from tests.sessions_app.workspace_helpers import ACER, DELL, create_session, store_laptops
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from sessions_app.models import SessionSelection
 from sessions_app.services.api_keys import IssuedKey
-from tests.sessions_app.context_helpers import create_session, store_laptops
+from tests.sessions_app.workspace_helpers import create_session, store_laptops
 
 ITEMS = [
     {"mpn": f"SKU-{n:02d}", "name": f"Item {n}", "component_type": "part", "data": {"price": n}}

@@ -9,8 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection
-from sessions_app.services.snapshots import session_context_snapshot
-from tests.sessions_app.context_helpers import (
+from sessions_app.services.snapshots import session_workspace_snapshot
+from tests.sessions_app.workspace_helpers import (
     ACER,
     DELL,
     HP,
@@ -36,7 +36,7 @@ def state_of(sid: str) -> dict[str, Any]:
     """Everything a write could touch, to prove a refused request wrote nothing."""
     session = ChatSession.objects.get(pk=sid)
     return {
-        "context": session_context_snapshot(session=session),
+        "context": session_workspace_snapshot(session=session),
         "components": list(
             SessionComponent.objects.filter(session=session)
             .order_by("mpn")

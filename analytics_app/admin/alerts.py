@@ -1,5 +1,4 @@
-"""Admin for the rollups, their fill markers and runaway alerts. Rollups are derived data:
-read-only here; a wrong number is fixed by the fill, never by hand."""
+"""Admin for runaway alerts: read-only, with a resend action for failed deliveries."""
 
 from __future__ import annotations
 
@@ -10,51 +9,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from analytics_app.models import (
-    RollupFillState,
-    RunawayAlert,
-    SpendRollup,
-    UserSpendRollup,
-)
+from analytics_app.models import RunawayAlert
 from analytics_app.services.alerts import alert_resend
-from sessions_app.admin import LargeTableAdmin, ReadOnlyAdminMixin, admin_link_id
+from sessions_app.admin import LargeTableAdmin, admin_link_id
 from sessions_app.models import ChatSession
-
-_COUNTERS = [
-    "input_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "cost_usd",
-    "calls",
-    "errors",
-    "unpriced_calls",
-    "zero_cost_calls",
-    "negative_cost_calls",
-]
-
-
-@admin.register(SpendRollup)
-class SpendRollupAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
-    list_display = ["bucket_start", "granularity", "tenant", "model", "agent_id", "step_type"]
-    list_display += _COUNTERS
-    list_filter = ["granularity", "tenant"]
-    search_fields = ["model__exact", "agent_id__exact", "step_type__exact"]
-    date_hierarchy = "bucket_start"
-    list_select_related = ["tenant"]
-
-
-@admin.register(UserSpendRollup)
-class UserSpendRollupAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
-    list_display = ["bucket_start", "tenant", "user_id", *_COUNTERS]
-    list_filter = ["tenant"]
-    search_fields = ["user_id__exact"]
-    date_hierarchy = "bucket_start"
-    list_select_related = ["tenant"]
-
-
-@admin.register(RollupFillState)
-class RollupFillStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["name", "last_step_id", "filled_through", "updated_at"]
 
 
 @admin.register(RunawayAlert)

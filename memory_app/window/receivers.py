@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memory_app.selectors.context import compaction_due_reason
+from memory_app.window.selectors import compaction_due
 from sessions_app.models import ChatSession
 
 logger = logging.getLogger(__name__)
@@ -17,12 +17,13 @@ def enqueue_compaction_when_due(
     """On `turn_recorded` (after commit): enqueue compaction when the recorded turn made
     the open window cross a threshold. Must not raise: the turn is already stored.
     `turn_record` passes the session it committed, which saves reading it again."""
-    from memory_app.tasks_window import compact_session
+    from memory_app.window.tasks import compact_session
+    from sessions_app.services.outbox import task_publish
 
     try:
         if session is None:
             session = ChatSession.objects.get(pk=session_id)
-        if compaction_due_reason(session) is not None:
-            compact_session.delay(str(session_id))
+        if compaction_due(session) is not None:
+            task_publish(compact_session, str(session_id))
     except Exception:  # a broker or DB hiccup must not fail the agent's request
         logger.exception("compaction: could not check or enqueue session %s", session_id)

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from sessions_app.services.api_keys import IssuedKey
-from tests.sessions_app.context_helpers import ACER, DELL, create_session, store_laptops
+from tests.sessions_app.workspace_helpers import ACER, DELL, create_session, store_laptops
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,6 @@
-"""Reads of a session's context: fetched items, the cart, what the resolver needs."""
+"""Reads of a session's workspace (its working set: fetched items, focus, the cart) and
+what the resolver needs. "Context" in Engram means the assembled LLM context
+(`memory_app`); the REST routes keep their names."""
 
 from __future__ import annotations
 

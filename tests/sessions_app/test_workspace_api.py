@@ -1,4 +1,4 @@
-"""Session context over HTTP: results, components, resolve, focus, cart, CSV, cart links,
+"""Session workspace over HTTP: results, components, resolve, focus, cart, CSV, cart links,
 expiry, and the snapshot contract the turn rollback relies on."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection, Tenant
 from sessions_app.selectors.cart_links import CART_LINK_SALT
 from sessions_app.services.demo import demo_load
-from sessions_app.services.snapshots import session_context_restore, session_context_snapshot
-from tests.sessions_app.context_helpers import (
+from sessions_app.services.snapshots import session_workspace_restore, session_workspace_snapshot
+from tests.sessions_app.workspace_helpers import (
     ACER,
     ASUS,
     DELL,
@@ -267,7 +267,7 @@ def test_snapshot_and_restore_cover_focus_results_query_and_cart(api: APIClient,
     add(api, sid, mpn=DELL, quantity=2, note="n")
     add(api, sid, mpn=ACER)
     session = ChatSession.objects.get(pk=sid)
-    snapshot = session_context_snapshot(session=session)
+    snapshot = session_workspace_snapshot(session=session)
 
     api.post(
         f"/api/v1/sessions/{sid}/results", {"query": "other", "items": items("Y", 2)}, format="json"
@@ -276,7 +276,7 @@ def test_snapshot_and_restore_cover_focus_results_query_and_cart(api: APIClient,
     api.delete(f"/api/v1/sessions/{sid}/selections/{DELL}")
     add(api, sid, mpn="Y-1")
 
-    session_context_restore(session=ChatSession.objects.get(pk=sid), snapshot=snapshot)
+    session_workspace_restore(session=ChatSession.objects.get(pk=sid), snapshot=snapshot)
     session = ChatSession.objects.get(pk=sid)
     assert session.focus_mpn == HP
     assert session.last_query == "Find laptops under $1000"
@@ -328,6 +328,46 @@ def test_cart_page_refuses_tampered_expired_and_csrfless(api: APIClient, sid: st
     r = strict.post(path + "update", {"action": "remove", "mpn": DELL})
     assert r.status_code == 403
     assert cart(api, sid) == [(1, DELL, 1)]
+
+
+def test_cart_link_never_outlives_its_session(api: APIClient) -> None:
+    """A session with a 60 s TTL gets a link that says it ends with the session (not in
+    7 days), the page says until when, and once the session has expired the link
+    answers the error page, even if the session is extended by a later write."""
+    short = create_session(api, ttl_seconds=60)
+    store_laptops(api, short)
+    add(api, short, mpn=DELL)
+    session = ChatSession.objects.get(pk=short)
+    body = api.post(f"/api/v1/sessions/{short}/cart-link").json()
+    link_end = timezone.datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
+    assert link_end <= session.expires_at
+    assert session.expires_at - link_end < timedelta(seconds=1)
+    path = body["url"].split("8000", 1)[1]
+    page = Client().get(path)
+    assert page.status_code == 200
+    shown = page.content.decode().split('id="link-expiry"')[1].split("</p>")[0]
+    assert link_end.strftime("%Y-%m-%d %H:%M") in shown
+
+    # A long-lived session: the link ends after the configured lifetime instead.
+    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=120):
+        long_lived = create_session(api, ttl_seconds=3600)
+        end = api.post(f"/api/v1/sessions/{long_lived}/cart-link").json()["expires_at"]
+    end_at = timezone.datetime.fromisoformat(end.replace("Z", "+00:00"))
+    assert timedelta(seconds=100) < end_at - timezone.now() <= timedelta(seconds=120)
+
+    # The session expires: the link is the error page, never the cart.
+    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() - timedelta(seconds=1))
+    gone = Client().get(path)
+    assert gone.status_code == 410 and b"expired" in gone.content and b"Dell" not in gone.content
+    # Extended again later (a new turn): the old link stays past its stated end.
+    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() + timedelta(hours=1))
+    ChatSession.objects.filter(pk=short).update(status="active")
+    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=3600):
+        from sessions_app.errors import CartLinkExpired
+        from sessions_app.selectors.cart_links import cart_link_open
+
+        with pytest.raises(CartLinkExpired):
+            cart_link_open(token=path.split("/")[2], now=link_end + timedelta(seconds=1))
 
 
 def test_cart_page_without_javascript_posts_and_redirects(api: APIClient, sid: str) -> None:

@@ -1,4 +1,4 @@
-"""Session context routes: results, components, references, focus, cart, cart links.
+"""Session workspace routes: results, components, references, focus, cart, cart links.
 
 Thin: each view validates input with a serializer, finds the caller's session (404 for
 another tenant's, 410 for an expired one on writes) and calls one service or selector."""
@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app.api.renderers import CsvRenderer, csv_text
-from sessions_app.api.serializers_context import (
+from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     CartLinkSerializer,
     CartSerializer,
@@ -33,8 +33,8 @@ from sessions_app.api.serializers_context import (
 )
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.models import ChatSession
-from sessions_app.selectors.context import cart_total, component_list, selection_lines
 from sessions_app.selectors.sessions import session_get, session_get_for_write
+from sessions_app.selectors.workspace import cart_total, component_list, selection_lines
 from sessions_app.services.cart_links import cart_link_create
 from sessions_app.services.references import session_focus_set, session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
@@ -55,7 +55,7 @@ WRITE_ERRORS = {
 }
 
 
-class SessionContextView(TenantAPIView):
+class SessionWorkspaceView(TenantAPIView):
     """Base: the session of the URL, scoped to the caller's tenant."""
 
     def session(self, session_id: Any) -> ChatSession:
@@ -70,7 +70,7 @@ def cart_body(session: ChatSession) -> dict[str, Any]:
     return CartSerializer({"count": len(lines), "total": cart_total(lines), "results": lines}).data
 
 
-class ResultsView(SessionContextView):
+class ResultsView(SessionWorkspaceView):
     @extend_schema(
         request=ResultsStoreSerializer,
         responses={201: ResultsStoredSerializer, **WRITE_ERRORS},
@@ -97,7 +97,7 @@ class ResultsView(SessionContextView):
         return Response(ResultsStoredSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
-class ComponentListView(SessionContextView):
+class ComponentListView(SessionWorkspaceView):
     @extend_schema(
         responses={200: ComponentListSerializer, **ERRORS},
         summary="Every item fetched in the session",
@@ -112,7 +112,7 @@ class ComponentListView(SessionContextView):
         )
 
 
-class ResolveView(SessionContextView):
+class ResolveView(SessionWorkspaceView):
     @extend_schema(
         parameters=[ResolveQuerySerializer],
         responses={
@@ -138,7 +138,7 @@ class ResolveView(SessionContextView):
         return Response(ResolvedSerializer(resolved).data)
 
 
-class FocusView(SessionContextView):
+class FocusView(SessionWorkspaceView):
     @extend_schema(
         request=FocusSetSerializer,
         responses={200: ResolvedSerializer, **WRITE_ERRORS},
@@ -179,7 +179,7 @@ def cart_csv(session: ChatSession) -> HttpResponse:
     return response
 
 
-class SelectionListView(CsvExportMixin, SessionContextView):
+class SelectionListView(CsvExportMixin, SessionWorkspaceView):
     renderer_classes = [JSONRenderer, CsvRenderer]
 
     @extend_schema(
@@ -226,7 +226,7 @@ class SelectionListView(CsvExportMixin, SessionContextView):
         )
 
 
-class SelectionCsvView(CsvExportMixin, SessionContextView):
+class SelectionCsvView(CsvExportMixin, SessionWorkspaceView):
     renderer_classes = [CsvRenderer, JSONRenderer]
 
     @extend_schema(
@@ -238,7 +238,7 @@ class SelectionCsvView(CsvExportMixin, SessionContextView):
         return cart_csv(self.session(session_id))
 
 
-class SelectionDetailView(SessionContextView):
+class SelectionDetailView(SessionWorkspaceView):
     @extend_schema(
         request=SelectionUpdateSerializer,
         responses={
@@ -268,7 +268,7 @@ class SelectionDetailView(SessionContextView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class SelectionReorderView(SessionContextView):
+class SelectionReorderView(SessionWorkspaceView):
     @extend_schema(
         request=SelectionReorderSerializer,
         responses={200: CartSerializer, **WRITE_ERRORS},
@@ -283,7 +283,7 @@ class SelectionReorderView(SessionContextView):
         return Response(cart_body(session))
 
 
-class CartLinkView(SessionContextView):
+class CartLinkView(SessionWorkspaceView):
     @extend_schema(
         request=None,
         responses={201: CartLinkSerializer, **WRITE_ERRORS},

@@ -1,4 +1,4 @@
-"""Serializers of the session-context routes: results, components, references, focus,
+"""Serializers of the session-workspace routes: results, components, references, focus,
 the cart and cart links. Input serializers validate at the edge; output serializers
 describe the shapes for the OpenAPI schema."""
 

@@ -1,4 +1,4 @@
-"""Model prices here; the spend rollups live in `models_rollups` (imported below).
+"""Model prices.
 
 A step's cost is computed once, when it is recorded, from the price valid
 at the step's time, and stored with the step: later price changes never rewrite history."""
@@ -65,6 +65,3 @@ class ModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} from {self.valid_from:%Y-%m-%d}"
-
-
-from analytics_app.models_rollups import *  # noqa: E402, F403

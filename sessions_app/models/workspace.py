@@ -1,3 +1,5 @@
+"""A session's workspace: the items it fetched (components) and its cart (selections)."""
+
 from __future__ import annotations
 
 from django.db import models

@@ -1,7 +1,7 @@
 """The short-term window's own table: summaries and milestone notes of compacted spans.
 
-Lives beside (not in) `memory_app/models.py` so that the long-term memory models and
-these can be built in parallel; `models.py` re-exports this module."""
+Part of the `memory_app.window` package, which holds everything of the short-term
+window; `memory_app/models.py` re-exports it so Django registers it with the app."""
 
 from __future__ import annotations
 
@@ -72,6 +72,8 @@ class ContextSummary(models.Model):
     class Meta:
         db_table = "context_summary"
         ordering = ["session", "first_turn", "last_turn"]
+        verbose_name = "context summary"
+        verbose_name_plural = "context summaries"
         constraints = [
             models.UniqueConstraint(
                 fields=["session", "first_turn", "last_turn"], name="summary_span_unique"

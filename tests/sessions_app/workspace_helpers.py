@@ -1,4 +1,4 @@
-"""Helpers for the session-context tests: create sessions and store the seed-000
+"""Helpers for the session-workspace tests: create sessions and store the seed-000
 laptops through the HTTP API, as an agent would."""
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""Erasing a user: everything the tenant holds about them, in every app, at once.
+
+sessions_app owns this use case because it owns the sessions: it deletes the user's
+sessions (turns, steps, components and selections cascade with them) and the
+idempotency records of requests on those sessions, then sends `user_erased` inside the same
+transaction, so every other app deletes what it holds about the user (memories, spend
+rollups…) atomically with ours, or the whole erasure rolls back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from sessions_app.hooks import user_erased
+from sessions_app.models import (
+    ChatSession,
+    ChatTurn,
+    IdempotencyRecord,
+    SessionComponent,
+    SessionSelection,
+    Tenant,
+    TurnStep,
+)
+
+
+@transaction.atomic
+def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
+    """Delete all the tenant's data about `user_id`; answers the row counts per kind,
+    ours and those the `user_erased` receivers answer with."""
+    sessions = ChatSession.objects.filter(tenant=tenant, user_id=user_id)
+    session_ids = list(sessions.values_list("pk", flat=True))
+    counts: dict[str, int] = {
+        "sessions": len(session_ids),
+        "turns": ChatTurn.objects.filter(session_id__in=session_ids).count(),
+        "steps": TurnStep.objects.filter(
+            Q(session_id__in=session_ids) | Q(tenant=tenant, user_id=user_id)
+        ).count(),
+        "components": SessionComponent.objects.filter(session_id__in=session_ids).count(),
+        "selections": SessionSelection.objects.filter(session_id__in=session_ids).count(),
+    }
+    idempotency = IdempotencyRecord.objects.filter(tenant=tenant, session_id__in=session_ids)
+    counts["idempotency_records"] = idempotency.delete()[0]
+    # Steps carry user_id themselves; any left outside the sessions (none expected) go too.
+    TurnStep.objects.filter(tenant=tenant, user_id=user_id).delete()
+    sessions.delete()
+    responses: list[tuple[Any, Any]] = user_erased.send(
+        sender=Tenant, tenant_id=tenant.pk, user_id=user_id, session_ids=session_ids
+    )
+    for _receiver, answer in responses:
+        if isinstance(answer, dict):
+            counts.update(answer)
+    return counts
