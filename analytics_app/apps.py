@@ -10,16 +10,25 @@ logger = logging.getLogger(__name__)
 
 
 def on_turn_recorded(
-    sender: Any, *, session_id: Any, session: Any = None, turn: Any = None, **kwargs: Any
+    sender: Any,
+    *,
+    session_id: Any,
+    session: Any = None,
+    turn: Any = None,
+    session_turns_follow: bool = False,
+    **kwargs: Any,
 ) -> None:
     """Per-turn runaway check, enqueued: the hook runs in the request that recorded the
     turn, so it must be quick and must never fail it. When the sender passes the committed
     session and turn, a session that cannot be runaway yet costs no broker publish. A lost
-    enqueue (broker down) is caught by the minute scan."""
+    enqueue (broker down) is caught by the minute scan. In a batch, the session is
+    checked once, at its last turn (`session_turns_follow` is False there)."""
     from analytics_app.services.runaway import Thresholds, runaway_ruled_out
     from analytics_app.tasks import runaway_check_session_task
     from sessions_app.services.outbox import task_publish
 
+    if session_turns_follow:
+        return
     try:
         if (
             session is not None

@@ -108,12 +108,13 @@ def step_cost(price: ModelPrice, usage: StepUsage) -> Decimal:
         if price.cache_write_per_million is not None
         else price.input_per_million
     )
-    uncached = max(usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens, 0)
+    tokens = usage.tokens
+    uncached = max(tokens.input_tokens - tokens.cached_tokens - tokens.cache_write_tokens, 0)
     total = (
         Decimal(uncached) * price.input_per_million
-        + Decimal(usage.cached_tokens) * cached_price
-        + Decimal(usage.cache_write_tokens) * write_price
-        + Decimal(usage.output_tokens) * price.output_per_million
+        + Decimal(tokens.cached_tokens) * cached_price
+        + Decimal(tokens.cache_write_tokens) * write_price
+        + Decimal(tokens.output_tokens) * price.output_per_million
     )
     return total / MILLION
 

@@ -20,7 +20,7 @@ from config.celery_app import TASK_DEFAULTS
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="analytics.rollups_fill", **TASK_DEFAULTS)
+@shared_task(name="analytics_app.rollups_fill", **TASK_DEFAULTS)
 def rollups_fill_task() -> str:
     # The lock outlives the fill's own time limit, so a second copy waits for the next beat.
     ttl = int(settings.ENGRAM_ROLLUP_MAX_SECONDS) + 60
@@ -32,7 +32,7 @@ def rollups_fill_task() -> str:
     return ", ".join(f"{r.name}: {r.steps} step(s)" for r in reports)
 
 
-@shared_task(name="analytics.runaway_scan", **TASK_DEFAULTS)
+@shared_task(name="analytics_app.runaway_scan", **TASK_DEFAULTS)
 def runaway_scan_task() -> str:
     ttl = int(settings.ENGRAM_RUNAWAY_SCAN_MAX_SECONDS) + 60
     with single_run("runaway_scan", ttl_seconds=ttl) as acquired:
@@ -43,12 +43,12 @@ def runaway_scan_task() -> str:
     return f"checked {report.checked}, flagged {len(report.flagged)}"
 
 
-@shared_task(name="analytics.runaway_check_session", **TASK_DEFAULTS)
+@shared_task(name="analytics_app.runaway_check_session", **TASK_DEFAULTS)
 def runaway_check_session_task(session_id: str) -> str | None:
     return runaway_check_session(session_id=UUID(session_id))
 
 
-@shared_task(bind=True, name="analytics.runaway_alert_deliver", **TASK_DEFAULTS)
+@shared_task(bind=True, name="analytics_app.runaway_alert_deliver", **TASK_DEFAULTS)
 def runaway_alert_deliver(self: Task, alert_id: int) -> str:
     """Retries a failed delivery with exponential backoff and jitter (10 s, 20 s, 40 s…);
     when the retries are spent the alert is marked failed for a manual resend."""

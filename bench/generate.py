@@ -170,13 +170,14 @@ def _model_prices() -> tuple[list[str], list[Decimal | None], list[Decimal | Non
     """Input and output price per million tokens of each model in `MODELS`, from the
     price table, so generated costs agree with what `turn_record` would have stored."""
     from sessions_app.hooks import StepUsage, price_step
+    from sessions_app.usage import TokenCounts
 
     at = datetime.now(UTC)
     inputs: list[Decimal | None] = []
     outputs: list[Decimal | None] = []
     for model in MODELS:
-        one_in = price_step(StepUsage(model, 1_000_000, 0, 0, 0, 0, at))
-        one_out = price_step(StepUsage(model, 0, 1_000_000, 0, 0, 0, at))
+        one_in = price_step(StepUsage(model, TokenCounts(input_tokens=1_000_000), at))
+        one_out = price_step(StepUsage(model, TokenCounts(output_tokens=1_000_000), at))
         inputs.append(one_in)
         outputs.append(one_out)
     return MODELS, inputs, outputs

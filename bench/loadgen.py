@@ -147,12 +147,17 @@ def run_load(
     )
 
 
+# The server closed a reused keep-alive connection: the request never reached it.
+RESET_ERRORS = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
 class HttpPoster:
     """Sends pre-encoded JSON to `paths` in turn on one keep-alive connection,
     reconnecting when the server closes it. Raises on any status other than `expect`.
     With `key_prefix`, every request carries a new `Idempotency-Key`; with `bodies`,
     request n sends bodies[n % len(bodies)] instead of `body` (B2's varied queries);
-    `method="GET"` sends no body."""
+    `method="GET"` sends no body; `check` may raise on a body with the expected status
+    (B1's batches answer 200 with a status per item)."""
 
     def __init__(
         self,
@@ -165,7 +170,11 @@ class HttpPoster:
         key_prefix: str | None = None,
         bodies: list[bytes] | None = None,
         method: str = "POST",
+        check: Callable[[bytes], None] | None = None,
+        timeout: float = 30,
     ) -> None:
+        self.check = check
+        self.timeout = timeout
         self.port = port
         self.paths = paths
         self.bodies = bodies or [body]
@@ -180,7 +189,7 @@ class HttpPoster:
 
     def __call__(self) -> None:
         if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
         headers = self.headers
         path = self.paths[self.sent % len(self.paths)]
         body: bytes | None = self.bodies[self.sent % len(self.bodies)]
@@ -192,15 +201,36 @@ class HttpPoster:
         if self.key_prefix is not None:
             headers = {**headers, "Idempotency-Key": f"{self.key_prefix}-{self.sent}"}
         try:
-            self.conn.request(self.method, path, body, headers)
-            response = self.conn.getresponse()
-            payload = response.read()
-        except (OSError, http.client.HTTPException):
+            response, payload = self._send(path, body, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            if not isinstance(exc, RESET_ERRORS):
+                self.conn.close()
+                self.conn = None
+                raise
+            # A keep-alive connection idle past the server's keep-alive timeout (B1's
+            # threads idle while the other phases run) is closed by the server: the
+            # first request on it fails before reaching the application. Retry once,
+            # on a new connection; a second failure is an error.
             self.conn.close()
-            self.conn = None
-            raise
-        if response.will_close:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+            try:
+                response, payload = self._send(path, body, headers)
+            except (OSError, http.client.HTTPException):
+                self.conn.close()
+                self.conn = None
+                raise
+        if response.will_close and self.conn is not None:
             self.conn.close()
             self.conn = None
         if response.status != self.expect:
             raise RuntimeError(f"HTTP {response.status}: {payload[:200]!r}")
+        if self.check is not None:
+            self.check(payload)
+
+    def _send(
+        self, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[http.client.HTTPResponse, bytes]:
+        assert self.conn is not None
+        self.conn.request(self.method, path, body, headers)
+        response = self.conn.getresponse()
+        return response, response.read()

@@ -40,6 +40,7 @@ BENCHMARKS: list[str] = [
     "bench.b2_memory_search",
     "bench.b3_dashboards",
     "bench.b4_compaction",
+    "bench.b5_connections",
 ]
 
 

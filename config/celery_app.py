@@ -1,5 +1,10 @@
 """The Celery application. Shared task options live here once; the schedule lives in
-`analytics_app.schedules` and is synced into django-celery-beat's tables."""
+`config/schedules.py` and is synced into django-celery-beat's tables by
+`manage.py sync_schedules`.
+
+Tasks are named `<app label>.<task>` (e.g. `memory_app.compact_session`). Autodiscovery
+imports each app's `tasks.py`; tasks kept elsewhere (`memory_app/window/tasks.py`) are
+imported by their app's `AppConfig.ready()`."""
 
 import os
 

@@ -1,7 +1,10 @@
-"""`make run`: the whole stack in one terminal.
+"""`make run` / `make dev`: the whole stack in one terminal.
 
 Starts embedded PostgreSQL and Valkey (unless DATABASE_URL / REDIS_URL are set), migrates,
 loads the demo once, then runs web, Celery worker and Celery beat with prefixed logs.
+`make run` serves the web with gunicorn (gthread workers sized to the machine, Django's
+psycopg pool, DEBUG off; see config/serving.py); `make dev` (`--dev`) with Django's
+runserver, which reloads on code changes, and DEBUG on.
 Ctrl-C (or SIGTERM) stops the three processes, then the embedded servers; nothing is left
 behind. Data lives under `.engram/` (git-ignored), so a second run keeps it.
 """
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 from config.embedded import EmbeddedPostgres, EmbeddedValkey, port_is_open
+from config.serving import pool_env, web_sizing
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENGRAM_DATA_DIR", ROOT / ".engram"))
@@ -40,8 +44,43 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True)  # noqa: S603
 
 
-def main() -> int:
+def web_command(dev: bool, host: str, port: str) -> tuple[list[str], dict[str, str]]:
+    """The web process's argv and the environment it adds."""
+    if dev:
+        return [sys.executable, "manage.py", "runserver", f"{host}:{port}"], {}
+    sizing = web_sizing()
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        str(ROOT / "config" / "gunicorn_conf.py"),
+        "config.wsgi:application",
+    ]
+    # Several workers: /metrics adds up every worker's samples from this folder (cleared
+    # by the gunicorn hook at start; see sessions_app/metrics.py).
+    metrics = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(DATA / "prometheus")
+    return argv, {
+        **pool_env(sizing),
+        "ENGRAM_HOST": host,
+        "ENGRAM_PORT": port,
+        "PROMETHEUS_MULTIPROC_DIR": metrics,
+    }
+
+
+def describe_sizing() -> str:
+    sizing = web_sizing()
+    return (
+        f"{sizing.workers} workers x {sizing.threads} threads, "
+        f"DB pool {sizing.pool_max_size} per worker"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    dev = "--dev" in (sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    # `make run` is the production-grade default: no debug pages, tracebacks to the log.
+    os.environ.setdefault("DJANGO_DEBUG", "true" if dev else "false")
     DATA.mkdir(parents=True, exist_ok=True)
     servers: list[EmbeddedPostgres | EmbeddedValkey] = []
     children: dict[str, subprocess.Popen[bytes]] = {}
@@ -74,8 +113,9 @@ def main() -> int:
         _manage("migrate", "--no-input", "-v", "0")
         _manage("sync_schedules")
         _manage("load_demo")
+        web_argv, web_env = web_command(dev, host, web_port)
         commands = {
-            "web": [sys.executable, "manage.py", "runserver", f"{host}:{web_port}", "--noreload"],
+            "web": web_argv,
             "worker": [
                 sys.executable,
                 "-m",
@@ -110,11 +150,13 @@ def main() -> int:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **(web_env if name == "web" else {})},
             )
             children[name] = process
             threading.Thread(target=_pump, args=(name, process.stdout), daemon=True).start()
-        say("stack", f"web on http://{host}:{web_port}/  (admin /admin/, docs /api/docs/)")
+        served_by = "runserver (reloads on change)" if dev else "gunicorn " + describe_sizing()
+        say("stack", f"web on http://{host}:{web_port}/  via {served_by}")
+        say("stack", "admin /admin/, API docs /api/docs/")
         say("stack", "Ctrl-C stops everything")
         while not stopping.is_set():
             for name, process in children.items():

@@ -53,14 +53,14 @@ SCHEDULE: list[Periodic] = [
     ),
     Periodic(
         name="analytics: fill spend rollups",
-        task="analytics.rollups_fill",
+        task="analytics_app.rollups_fill",
         every=300,
         expires=240,
         description="Adds new turn_step rows to the spend rollups (resumes from its marker).",
     ),
     Periodic(
         name="analytics: runaway scan",
-        task="analytics.runaway_scan",
+        task="analytics_app.runaway_scan",
         every=60,
         expires=50,
         description="Flags sessions that spend too fast, loop on a failing step, grow their "

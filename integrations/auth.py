@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from sessions_app.models import Tenant
+from typing import TYPE_CHECKING
+
 from sessions_app.selectors.api_keys import api_key_for_secret
 from sessions_app.services.api_keys import api_key_touch
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 
 def tenant_for_secret(secret: str | None) -> Tenant | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.db import connection
@@ -37,13 +37,15 @@ from sessions_app.api.serializers_workspace import (
 from sessions_app.api.views_turns import jsonable
 from sessions_app.api.views_workspace import cart_body
 from sessions_app.errors import ApplicationError
-from sessions_app.models import Tenant
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
 from sessions_app.services.turns import turn_record
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 T = TypeVar("T")
 

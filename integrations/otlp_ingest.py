@@ -23,16 +23,18 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from integrations.otlp_decode import SpanRecord
 from sessions_app.errors import ApplicationError
-from sessions_app.models import Tenant
 from sessions_app.selectors.turns import turn_metadata_values
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.sessions import session_resume_or_create
 from sessions_app.services.turns import StepInput, turn_record
 from sessions_app.usage import TokenCounts, UsageError
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 OPERATION = "gen_ai.operation.name"
 CONVERSATION = "gen_ai.conversation.id"

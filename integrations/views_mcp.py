@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -22,7 +22,9 @@ from rest_framework.request import Request
 from integrations.mcp_server import build_server
 from integrations.views_otlp import FirstRendererNegotiation, RawBodyParser
 from sessions_app.api.tenancy import TenantAPIView
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 # Django's ALLOWED_HOSTS already vets the Host header; the SDK's own check only knows
 # loopback names by default.

@@ -1,13 +1,36 @@
+"""Admin for long-term memories. Edits go through `memory_app.services.memories`, as the
+API's PATCH does: a new version (the previous one kept in history), re-embedded and
+re-hashed when the text changes, duplicates refused. The list is safe on large tables
+(estimated counts, exact-match searches, no full-table COUNT)."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 
 from memory_app.models import Memory, MemoryRelation, MemoryVersion
 from memory_app.services.decay import memories_decay
+from memory_app.services.memories import memory_delete, memory_update
+from sessions_app.admin import LargeTableAdmin
+from sessions_app.errors import ApplicationError
+
+# What an operator may change; everything else is provenance or derived.
+EDITABLE = [
+    "content",
+    "summary",
+    "structured",
+    "tags",
+    "importance",
+    "confidence",
+    "scope",
+    "allowed_users",
+    "allowed_roles",
+    "pinned",
+]
 
 
 class MemoryVersionInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -30,7 +53,7 @@ class MemoryRelationInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class MemoryAdmin(LargeTableAdmin):
     list_display = [
         "short_content",
         "tenant",
@@ -46,9 +69,18 @@ class MemoryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "updated_at",
     ]
     list_filter = ["type", "scope", "source", "pinned", "tenant"]
-    search_fields = ["content", "summary", "user_id", "agent_id", "tags"]
+    # Exact matches on indexed columns; a pasted memory id searches by primary key.
+    search_fields = ["user_id__exact", "agent_id__exact"]
+    uuid_search_field = "pk"
+    list_select_related = ["tenant"]
     readonly_fields = [
         "id",
+        "tenant",
+        "user_id",
+        "agent_id",
+        "type",
+        "source",
+        "session_id",
         "content_hash",
         "embedding_model",
         "embedding_dimensions",
@@ -60,12 +92,21 @@ class MemoryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "decay_score",
     ]
     exclude = ["embedding"]
-    raw_id_fields = ["tenant"]
     inlines = [MemoryVersionInline, MemoryRelationInline]
     actions = ["recompute_decay"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
-        return super().get_queryset(request).select_related("tenant")
+    def save_model(self, request: HttpRequest, obj: Memory, form: ModelForm, change: bool) -> None:  # type: ignore[type-arg]
+        """Through `memory_update`: a new version, re-embedded and re-hashed."""
+        changes = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE}
+        if not change or not changes:
+            return
+        try:
+            memory_update(memory=Memory.objects.get(pk=obj.pk), changes=changes)
+        except ApplicationError as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        memory_delete(memory=obj)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories are added through the API, which embeds and dedupes them

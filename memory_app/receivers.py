@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessions_app.models import ChatTurn
+if TYPE_CHECKING:
+    from sessions_app.models import ChatTurn
+
 
 logger = logging.getLogger(__name__)
 

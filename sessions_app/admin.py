@@ -24,6 +24,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from sessions_app.admin_paging import EstimatedCountPaginator
+from sessions_app.hooks import session_admin_actions
 from sessions_app.models import (
     ApiKey,
     ChatSession,
@@ -257,7 +258,13 @@ class ChatSessionAdmin(LargeTableAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["tenant"]
     inlines = [RecentTurnInline, ComponentInline, SelectionInline]
-    actions = ["archive", "clear_runaway", "block", "unblock", "erase_users"]
+    own_actions = ["archive", "clear_runaway", "block", "unblock", "erase_users"]
+
+    @property
+    def actions(self) -> list[Any]:  # type: ignore[override]
+        """Ours, then those other apps registered (`hooks.register_session_admin_action`)."""
+        return [*self.own_actions, *session_admin_actions()]
+
     # Only budgets and metadata are edited here, through `session_update`; totals, flags and
     # workspace move with the services that own them.
     editable = ["budget_tokens", "budget_usd", "metadata"]

@@ -11,6 +11,7 @@ class SessionsAppConfig(AppConfig):
 
         from sessions_app.api import (
             schema,  # noqa: F401  registers the auth scheme
+            strict_types,
             throttling,  # noqa: F401  registers its settings check
         )
         from sessions_app.hooks import turn_recorded
@@ -18,6 +19,7 @@ class SessionsAppConfig(AppConfig):
         from sessions_app.models import ApiKey, Tenant
         from sessions_app.selectors.api_keys import api_key_cache_clear
 
+        strict_types.install()
         register_sessions_gauges()
         turn_recorded.connect(count_turn_recorded, dispatch_uid="metrics.turns_recorded")
 

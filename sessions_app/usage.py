@@ -97,9 +97,10 @@ class TokenCounts:
 def _count(usage: Mapping[str, Any], *path: str) -> int:
     """An integer at `path`; absent or null is 0; anything else but an int is an error."""
     value: Any = usage
-    for part in path:
+    for depth, part in enumerate(path):
         if not isinstance(value, Mapping):
-            return 0
+            # e.g. "prompt_tokens_details": "x": refused, not silently read as 0.
+            raise UsageError("usage." + ".".join(path[:depth]), "Must be an object.")
         value = value.get(part)
         if value is None:
             return 0

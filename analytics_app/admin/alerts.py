@@ -12,7 +12,6 @@ from django.utils.safestring import SafeString
 from analytics_app.models import RunawayAlert
 from analytics_app.services.alerts import alert_resend
 from sessions_app.admin import LargeTableAdmin, admin_link_id
-from sessions_app.models import ChatSession
 
 
 @admin.register(RunawayAlert)
@@ -49,7 +48,8 @@ class RunawayAlertAdmin(LargeTableAdmin):
 
     @admin.display(description="session")
     def session_link(self, alert: RunawayAlert) -> SafeString:
-        return admin_link_id(ChatSession, alert.session_id, str(alert.session_id)[:8])
+        session_model = RunawayAlert._meta.get_field("session").related_model
+        return admin_link_id(session_model, alert.session_id, str(alert.session_id)[:8])
 
     @admin.action(description="Resend failed alerts")
     def resend(self, request: HttpRequest, queryset: QuerySet[RunawayAlert]) -> None:

@@ -22,7 +22,8 @@ class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]
         try:
             if len(data) == 10:
                 return date.fromisoformat(data)
-            parsed = datetime.fromisoformat(data.replace("Z", "+00:00"))
+            # RFC 3339 allows a lowercase t/z, which fromisoformat does not read.
+            parsed = datetime.fromisoformat(data.upper().replace("Z", "+00:00"))
         except ValueError as exc:
             raise serializers.ValidationError(
                 "Expected YYYY-MM-DD or an ISO 8601 date-time."
@@ -54,6 +55,15 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return fields
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._window(attrs)
+        except OverflowError as exc:
+            # e.g. to=9999-12-31: the day after it is past datetime's range.
+            raise serializers.ValidationError(
+                {"to": ["The window falls outside the supported dates (years 1-9999)."]}
+            ) from exc
+
+    def _window(self, attrs: dict[str, Any]) -> dict[str, Any]:
         end_raw = attrs.get("to")
         if end_raw is None:
             end = timezone.now()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.exceptions import FieldError
@@ -37,7 +37,11 @@ from analytics_app.models import (
 )
 from analytics_app.selectors.usage import step_sums
 from analytics_app.selectors.usage_rollups import rollup_marker
-from sessions_app.models import ChatSession, Tenant, TurnStep
+from sessions_app.selectors import sessions as sessions_selectors
+from sessions_app.selectors import turns as turns_selectors
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, TurnStep
 
 # Up to this span the charts use hourly buckets; beyond, daily ones.
 HOURLY_UP_TO = timedelta(days=2)
@@ -83,10 +87,9 @@ def _spend(f: DashboardFilter, granularity: str | None = None) -> QuerySet[Spend
 
 def _tail(f: DashboardFilter, marker: str) -> QuerySet[TurnStep]:
     """The steps in the range that the rollup named `marker` has not counted yet."""
-    steps = TurnStep.objects.filter(
-        id__gt=rollup_marker(marker), created_at__gte=f.start, created_at__lt=f.end
+    return turns_selectors.steps_after(
+        after_id=rollup_marker(marker), start=f.start, end=f.end, tenant_id=f.tenant_id
     )
-    return steps.filter(tenant_id=f.tenant_id) if f.tenant_id else steps
 
 
 def _step_sums() -> dict[str, Any]:
@@ -157,19 +160,20 @@ def top_users(f: DashboardFilter, limit: int = 10) -> list[dict[str, Any]]:
 
 def _sessions(f: DashboardFilter) -> QuerySet[ChatSession]:
     """Sessions active in the range (their totals are lifetime totals)."""
-    rows = ChatSession.objects.filter(last_active_at__gte=f.start, created_at__lt=f.end)
-    return rows.filter(tenant_id=f.tenant_id) if f.tenant_id else rows
+    return sessions_selectors.sessions_active_between(
+        start=f.start, end=f.end, tenant_id=f.tenant_id
+    )
 
 
 def top_sessions(f: DashboardFilter, limit: int = 10) -> list[ChatSession]:
-    return list(_sessions(f).select_related("tenant").order_by("-total_cost_usd")[:limit])
+    return list(_sessions(f).order_by("-total_cost_usd")[:limit])
 
 
 def runaway_sessions(f: DashboardFilter, limit: int = 20) -> list[ChatSession]:
-    rows = ChatSession.objects.filter(runaway_at__gte=f.start, runaway_at__lt=f.end)
-    if f.tenant_id:
-        rows = rows.filter(tenant_id=f.tenant_id)
-    return list(rows.select_related("tenant").order_by("-runaway_at")[:limit])
+    rows = sessions_selectors.sessions_flagged_between(
+        start=f.start, end=f.end, tenant_id=f.tenant_id
+    )
+    return list(rows[:limit])
 
 
 def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]:
@@ -198,7 +202,6 @@ def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]
     return list(
         _sessions(f)
         .filter(Q(budget_tokens__isnull=False) | Q(budget_usd__isnull=False))
-        .select_related("tenant")
         .annotate(token_use=token_use, usd_use=usd_use)
         .annotate(use=Greatest(F("token_use"), F("usd_use"), output_field=FloatField()))
         .order_by("-use")[:limit]
@@ -233,4 +236,4 @@ def rollups_freshness() -> datetime | None:
 
 
 def tenant_choices() -> list[tuple[int, str]]:
-    return list(Tenant.objects.order_by("name").values_list("pk", "name")[:500])
+    return sessions_selectors.tenant_choices(limit=500)

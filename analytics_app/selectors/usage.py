@@ -13,13 +13,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 
 from analytics_app.selectors.usage_rollups import COUNTERS, RollupPart, rollup_parts
-from sessions_app.models import Tenant, TurnStep
+from sessions_app.selectors.turns import step_list
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant, TurnStep
 
 GROUPS: dict[str, Any] = {
     "day": TruncDate("created_at", tzinfo=UTC),
@@ -64,7 +67,7 @@ def step_sums() -> dict[str, Any]:
 
 
 def _steps(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnStep]:
-    return TurnStep.objects.filter(tenant=tenant, created_at__gte=start, created_at__lt=end)
+    return step_list(tenant=tenant, start=start, end=end)
 
 
 def _key(value: Any) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import TruncDay
@@ -28,7 +28,9 @@ from analytics_app.models import (
     SpendRollup,
     UserSpendRollup,
 )
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 # group_by value → rollup column.
 GROUPINGS = {
@@ -175,13 +177,13 @@ class RollupLag:
 
 def rollup_lag(now: datetime | None = None) -> RollupLag:
     """How far the rollups trail the turn log, for /metrics. Two index lookups."""
-    from django.db.models import Max, Min
+    from django.db.models import Min
     from django.utils import timezone
 
-    from sessions_app.models import TurnStep
+    from sessions_app.selectors.turns import step_newest_id
 
     state = RollupFillState.objects.aggregate(at=Min("filled_through"), step=Min("last_step_id"))
-    newest = TurnStep.objects.aggregate(step=Max("id"))["step"] or 0
+    newest = step_newest_id()
     at = state["at"]
     return RollupLag(
         seconds=None if at is None else ((now or timezone.now()) - at).total_seconds(),

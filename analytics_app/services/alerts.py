@@ -15,15 +15,17 @@ import logging
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from analytics_app.models import AlertStatus, RunawayAlert
-from sessions_app.models import ChatSession
 from sessions_app.services.outbox import task_publish
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession
 
 logger = logging.getLogger(__name__)
 

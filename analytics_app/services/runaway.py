@@ -24,17 +24,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Subquery
 from django.utils import timezone
 
 from analytics_app.services.alerts import alert_open, alert_requeue_stuck
-from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.selectors.sessions import (
+    session_unflagged,
+    sessions_unflagged_with_steps_between,
+)
 from sessions_app.services.runaway import session_flag_runaway
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, ChatTurn
 
 logger = logging.getLogger(__name__)
 
@@ -219,11 +224,7 @@ def _check(sessions: list[ChatSession], now: datetime, t: Thresholds) -> list[Ch
 def runaway_check_session(*, session_id: UUID, now: datetime | None = None) -> str | None:
     """The per-turn check: the reason if this call flagged the session, else None."""
     now = now or timezone.now()
-    session = (
-        ChatSession.objects.select_related("tenant")
-        .filter(pk=session_id, runaway_at__isnull=True)
-        .first()
-    )
+    session = session_unflagged(session_id=session_id)
     if session is None:
         return None
     flagged = _check([session], now, Thresholds.from_settings())
@@ -249,13 +250,8 @@ def runaway_scan(
     t = Thresholds.from_settings()
     size = batch_size or settings.ENGRAM_RUNAWAY_SCAN_BATCH_SIZE
     deadline = time.monotonic() + (max_seconds or settings.ENGRAM_RUNAWAY_SCAN_MAX_SECONDS)
-    active = TurnStep.objects.filter(
-        created_at__gt=now - timedelta(seconds=t.window_seconds), created_at__lte=now
-    ).values("session_id")
-    candidates = (
-        ChatSession.objects.select_related("tenant")
-        .filter(runaway_at__isnull=True, pk__in=Subquery(active))
-        .order_by("pk")
+    candidates = sessions_unflagged_with_steps_between(
+        since=now - timedelta(seconds=t.window_seconds), until=now
     )
     report = ScanReport()
     after: UUID | None = None

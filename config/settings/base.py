@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from config.request_log import logging_config
 from config.settings.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -36,7 +37,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "sessions_app.api.middleware.RequestIdMiddleware",
     "sessions_app.metrics.RequestMetricsMiddleware",
+    "sessions_app.api.middleware.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "sessions_app.api.middleware.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -78,6 +81,19 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+# Django's psycopg pool (on for `make run`'s gunicorn workers, see config/serving.py): each
+# process holds at most DATABASE_POOL_MAX_SIZE connections and returns them after each
+# request, so clients that open a connection per request cannot pile up idle ones.
+# Persistent connections and the pool exclude each other: CONN_MAX_AGE is 0 with it.
+DATABASE_POOL = env_bool("DATABASE_POOL", False)
+if DATABASE_POOL:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": env_int("DATABASE_POOL_MIN_SIZE", 1),
+        "max_size": env_int("DATABASE_POOL_MAX_SIZE", 4),
+        # A request that waits longer than this for a connection answers 503.
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 10.0),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:63799/0")
@@ -111,20 +127,26 @@ STORAGES = {
 }
 LOGIN_URL = "admin:login"
 
-# Request bodies above this many bytes answer 413 (`request_too_large`).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+# Request bodies above this many bytes answer 413 (`request_too_large`), checked by
+# BodySizeLimitMiddleware per route; POST /api/v1/turns/batch has its own limit.
+ENGRAM_MAX_BODY_BYTES = env_int("ENGRAM_MAX_BODY_BYTES", 1_048_576)
+ENGRAM_TURN_BATCH_MAX_BODY_BYTES = env_int("ENGRAM_TURN_BATCH_MAX_BODY_BYTES", 8 * 1_048_576)
+# Django's own check (DRF reads the body through it) must let the larger one through.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(ENGRAM_MAX_BODY_BYTES, ENGRAM_TURN_BATCH_MAX_BODY_BYTES)
 
 # --- API ------------------------------------------------------------------------------
+# JSON bodies nested deeper than this answer 400 (deep documents exhaust recursion).
+ENGRAM_MAX_JSON_DEPTH = env_int("ENGRAM_MAX_JSON_DEPTH", 32)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.api.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["sessions_app.api.permissions.IsTenantMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["sessions_app.api.parsers.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "sessions_app.api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "sessions_app.api.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "sessions_app.api.schema.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": True,
     "DEFAULT_THROTTLE_CLASSES": ["sessions_app.api.throttling.ApiKeyRateThrottle"],
@@ -202,6 +224,8 @@ ENGRAM_SESSION_TTL_SECONDS = env_int("ENGRAM_SESSION_TTL_SECONDS", 24 * 3600)
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
+# POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
+ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn
 # spends it first; clients may ask for 1-3600 s.
 ENGRAM_BUDGET_LEASE_SECONDS = env_int("ENGRAM_BUDGET_LEASE_SECONDS", 60)
@@ -271,11 +295,6 @@ ENGRAM_ROLLUP_MAX_SECONDS = env_float("ENGRAM_ROLLUP_MAX_SECONDS", 240.0)
 ENGRAM_DEMO_ADMIN_USERNAME = env_str("ENGRAM_DEMO_ADMIN_USERNAME", "admin")
 ENGRAM_DEMO_ADMIN_PASSWORD = env_str("ENGRAM_DEMO_ADMIN_PASSWORD", "")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# Every log line carries the request id; ENGRAM_LOG_FORMAT=json gives one JSON object a line.
+ENGRAM_LOG_FORMAT = env_str("ENGRAM_LOG_FORMAT", "plain")  # plain | json
+LOGGING = logging_config(ENGRAM_LOG_FORMAT, env_str("DJANGO_LOG_LEVEL", "INFO"))

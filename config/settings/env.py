@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import secrets
+from pathlib import Path
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -31,3 +33,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw in (None, ""):
         return list(default)
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def stored_secret_key(path: Path) -> str:
+    """The secret key kept at `path`, generated there on first use.
+
+    Several processes (web workers, Celery) may start at once: the key is written to a
+    temporary file and linked into place, which fails if another process won, so every
+    process ends up reading the same key. The file is readable by its owner only."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    key = path.read_text().strip()
+    if len(key) < 50:
+        raise ValueError(f"{path} holds no usable secret key; delete it to generate one")
+    return key

@@ -219,12 +219,14 @@ class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     acting_user_id = serializers.CharField(
         max_length=255,
         required=False,
+        allow_blank=True,
         help_text="The end user on whose behalf the agent reads; without it only public "
         "memories (and shared ones granted to acting_roles) are visible.",
     )
     acting_roles = serializers.CharField(
         max_length=2000,
         required=False,
+        allow_blank=True,
         help_text="Comma-separated roles of the acting user (e.g. 'admin,editor').",
     )
 

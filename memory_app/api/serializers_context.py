@@ -27,6 +27,7 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     acting_user_id = serializers.CharField(
         required=False,
+        allow_blank=True,
         max_length=255,
         help_text="Whose eyes the memories are chosen for (visibility); default the "
         "session's user.",

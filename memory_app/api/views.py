@@ -13,12 +13,13 @@ from typing import Any
 
 import django_filters
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory_app.api.serializers import (
+    MAX_BULK_ITEMS,
     ActorQuerySerializer,
     MemoryAddResultSerializer,
     MemoryBulkResultSerializer,
@@ -104,7 +105,11 @@ class MemoryListView(TenantGenericAPIView):
 
     @extend_schema(
         request=MemoryCreateSerializer,
-        responses={201: MemoryAddResultSerializer, 200: MemoryAddResultSerializer},
+        responses={
+            201: MemoryAddResultSerializer,
+            200: MemoryAddResultSerializer,
+            404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),
+        },
         description="Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a "
         "new version) or `duplicate` (already stored). Searchable on return.",
     )
@@ -116,8 +121,13 @@ class MemoryListView(TenantGenericAPIView):
 
 class MemoryBulkView(TenantAPIView):
     @extend_schema(
-        request=MemoryCreateSerializer(many=True),
-        responses=MemoryBulkResultSerializer,
+        request=MemoryCreateSerializer(  # type: ignore[call-arg]  # many=True: a ListSerializer
+            many=True, min_length=1, max_length=MAX_BULK_ITEMS
+        ),
+        responses={
+            200: MemoryBulkResultSerializer,
+            404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),
+        },
         description="Add up to 500 memories in one transaction (backfills), embedded in "
         "batches; each item gets its own action.",
     )

@@ -3,8 +3,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,12 +16,7 @@ class SessionContextView(TenantAPIView):
     """The context for the session's next LLM call, packed under a token budget."""
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("query", OpenApiTypes.STR, description="What the next call is about."),
-            OpenApiParameter("budget", OpenApiTypes.INT, description="Tokens, 50..200000."),
-            OpenApiParameter("acting_user_id", OpenApiTypes.STR, description="For visibility."),
-            OpenApiParameter("acting_roles", OpenApiTypes.STR, description="Comma-separated."),
-        ],
+        parameters=[ContextQuerySerializer],
         responses=ContextSerializer,
     )
     def get(self, request: Request, session_id: str) -> Response:

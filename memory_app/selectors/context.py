@@ -8,7 +8,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
@@ -22,15 +22,12 @@ from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
 from memory_app.window.selectors import active_summaries, window_thresholds
 from memory_app.window.tokens import truncate_to_tokens
-from sessions_app.errors import NotFound
-from sessions_app.models import (
-    ChatSession,
-    ChatTurn,
-    SessionComponent,
-    SessionSelection,
-    Tenant,
-    TurnStep,
-)
+from sessions_app.selectors.sessions import session_get
+from sessions_app.selectors.turns import steps_failed_recent, turn_times, turns_open
+from sessions_app.selectors.workspace import components_by_mpn, selection_list
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, Tenant
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 MAX_FAILURES = 5
@@ -86,12 +83,9 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
         out.append(
             Candidate("state", "state", "state", _line(f"state: {state}"), "system", at, 0.8, (0,))
         )
-    components = {
-        c.mpn: c
-        for c in SessionComponent.objects.filter(
-            session=session, mpn__in=[session.focus_mpn or "", *(session.last_results or [])]
-        )
-    }
+    components = components_by_mpn(
+        session=session, mpns=[session.focus_mpn or "", *(session.last_results or [])]
+    )
 
     def describe(mpn: str) -> str:
         component = components.get(mpn)
@@ -129,7 +123,7 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
                 (2,),
             )
         )
-    cart = list(SessionSelection.objects.filter(session=session).order_by("position"))
+    cart = selection_list(session=session)
     if cart:
         items = "; ".join(
             f"{row.position}. {row.mpn} x{row.quantity}" + (f" ({row.note})" if row.note else "")
@@ -142,11 +136,7 @@ def _session_candidates(session: ChatSession) -> list[Candidate]:
 
 
 def _turn_candidates(session: ChatSession, keep_last: int) -> list[Candidate]:
-    turns = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False).order_by(
-            "-turn_number"
-        )[:MAX_VERBATIM_TURNS]
-    )
+    turns = list(turns_open(session_id=session.pk).order_by("-turn_number")[:MAX_VERBATIM_TURNS])
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
@@ -169,11 +159,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
     out: list[Candidate] = []
     seen: set[str] = set()
     # A milestone is as recent as the turn it came from, not as the summary holding it.
-    turn_times = dict(
-        ChatTurn.objects.filter(session=session, compacted=True).values_list(
-            "turn_number", "created_at"
-        )
-    )
+    compacted_at = turn_times(session_id=session.pk, compacted=True)
     for summary in summaries:
         out.append(
             Candidate(
@@ -199,7 +185,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
                     section="milestones",
                     text=line,
                     role="milestone",
-                    at=turn_times.get(turn, summary.last_turn_at),
+                    at=compacted_at.get(turn, summary.last_turn_at),
                     signal=MILESTONE_SIGNAL.get(kind, 0.6),
                     order=(turn, KINDS.index(kind) if kind in KINDS else 99, index),
                 )
@@ -208,11 +194,7 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
 
 
 def _failure_candidates(session: ChatSession) -> list[Candidate]:
-    steps = (
-        TurnStep.objects.filter(session=session, success=False, turn__rolled_back=False)
-        .select_related("turn")
-        .order_by("-created_at", "-id")[:MAX_FAILURES]
-    )
+    steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES)
     return [
         Candidate(
             key=f"failure:{step.pk}",
@@ -299,10 +281,7 @@ def context_assemble(
     now: datetime | None = None,
 ) -> AssembledContext:
     """The messages for the session's next LLM call, packed under `budget` tokens."""
-    try:
-        session = ChatSession.objects.get(tenant=tenant, pk=uuid.UUID(str(session_id)))
-    except (ValueError, ChatSession.DoesNotExist) as exc:
-        raise NotFound("Session not found.") from exc
+    session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
     thresholds = window_thresholds(session)
     candidates = [

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q, QuerySet
 
 from memory_app.models import Memory, MemoryScope, MemoryVersion
 from sessions_app.errors import NotFound
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 
 @dataclass(frozen=True)

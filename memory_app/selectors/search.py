@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -34,7 +34,9 @@ from django.utils import timezone
 from memory_app.embedding import embed_text
 from memory_app.models import Memory
 from memory_app.selectors.memories import Actor, visibility_sql
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 SearchMode = Literal["hybrid", "vector", "lexical"]
 

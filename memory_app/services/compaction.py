@@ -23,20 +23,18 @@ import us).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import transaction
 
+from memory_app.llm import LLMEndpoint, LLMError
+from memory_app.services.llm_steps import STEP_SUMMARIZE, llm_step_record
 from memory_app.window.milestones import extract_milestones, merge_milestones
 from memory_app.window.models import ContextSummary, SummaryKind, SummaryMethod
 from memory_app.window.selectors import (
@@ -47,7 +45,6 @@ from memory_app.window.selectors import (
 )
 from memory_app.window.signals import span_compacted
 from memory_app.window.summarize import (
-    LLMUnavailable,
     abstractive_summary,
     condense_summaries,
     extractive_summary,
@@ -55,15 +52,17 @@ from memory_app.window.summarize import (
 )
 from memory_app.window.text import TurnText
 from memory_app.window.tokens import count_tokens
-from sessions_app.errors import NotFound
-from sessions_app.hooks import StepUsage, price_step
-from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.locks import advisory_lock
+from sessions_app.selectors.sessions import session_get_by_id, session_lock
+from sessions_app.selectors.turns import turn_workspace_before, turns_live, turns_open
 from sessions_app.services.lifecycle import session_mark_compacted, turns_mark_compacted
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, ChatTurn
 
 logger = logging.getLogger(__name__)
 
 MAX_SPAN_TURNS = 40  # a long backlog is summarised in spans of at most this many turns
-_ADVISORY_NAMESPACE = 0x656E6772  # "engr": keeps our advisory keys apart from others'
 
 
 @dataclass
@@ -76,22 +75,6 @@ class CompactionResult:
     summary_ids: list[int] = field(default_factory=list)
     condensed_ids: list[int] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
-
-
-@contextlib.contextmanager
-def _session_advisory_lock(session_id: uuid.UUID) -> Iterator[bool]:
-    """A session-level advisory lock, released on exit or when the connection dies."""
-    # 63 bits of the session's uuid, XORed with our namespace: one key per session.
-    key = ((uuid.UUID(str(session_id)).int >> 64) ^ _ADVISORY_NAMESPACE) & 0x7FFFFFFFFFFFFFFF
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        acquired = bool(cursor.fetchone()[0])
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
 
 
 def _test_pause() -> None:
@@ -114,35 +97,28 @@ class _Draft:
     llm: dict[str, Any] = field(default_factory=dict)
 
 
-def _summarise(draft: str, *, max_tokens: int) -> _Draft:
-    """The extractive draft, rewritten by the LLM when one is configured."""
-    if not settings.ENGRAM_LLM_URL:
+def _summarise(draft: str, *, max_tokens: int, turn_id: int | None) -> _Draft:
+    """The extractive draft, rewritten by the LLM when one is configured. The call, won
+    or lost, is recorded as an `engram.summarize` step of turn `turn_id` (the newest turn
+    the summary covers), so that its cost counts against the session."""
+    endpoint = LLMEndpoint.from_settings()
+    if endpoint is None:
         return _Draft(draft, SummaryMethod.EXTRACTIVE, count_tokens(draft))
     try:
-        result = abstractive_summary(
-            draft,
-            url=settings.ENGRAM_LLM_URL,
-            api_key=settings.ENGRAM_LLM_API_KEY,
-            model=settings.ENGRAM_LLM_MODEL,
-            timeout=settings.ENGRAM_LLM_TIMEOUT_SECONDS,
-            max_tokens=max_tokens,
-        )
-    except LLMUnavailable as exc:
+        result = abstractive_summary(draft, endpoint=endpoint, max_tokens=max_tokens)
+    except LLMError as exc:
         logger.warning("compaction: LLM unavailable, keeping the extractive summary: %s", exc)
+        if turn_id is not None:
+            llm_step_record(turn_id=turn_id, step_type=STEP_SUMMARIZE, outcome=exc)
         return _Draft(
             draft, SummaryMethod.EXTRACTIVE, count_tokens(draft), {"llm_error": str(exc)[:500]}
         )
-    cost = price_step(
-        StepUsage(
-            model=result.model,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cached_tokens=0,
-            cache_write_tokens=0,
-            reasoning_tokens=0,
-            at=timezone.now(),
-        )
+    step = (
+        None
+        if turn_id is None
+        else llm_step_record(turn_id=turn_id, step_type=STEP_SUMMARIZE, outcome=result)
     )
+    cost = None if step is None else step.cost_usd
     return _Draft(
         result.text,
         SummaryMethod.LLM,
@@ -151,7 +127,7 @@ def _summarise(draft: str, *, max_tokens: int) -> _Draft:
             "llm_model": result.model,
             "llm_input_tokens": result.input_tokens,
             "llm_output_tokens": result.output_tokens,
-            "llm_cost_usd": cost.quantize(Decimal("1e-10")) if cost is not None else None,
+            "llm_cost_usd": cost,
             "llm_duration_ms": result.duration_ms,
         },
     )
@@ -159,7 +135,7 @@ def _summarise(draft: str, *, max_tokens: int) -> _Draft:
 
 def _compactable_turns(session: ChatSession, keep_last: int) -> list[ChatTurn]:
     """Open turns older than the last `keep_last` live (not rolled back) turns."""
-    live = ChatTurn.objects.filter(session=session, rolled_back=False)
+    live = turns_live(session_id=session.pk)
     kept = list(live.order_by("-turn_number").values_list("turn_number", flat=True)[:keep_last])
     older = live.filter(compacted=False)
     if keep_last:
@@ -172,12 +148,7 @@ def _compactable_turns(session: ChatSession, keep_last: int) -> list[ChatTurn]:
 def _cart_around(session: ChatSession, span: list[ChatTurn]) -> tuple[list[Any], list[Any]]:
     """The cart as the turn before the span left it, and as the span's last turn left it
     (each turn stores the context it left behind, `context_after`)."""
-    before = (
-        ChatTurn.objects.filter(session=session, turn_number__lt=span[0].turn_number)
-        .order_by("-turn_number")
-        .values_list("context_after", flat=True)
-        .first()
-    )
+    before = turn_workspace_before(session_id=session.pk, turn_number=span[0].turn_number)
     after = span[-1].context_after
     return (
         list((before or {}).get("selections") or []),
@@ -192,10 +163,8 @@ def _write_span(
     the span is no longer what it was (compacted or rolled back meanwhile)."""
     numbers = [turn.turn_number for turn in span]
     with transaction.atomic():
-        ChatSession.objects.select_for_update().only("id").get(pk=session.pk)
-        still_open = ChatTurn.objects.filter(
-            session=session, turn_number__in=numbers, compacted=False, rolled_back=False
-        ).count()
+        session_lock(session_id=session.pk)
+        still_open = turns_open(session_id=session.pk).filter(turn_number__in=numbers).count()
         if still_open != len(numbers):
             return None
         summary = ContextSummary.objects.create(
@@ -247,11 +216,19 @@ def _condense(session: ChatSession) -> list[int]:
         keep_newest = max(1, max_summaries // 2)
         merge = active[: max(2, len(active) - keep_newest)]
         budget = max(80, token_cap // 3)
+        newest_turn = (
+            turns_live(session_id=session.pk)
+            .order_by("-turn_number")
+            .values_list("pk", flat=True)
+            .first()
+        )
         draft = _summarise(
-            condense_summaries([s.summary for s in merge], budget), max_tokens=budget
+            condense_summaries([s.summary for s in merge], budget),
+            max_tokens=budget,
+            turn_id=newest_turn,
         )
         with transaction.atomic():
-            ChatSession.objects.select_for_update().only("id").get(pk=session.pk)
+            session_lock(session_id=session.pk)
             ids = [s.pk for s in merge]
             if ContextSummary.objects.filter(pk__in=ids, superseded_by__isnull=True).count() != len(
                 ids
@@ -282,14 +259,9 @@ def session_compact(
 ) -> CompactionResult:
     """Compact the session's older span if a threshold is crossed (or `force`), then
     condense old summaries if they outgrew their share."""
-    try:
-        sid = uuid.UUID(str(session_id))
-        lookup = {"pk": sid} if tenant_id is None else {"pk": sid, "tenant_id": tenant_id}
-        session = ChatSession.objects.get(**lookup)
-    except (ValueError, ChatSession.DoesNotExist) as exc:
-        raise NotFound("Session not found.") from exc
+    session = session_get_by_id(session_id=session_id, tenant_id=tenant_id)
     result = CompactionResult(session_id=session.pk, status="nothing_to_compact")
-    with _session_advisory_lock(session.pk) as acquired:
+    with advisory_lock(f"compaction:{session.pk}") as acquired:
         if not acquired:
             result.status = "busy"  # another run holds it and will see the same turns
             return result
@@ -308,7 +280,9 @@ def session_compact(
             ]
             source_tokens = sum(turn_text_tokens(turn) for turn in span)
             budget = summary_budget(source_tokens)
-            draft = _summarise(extractive_summary(texts, budget), max_tokens=budget)
+            draft = _summarise(
+                extractive_summary(texts, budget), max_tokens=budget, turn_id=span[-1].pk
+            )
             cart_before, cart_after = _cart_around(session, span)
             milestones = extract_milestones(texts, cart_before=cart_before, cart_after=cart_after)
             summary = _write_span(session, span, draft, milestones)

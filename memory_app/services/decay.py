@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory_app.models import Memory, MemoryType
+from sessions_app.locks import advisory_lock
 
 logger = logging.getLogger(__name__)
 
@@ -63,16 +64,11 @@ def memories_decay(
 ) -> DecayReport:
     """Rescore every memory (or only `memory_ids`), then delete those below the threshold
     unless pinned or `delete` is False (the admin's "recompute decay" only rescores)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtext('memory_decay'))")
-        if not cursor.fetchone()[0]:
+    with advisory_lock("memory_decay") as acquired:
+        if not acquired:
             logger.info("memory decay: another run is in progress; skipped")
             return DecayReport(skipped=True)
-    try:
         return _decay(now or timezone.now(), delete, memory_ids, batch_size)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(hashtext('memory_decay'))")
 
 
 def _decay(

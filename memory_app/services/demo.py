@@ -3,10 +3,14 @@ More come from the demo turns through extraction once turns are recorded."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memory_app.models import MemoryScope, MemorySource, MemoryType
 from memory_app.services.extraction import extract_heuristic
 from memory_app.services.memories import AddResult, MemoryDraft, memory_add_many
-from sessions_app.models import Tenant
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 DEMO_AGENT = "shop-assistant"
 DEMO_USERS = ("alice", "bob")

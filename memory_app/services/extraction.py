@@ -5,11 +5,13 @@ Two extractors, chosen by settings:
   prefer…", "please keep it short", "call me…", "I like/love/hate…") and facts ("I'm
   allergic to…", "my budget is…", "I live in…", "I work at…", "my name is…");
 - LLM (when ENGRAM_LLM_URL is set): an OpenAI-compatible `/chat/completions` call asking
-  for JSON. Any failure (down, timeout, bad JSON) falls back to the heuristic, so a turn
-  never loses its extraction because the LLM hiccupped.
+  for JSON, through `memory_app.llm` (the client summaries use too). Any failure (down,
+  timeout, bad JSON) falls back to the heuristic, so a turn never loses its extraction
+  because the LLM hiccupped.
 
 Every candidate goes through `memory_add`, so re-running on the same turn adds nothing
-(exact duplicates by hash). The extractor's own LLM call is not recorded as spend yet.
+(exact duplicates by hash). The LLM call, won or lost, is recorded as an `engram.extract`
+step of the turn it read, so Engram's own spend counts against the session.
 """
 
 from __future__ import annotations
@@ -17,16 +19,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
+from memory_app.llm import ChatCompletion, LLMEndpoint, LLMError, chat_complete
 from memory_app.models import MemorySource, MemoryType
+from memory_app.services.llm_steps import STEP_EXTRACT, llm_step_record
 from memory_app.services.memories import AddResult, MemoryDraft, memory_add_many
-from sessions_app.models import ChatTurn
+from sessions_app.selectors.turns import turn_get_by_id
 
 logger = logging.getLogger(__name__)
 
@@ -142,41 +144,31 @@ LLM_SYSTEM_PROMPT = (
 )
 
 
-class LLMExtractionFailed(Exception):
-    pass
-
-
-def extract_llm(message: str) -> list[Candidate]:
-    """Candidates from an OpenAI-compatible chat endpoint; raises LLMExtractionFailed."""
-    body = {
-        "model": settings.ENGRAM_LLM_MODEL,
-        "temperature": 0,
-        "response_format": {"type": "json_object"},
-        "messages": [
+def extract_llm(message: str, endpoint: LLMEndpoint) -> tuple[list[Candidate], ChatCompletion]:
+    """Candidates from the LLM, with the call that found them; raises `LLMError` when the
+    call fails or its answer is not the JSON asked for (with what the call cost)."""
+    completion = chat_complete(
+        endpoint,
+        [
             {"role": "system", "content": LLM_SYSTEM_PROMPT},
             {"role": "user", "content": message[:MAX_MESSAGE_CHARS]},
         ],
-    }
-    headers = {"Content-Type": "application/json"}
-    if settings.ENGRAM_LLM_API_KEY:
-        headers["Authorization"] = f"Bearer {settings.ENGRAM_LLM_API_KEY}"
-    request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
-        f"{settings.ENGRAM_LLM_URL.rstrip('/')}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers=headers,
+        json_object=True,
     )
     try:
-        with urllib.request.urlopen(  # noqa: S310
-            request, timeout=settings.ENGRAM_LLM_TIMEOUT_SECONDS
-        ) as response:
-            payload = json.load(response)
-        content = payload["choices"][0]["message"]["content"]
-        items = json.loads(content)["memories"]
-    except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise LLMExtractionFailed(str(exc)) from exc
-    if not isinstance(items, list):
-        raise LLMExtractionFailed("'memories' is not a list")
-    return [c for c in (_candidate_from_llm(item) for item in items[:MAX_CANDIDATES]) if c]
+        items = json.loads(completion.text)["memories"]
+        if not isinstance(items, list):
+            raise TypeError("'memories' is not a list")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LLMError(
+            f"{type(exc).__name__}: {exc}",
+            model=completion.model,
+            duration_ms=completion.duration_ms,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        ) from exc
+    candidates = [c for c in (_candidate_from_llm(item) for item in items[:MAX_CANDIDATES]) if c]
+    return candidates, completion
 
 
 def _unit(value: Any, default: float) -> float:
@@ -227,15 +219,20 @@ def extraction_may_find(message: str) -> bool:
 
 def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     """Extract and add the memories of one turn. Safe to run twice."""
-    turn = ChatTurn.objects.select_related("session", "tenant").filter(pk=turn_id).first()
+    turn = turn_get_by_id(turn_id=turn_id)
     if turn is None or not turn.user_message.strip():
         return []
-    source, candidates = MemorySource.HEURISTIC_EXTRACTION, []
-    if settings.ENGRAM_LLM_URL:
+    source = MemorySource.HEURISTIC_EXTRACTION
+    candidates: list[Candidate] = []
+    endpoint = LLMEndpoint.from_settings()
+    if endpoint is not None:
+        # The call is one of the session's steps (`engram.extract`), won or lost.
         try:
-            candidates = extract_llm(turn.user_message)
+            candidates, completion = extract_llm(turn.user_message, endpoint)
+            llm_step_record(turn_id=turn.pk, step_type=STEP_EXTRACT, outcome=completion)
             source = MemorySource.LLM_EXTRACTION
-        except LLMExtractionFailed as exc:
+        except LLMError as exc:
+            llm_step_record(turn_id=turn.pk, step_type=STEP_EXTRACT, outcome=exc)
             logger.warning("LLM extraction failed for turn %s, using rules: %s", turn_id, exc)
             candidates = extract_heuristic(turn.user_message)
     else:

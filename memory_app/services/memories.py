@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -36,7 +36,10 @@ from memory_app.models import (
     RelationType,
 )
 from sessions_app.errors import Conflict, InvalidInput, NotFound
-from sessions_app.models import Tenant
+from sessions_app.locks import advisory_xact_lock
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
 
 UNSET: Any = object()
 EMBED_BATCH = 64  # two shared cores: small batches keep other requests responsive
@@ -119,11 +122,7 @@ def memory_add_many(
 
 
 def _lock_key(tenant: Tenant, user_id: str, memory_type: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            [f"memory:{tenant.pk}:{user_id}:{memory_type}"],
-        )
+    advisory_xact_lock(f"memory:{tenant.pk}:{user_id}:{memory_type}")
 
 
 def _add_one(

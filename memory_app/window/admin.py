@@ -1,7 +1,6 @@
-"""Admin for the short-term window: summaries (read-only), and a "compact now" action on
-sessions. Imported from `MemoryAppConfig.ready()`, after the
-admin autodiscovery has registered sessions_app's `ChatSessionAdmin`, whose actions we
-extend rather than re-register (sessions_app must not import memory_app)."""
+"""Admin for the short-term window: summaries (read-only), and a "compact now" action
+that sessions_app's `ChatSessionAdmin` offers through its action registry
+(`sessions_app.hooks.register_session_admin_action`: sessions_app must not import us)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from django.http import HttpRequest
 
 from memory_app.services.compaction import session_compact
 from memory_app.window.models import ContextSummary
-from sessions_app.models import ChatSession
+from sessions_app.hooks import register_session_admin_action
 
 
 @admin.register(ContextSummary)
@@ -59,16 +58,4 @@ def compact_now(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Qu
     )
 
 
-def _extend_session_admin() -> None:
-    model_admin = admin.site._registry.get(ChatSession)
-    if model_admin is None:
-        return
-    admin_class = type(model_admin)
-    existing = list(admin_class.actions or [])
-    added = [action for action in (compact_now,) if action not in existing]
-    if added:
-        admin_class.actions = [*existing, *added]
-        model_admin.actions = admin_class.actions
-
-
-_extend_session_admin()
+register_session_admin_action(compact_now)

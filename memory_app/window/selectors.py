@@ -7,12 +7,16 @@ and for the compaction service alike, so the two can never disagree."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from memory_app.window.models import ContextSummary
 from memory_app.window.tokens import count_tokens
-from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.selectors.turns import turns_open
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, ChatTurn
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ def compaction_due(session: ChatSession, thresholds: Thresholds | None = None) -
     thresholds = thresholds or window_thresholds(session)
     limit = max(thresholds.max_turns, thresholds.keep_last_turns) + 1
     texts = list(
-        ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
+        turns_open(session_id=session.pk)
         .order_by("-turn_number")
         .values_list("user_message", "assistant_response")[:limit]
     )

@@ -7,21 +7,19 @@ budget is met. It is faithful (every sentence was said) and cheap; what it drops
 still in the milestones and in the turn log.
 
 Abstractive: the extractive draft goes to an OpenAI-compatible `/chat/completions`
-endpoint with the instruction to keep every number, id and MPN. The call's usage is
-returned so the caller can record its cost. Any failure raises `LLMUnavailable`, and
+endpoint (through `memory_app.llm`, the client extraction uses too) with the instruction to
+keep every number, id and MPN. The call's usage is
+returned so the caller can record its cost. Any failure raises `LLMError`, and
 the caller falls back to the extractive draft (and says so).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+from dataclasses import replace
 
+from memory_app.llm import ChatCompletion, LLMEndpoint, chat_complete
 from memory_app.window.text import (
     CONSTRAINT_RE,
     DECISION_RE,
@@ -124,55 +122,11 @@ def condense_summaries(summaries: list[str], max_tokens: int) -> str:
     return render_lines(select_sentences(summary_sentences(summaries), max_tokens))
 
 
-class LLMUnavailable(Exception):
-    """The configured LLM endpoint failed; the caller falls back to extractive."""
-
-
-@dataclass(frozen=True)
-class LLMSummary:
-    text: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    duration_ms: int
-    usage_raw: dict[str, object]
-
-
-def abstractive_summary(
-    draft: str, *, url: str, api_key: str, model: str, timeout: float, max_tokens: int
-) -> LLMSummary:
-    """The draft rewritten by an OpenAI-compatible chat endpoint (`{url}/chat/completions`)."""
-    body = json.dumps(
-        {
-            "model": model,
-            "temperature": 0,
-            "max_tokens": max_tokens,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": draft},
-            ],
-        }
-    ).encode()
-    request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
-        f"{url.rstrip('/')}/chat/completions",
-        data=body,
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"},
+def abstractive_summary(draft: str, *, endpoint: LLMEndpoint, max_tokens: int) -> ChatCompletion:
+    """The draft rewritten by the LLM; raises `LLMError` (the caller keeps the draft)."""
+    completion = chat_complete(
+        endpoint,
+        [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": draft}],
+        max_tokens=max_tokens,
     )
-    started = time.monotonic()
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            payload = json.load(response)
-        text = str(payload["choices"][0]["message"]["content"]).strip()
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise LLMUnavailable(f"{type(exc).__name__}: {exc}") from exc
-    if not text:
-        raise LLMUnavailable("The LLM returned an empty summary.")
-    usage = payload.get("usage") or {}
-    return LLMSummary(
-        text=truncate_to_tokens(text, max_tokens),
-        model=str(payload.get("model") or model),
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-        duration_ms=int((time.monotonic() - started) * 1000),
-        usage_raw=usage,
-    )
+    return replace(completion, text=truncate_to_tokens(completion.text, max_tokens))

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import IntegrityError, InterfaceError, OperationalError
+from django.db import DataError, IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -39,7 +39,7 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status)
 
 
-def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     """DRF's nested error dicts/lists become {"steps.0.input_tokens": ["..."]}."""
     out: dict[str, list[str]] = {}
     if isinstance(detail, dict):
@@ -48,13 +48,13 @@ def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
             if key == "non_field_errors":
                 # An error about a nested object or list as a whole names that object.
                 name = prefix or "non_field_errors"
-            out.update(_flatten_fields(value, name))
+            out.update(flatten_fields(value, name))
     elif isinstance(detail, list):
         if all(not isinstance(item, (dict, list)) for item in detail):
             out[prefix or "non_field_errors"] = [str(item) for item in detail]
         else:
             for index, item in enumerate(detail):
-                out.update(_flatten_fields(item, f"{prefix}.{index}" if prefix else str(index)))
+                out.update(flatten_fields(item, f"{prefix}.{index}" if prefix else str(index)))
     else:
         out[prefix or "non_field_errors"] = [str(detail)]
     return out
@@ -78,7 +78,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             exc.status, exc.code, exc.message, exc.fields, headers=exc.headers, **exc.extra
         )
     if isinstance(exc, drf.ValidationError):
-        fields = _flatten_fields(exc.detail)
+        fields = flatten_fields(exc.detail)
         return error_response(400, ErrorCode.INVALID, "The request is invalid.", fields)
     if isinstance(exc, RequestDataTooBig):
         return error_response(413, ErrorCode.REQUEST_TOO_LARGE, "The request body is too large.")
@@ -98,6 +98,13 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             return error_response(status, code, str(detail), headers=headers)
     if isinstance(exc, drf.APIException):
         return error_response(exc.status_code, str(exc.default_code), str(exc.detail))
+    if isinstance(exc, DataError):
+        # The edge (parser, serializer limits) should have refused the value; this is the
+        # net under it, so a value PostgreSQL rejects is the client's 400, not a 500.
+        logger.warning("data error answered as 400: %s", exc)
+        return error_response(
+            400, ErrorCode.INVALID, "A value in this request cannot be stored or compared."
+        )
     if isinstance(exc, IntegrityError):
         logger.warning("integrity error answered as 409: %s", exc)
         return error_response(409, ErrorCode.CONFLICT, "The request conflicts with stored data.")

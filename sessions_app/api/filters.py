@@ -1,8 +1,30 @@
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
+from django import forms
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from sessions_app.models import ChatSession, SessionStatus
+
+
+class StrictBooleanField(forms.Field):
+    """`true` or `false` only. django-filter's boolean reads anything else (`maybe`, `null`)
+    as "no filter" and answers everything, which a client cannot tell from a match."""
+
+    def to_python(self, value: Any) -> bool | None:
+        if value is None:
+            return None
+        if value in ("true", "false"):
+            return value == "true"
+        raise forms.ValidationError("Use true or false.")
+
+
+@extend_schema_field(OpenApiTypes.BOOL)
+class StrictBooleanFilter(django_filters.Filter):
+    field_class = StrictBooleanField
 
 
 class SessionFilter(django_filters.FilterSet):
@@ -10,7 +32,7 @@ class SessionFilter(django_filters.FilterSet):
     agent_id = django_filters.CharFilter(help_text="Only this agent's sessions.")
     status = django_filters.ChoiceFilter(choices=SessionStatus.choices)
     external_session_id = django_filters.CharFilter()
-    runaway = django_filters.BooleanFilter(
+    runaway = StrictBooleanFilter(
         field_name="runaway_at",
         lookup_expr="isnull",
         exclude=True,

@@ -1,25 +1,141 @@
-"""Request-size limit for the API, checked before anything reads the body."""
+"""Middleware at the API's edge: a request id on every response and log line, the body-size
+limit, and every error under /api/ in the JSON error shape (never Django's HTML pages)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from sessions_app.api.exceptions import json_error
+from config.request_log import accept_or_generate, request_id_var
+from sessions_app.api.exceptions import error_body, json_error
 from sessions_app.errors import ErrorCode
 
+logger = logging.getLogger("engram.api")
 
-class BodySizeLimitMiddleware:
-    """DRF's parsers read the stream directly, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE
-    check; this answers 413 in the API's error shape from the Content-Length alone."""
+REQUEST_ID_HEADER = "X-Request-ID"
+API_PREFIX = "/api/"
+
+# Error codes for error responses that Django (not our handler) produced.
+_STATUS_CODES: dict[int, ErrorCode] = {
+    400: ErrorCode.INVALID,
+    401: ErrorCode.NOT_AUTHENTICATED,
+    403: ErrorCode.PERMISSION_DENIED,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.REQUEST_TOO_LARGE,
+    415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    429: ErrorCode.RATE_LIMITED,
+}
+_MESSAGES: dict[int, str] = {
+    404: "No API route matches this path and method.",
+    405: "This method is not allowed on this route.",
+}
+
+
+def _is_json(response: HttpResponse) -> bool:
+    return (response.get("Content-Type") or "").startswith("application/json")
+
+
+class RequestIdMiddleware:
+    """Takes the client's `X-Request-ID` when sane, else makes one; it is set for the log
+    lines of this request and returned on the response. Outermost, so every response has it."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        request_id = accept_or_generate(request.headers.get(REQUEST_ID_HEADER))
+        request.request_id = request_id  # type: ignore[attr-defined]
+        # Not reset on the way out: Django logs a 4xx/5xx ("Not Found: …") after the
+        # middleware chain returns, and that line must carry the id too. The next request
+        # on this thread sets its own.
+        request_id_var.set(request_id)
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        return response
+
+
+class ApiErrorMiddleware:
+    """Every error under /api/ leaves as JSON in the error shape.
+
+    DRF views already answer their errors so; this covers what happens outside them: no
+    route matched (Django's 404 page, the technical one under DEBUG), a method on a non-DRF
+    view, an exception that escaped a view (500: logged with its traceback, the client gets
+    only the request id), and NUL characters in query parameters, which PostgreSQL cannot
+    store or compare in text."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        if any(segment in {".", ".."} for segment in request.path.split("/")):
+            # Dot segments are a client that did not normalise its URL; no route has them
+            # (an MPN path parameter would otherwise swallow "../../x").
+            return self._json_instead(request, 404, None)
+        bad = [key for key, value in request.GET.items() if "\x00" in key or "\x00" in value]
+        if bad:
+            return JsonResponse(
+                error_body(
+                    ErrorCode.INVALID,
+                    "Query parameters cannot contain NUL characters.",
+                    {name.replace("\x00", "\\u0000"): ["NUL is not allowed."] for name in bad},
+                ),
+                status=400,
+            )
+        response = self.get_response(request)
+        if response.status_code >= 400 and not _is_json(response):
+            return self._json_instead(request, response.status_code, response)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIX):
+            return None
+        logger.error("unhandled error on %s %s", request.method, request.path, exc_info=exception)
+        return self._json_instead(request, 500, None)
+
+    def _json_instead(
+        self, request: HttpRequest, status: int, original: HttpResponse | None
+    ) -> HttpResponse:
+        request_id = getattr(request, "request_id", request_id_var.get())
+        if status >= 500:
+            body = error_body(
+                ErrorCode.SERVER_ERROR,
+                "The server failed to answer this request; it is logged under the request id.",
+                request_id=request_id,
+            )
+        else:
+            code = _STATUS_CODES.get(status, ErrorCode.INVALID)
+            body = error_body(code, _MESSAGES.get(status, "The request was refused."))
+        response = JsonResponse(body, status=status)
+        if original is not None:
+            for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+                if header in original:
+                    response[header] = original[header]
+        return response
+
+
+BATCH_PATH_SUFFIX = "/turns/batch"
+
+
+class BodySizeLimitMiddleware:
+    """DRF's parsers read the stream directly, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+    check; this answers 413 in the API's error shape from the Content-Length alone. The
+    batch route carries many turns and has its own, larger limit."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = (
+            settings.ENGRAM_TURN_BATCH_MAX_BODY_BYTES
+            if request.path.endswith(BATCH_PATH_SUFFIX)
+            else min(settings.ENGRAM_MAX_BODY_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        )
         raw = request.META.get("CONTENT_LENGTH") or "0"
         try:
             length = int(raw)

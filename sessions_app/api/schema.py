@@ -1,9 +1,28 @@
-"""drf-spectacular extensions: how our authentication and the per-key rate limit appear in
-the OpenAPI schema."""
+"""drf-spectacular extensions: how authentication, errors and the per-key rate limit appear
+in the OpenAPI schema.
 
+`EngramAutoSchema` documents every operation's error responses from what the view is, so
+that routes added later inherit them without a word: 400 (every route validates its query
+and body; NUL in a query parameter is refused everywhere), 401 on authenticated views, 404
+where the path names an object, 410 on writes to a session, 413/415 where there is a body,
+429 where throttles apply, 503 when the database is down. Every error response, inherited
+or declared by a view, gets the one error schema (`{"error": {"code", "message", "fields"}}`).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import is_list_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+
+from sessions_app.api.strict_types import decimal_pattern
+
+BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -12,6 +31,133 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignor
 
     def get_security_definition(self, auto_schema: object) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "An Engram API key."}
+
+
+class ErrorDetailSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`.")
+    message = serializers.CharField(help_text="A human-readable explanation.")
+    fields = serializers.DictField(  # type: ignore[assignment]  # DRF moves declared fields off the class
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Field path (`steps.0.model`) to its problems; empty if none.",
+    )
+    request_id = serializers.CharField(
+        required=False, help_text="On 500s: the id the failure is logged under."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Every 4xx/5xx body. Some errors add members to `error` (e.g. `candidates`)."""
+
+    error = ErrorDetailSerializer()
+
+
+_DESCRIPTIONS = {
+    400: "`invalid` (with `error.fields` naming each bad field) or `malformed_json`.",
+    401: "`not_authenticated` or `authentication_failed`: a valid API key is required.",
+    404: "`not_found`: nothing of that id for this key's tenant.",
+    410: "`session_expired`: the session may no longer change.",
+    413: "`request_too_large`: the body exceeds ENGRAM_MAX_BODY_BYTES.",
+    415: "`unsupported_media_type`: send application/json.",
+    429: "`rate_limited` (with Retry-After).",
+    503: "`dependency_unavailable`: the database is unavailable (with Retry-After).",
+}
+
+
+class EngramAutoSchema(AutoSchema):
+    """Adds the error responses an operation can give from its view's traits, and states
+    the limits the code enforces that drf-spectacular cannot see:
+
+    - a serializer's `openapi_constraints` (e.g. "exactly one of mpn and ref" as `oneOf`)
+      is merged into its request schema;
+    - a list serializer's `min_length`/`max_length` become `minItems`/`maxItems`;
+    - a decimal is a string of the pattern the strict parser enforces, or a number.
+    """
+
+    def _map_serializer(
+        self, serializer: Any, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer(  # type: ignore[no-untyped-call]
+            serializer, direction, bypass_extensions
+        )
+        if direction == "request" and "properties" in schema:
+            # Unknown body fields answer 400 (sessions_app.api.strict_types).
+            schema.setdefault("additionalProperties", False)
+        constraints = getattr(serializer, "openapi_constraints", None)
+        if constraints and direction == "request":
+            schema.update(constraints)
+        return schema
+
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
+        serializer = self.get_request_serializer()  # type: ignore[no-untyped-call]
+        if body is not None and getattr(serializer, "openapi_constraints", None):
+            # A body that must name one field cannot be left out, even on PATCH.
+            body["required"] = True
+        return body
+
+    def _unwrap_list_serializer(self, serializer: Any, direction: str) -> dict[str, Any] | None:
+        schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]
+            serializer,
+            direction,  # type: ignore[arg-type]
+        )
+        if schema and is_list_serializer(serializer):
+            min_length = getattr(serializer, "min_length", None)
+            max_length = getattr(serializer, "max_length", None)
+            if min_length is not None:
+                schema["minItems"] = min_length
+            if max_length is not None:
+                schema["maxItems"] = max_length
+        return schema
+
+    def _map_serializer_field(
+        self, field: Any, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+            field, direction, bypass_extensions
+        )
+        if isinstance(field, serializers.DecimalField) and direction == "request":
+            number: dict[str, Any] = {"type": "number"}
+            if field.decimal_places is not None:
+                number["multipleOf"] = float(Decimal(1).scaleb(-field.decimal_places))
+            if field.min_value is not None:
+                number["minimum"] = float(field.min_value)
+            if field.max_value is not None:
+                number["maximum"] = float(field.max_value)
+            elif field.max_whole_digits is not None:
+                number["maximum"] = float(10**field.max_whole_digits)
+                number["exclusiveMaximum"] = True
+            text = {"type": "string", "pattern": decimal_pattern(field)}
+            keep = {k: v for k, v in schema.items() if k in ("description", "nullable")}
+            schema = {"anyOf": [text, number], **keep}
+        return schema
+
+    def _inherited_errors(self) -> list[int]:
+        method = self.method.upper()
+        statuses = [400, 503]
+        permissions = getattr(self.view, "permission_classes", [])
+        if self.view.authentication_classes and not all(p is AllowAny for p in permissions):
+            statuses.append(401)
+        if "{" in self.path:
+            statuses.append(404)
+        if "{session_id}" in self.path and method != "GET":
+            statuses.append(410)
+        if method in BODY_METHODS:
+            statuses += [413, 415]
+        if self.view.get_throttles():
+            statuses.append(429)
+        return statuses
+
+    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[arg-type]
+        if not self.path.startswith("/api/v1"):
+            return responses
+        for code in self._inherited_errors():
+            responses.setdefault(str(code), {"description": _DESCRIPTIONS[code]})
+        error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
+        for status, response in responses.items():
+            if status.isdigit() and int(status) >= 400 and not response.get("content"):
+                response["content"] = {"application/json": {"schema": error_ref}}
+        return dict(sorted(responses.items()))
 
 
 RATE_LIMITED_DESCRIPTION = (

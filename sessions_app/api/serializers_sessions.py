@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app.api.fields import identifier_field, money_output_field
+from sessions_app.api.parsers import BIGINT_MAX
 from sessions_app.models import ChatSession
 
 MAX_TTL_SECONDS = 365 * 24 * 3600
@@ -24,7 +25,11 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Seconds of inactivity after which the session expires.",
     )
     budget_tokens = serializers.IntegerField(
-        required=False, allow_null=True, min_value=0, help_text="Token budget (input + output)."
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=BIGINT_MAX,
+        help_text="Token budget (input + output).",
     )
     budget_usd = serializers.DecimalField(
         required=False,

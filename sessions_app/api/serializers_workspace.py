@@ -129,6 +129,8 @@ class ResolvedSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class MpnOrRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """Exactly one of `mpn` and `ref` names the item."""
 
+    openapi_constraints = {"oneOf": [{"required": ["mpn"]}, {"required": ["ref"]}]}
+
     mpn = mpn_field(required=False)
     ref = ref_field(required=False)
 
@@ -154,6 +156,8 @@ class SelectionAddSerializer(MpnOrRefSerializer):
 
 
 class SelectionUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    openapi_constraints = {"anyOf": [{"required": ["quantity"]}, {"required": ["note"]}]}
+
     quantity = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_QUANTITY, help_text="New quantity."
     )

@@ -1,12 +1,19 @@
 from django.urls import path
 
-from sessions_app.api import views_sessions, views_turns, views_users, views_workspace
+from sessions_app.api import (
+    views_sessions,
+    views_turn_batches,
+    views_turns,
+    views_users,
+    views_workspace,
+)
 
 session = "sessions/<str:session_id>"
 
 urlpatterns = [
     path("sessions", views_sessions.SessionListView.as_view(), name="session-list"),
     path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
+    path("turns/batch", views_turn_batches.TurnBatchView.as_view(), name="turns-batch"),
     path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
     path(
         f"{session}/turns/<int:turn_number>/rollback",

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
     BudgetCheckResultSerializer,
@@ -32,6 +33,8 @@ from sessions_app.services.idempotency import idempotent_execute, request_finger
 from sessions_app.services.turns import turn_record, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+# The schema publishes this pattern; surrounding whitespace is trimmed first.
+IDEMPOTENCY_KEY_PATTERN = re.compile(r"[!-~](?:[ -~]{0,253}[!-~])?")
 BUDGET_RETRY_AFTER_SECONDS = 60  # budgets do not refill by themselves: check back later
 
 ERRORS = {
@@ -68,12 +71,14 @@ def idempotency_key(request: Request) -> str | None:
     if key is None:
         return None
     key = key.strip()
-    if not key or len(key) > 255 or not key.isprintable():
-        raise InvalidInput(fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable characters."]})
+    if not IDEMPOTENCY_KEY_PATTERN.fullmatch(key):
+        raise InvalidInput(
+            fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable ASCII characters."]}
+        )
     return key
 
 
-class TurnCursorPagination(CursorPagination):
+class TurnCursorPagination(CreatedCursorPagination):
     ordering = "turn_number"
     page_size_query_param = "page_size"
     max_page_size = 500
@@ -108,6 +113,7 @@ class TurnListView(TenantGenericAPIView):
                 str,
                 OpenApiParameter.HEADER,
                 required=False,
+                pattern=f"^{IDEMPOTENCY_KEY_PATTERN.pattern}$",
                 description="A unique key per logical request (e.g. a UUID), reused on retry.",
             )
         ],

@@ -14,7 +14,7 @@ from sessions_app.services.erasure import user_erase
 
 class UserErasureView(TenantAPIView):
     @extend_schema(
-        responses=UserErasureSerializer,
+        responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
         "versions and relations), sessions (turns, steps, components, selections) and "
         "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",

@@ -4,15 +4,81 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Subquery
 from django.utils import timezone
 
 from sessions_app.errors import NotFound, SessionExpired
-from sessions_app.models import ChatSession, SessionStatus, Tenant
+from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnStep
 
 
 def session_list(*, tenant: Tenant) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(tenant=tenant)
+
+
+def session_get_by_id(*, session_id: Any, tenant_id: int | None = None) -> ChatSession:
+    """A session by id alone, for background work that holds only the id (a task, a
+    hook), optionally checked against a tenant; NotFound when it is gone."""
+    lookup: dict[str, Any] = {"tenant_id": tenant_id} if tenant_id is not None else {}
+    try:
+        return ChatSession.objects.get(pk=uuid.UUID(str(session_id)), **lookup)
+    except (ValueError, ChatSession.DoesNotExist) as exc:
+        raise NotFound("Session not found.") from exc
+
+
+def session_lock(*, session_id: Any) -> None:
+    """Lock the session's row (SELECT … FOR UPDATE) until the caller's transaction ends,
+    so that writers of one session's derived data (summaries…) queue up. Must run inside
+    `transaction.atomic`; NotFound when the session is gone."""
+    if not ChatSession.objects.select_for_update().filter(pk=session_id).values("pk").exists():
+        raise NotFound("Session not found.")
+
+
+def sessions_active_between(
+    *, start: datetime, end: datetime, tenant_id: int | None = None
+) -> QuerySet[ChatSession]:
+    """Sessions active at some time in [start, end), tenant loaded (their totals are
+    lifetime totals)."""
+    rows = ChatSession.objects.filter(last_active_at__gte=start, created_at__lt=end)
+    rows = rows.filter(tenant_id=tenant_id) if tenant_id else rows
+    return rows.select_related("tenant")
+
+
+def sessions_flagged_between(
+    *, start: datetime, end: datetime, tenant_id: int | None = None
+) -> QuerySet[ChatSession]:
+    """Sessions flagged runaway in [start, end), newest flag first, tenant loaded."""
+    rows = ChatSession.objects.filter(runaway_at__gte=start, runaway_at__lt=end)
+    rows = rows.filter(tenant_id=tenant_id) if tenant_id else rows
+    return rows.select_related("tenant").order_by("-runaway_at")
+
+
+def session_unflagged(*, session_id: Any) -> ChatSession | None:
+    """The session with its tenant if it exists and is not flagged runaway."""
+    return (
+        ChatSession.objects.select_related("tenant")
+        .filter(pk=session_id, runaway_at__isnull=True)
+        .first()
+    )
+
+
+def sessions_unflagged_with_steps_between(
+    *, since: datetime, until: datetime
+) -> QuerySet[ChatSession]:
+    """Unflagged sessions that recorded a step in (since, until], by id, tenant loaded:
+    what the runaway scan pages through."""
+    active = TurnStep.objects.filter(created_at__gt=since, created_at__lte=until).values(
+        "session_id"
+    )
+    return (
+        ChatSession.objects.select_related("tenant")
+        .filter(runaway_at__isnull=True, pk__in=Subquery(active))
+        .order_by("pk")
+    )
+
+
+def tenant_choices(*, limit: int = 500) -> list[tuple[int, str]]:
+    """(id, name) of tenants by name, for filters in operators' pages."""
+    return list(Tenant.objects.order_by("name").values_list("pk", "name")[:limit])
 
 
 def session_get(*, tenant: Tenant, session_id: Any) -> ChatSession:

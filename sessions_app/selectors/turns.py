@@ -1,11 +1,16 @@
+"""Reads of the turn log: turns and their steps, for the API and for the other apps
+(the short-term window, extraction, context assembly, spend reports), which read the
+log through these rather than through the models."""
+
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Max, Prefetch, QuerySet
 
 from sessions_app.errors import NotFound
-from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 
 
 def turn_list(*, session: ChatSession) -> QuerySet[ChatTurn]:
@@ -22,6 +27,70 @@ def turn_get(*, session: ChatSession, turn_number: int) -> ChatTurn:
         return turn_list(session=session).get(turn_number=turn_number)
     except ChatTurn.DoesNotExist as exc:
         raise NotFound(f"Turn {turn_number} not found in this session.") from exc
+
+
+def turn_get_by_id(*, turn_id: int) -> ChatTurn | None:
+    """A turn with its session and tenant loaded, or None when it is gone (a task may run
+    after its session was deleted)."""
+    return ChatTurn.objects.select_related("session", "tenant").filter(pk=turn_id).first()
+
+
+def turns_live(*, session_id: Any) -> QuerySet[ChatTurn]:
+    """The session's turns that were not rolled back, in no particular order."""
+    return ChatTurn.objects.filter(session_id=session_id, rolled_back=False)
+
+
+def turns_open(*, session_id: Any) -> QuerySet[ChatTurn]:
+    """The session's open window: turns neither compacted (summarised) nor rolled back."""
+    return turns_live(session_id=session_id).filter(compacted=False)
+
+
+def turn_times(*, session_id: Any, compacted: bool) -> dict[int, datetime]:
+    """When each (compacted or open) turn of the session was recorded, by turn number."""
+    return dict(
+        ChatTurn.objects.filter(session_id=session_id, compacted=compacted).values_list(
+            "turn_number", "created_at"
+        )
+    )
+
+
+def turn_workspace_before(*, session_id: Any, turn_number: int) -> dict[str, Any] | None:
+    """The workspace snapshot (`context_after`) left by the newest turn before
+    `turn_number`, or None when there is none."""
+    return (
+        ChatTurn.objects.filter(session_id=session_id, turn_number__lt=turn_number)
+        .order_by("-turn_number")
+        .values_list("context_after", flat=True)
+        .first()
+    )
+
+
+def steps_failed_recent(*, session_id: Any, limit: int) -> list[TurnStep]:
+    """The session's latest failed steps of live turns, newest first, turn loaded."""
+    return list(
+        TurnStep.objects.filter(session_id=session_id, success=False, turn__rolled_back=False)
+        .select_related("turn")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def step_list(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnStep]:
+    """The tenant's steps recorded in [start, end), for spend reports."""
+    return TurnStep.objects.filter(tenant=tenant, created_at__gte=start, created_at__lt=end)
+
+
+def steps_after(
+    *, after_id: int, start: datetime, end: datetime, tenant_id: int | None = None
+) -> QuerySet[TurnStep]:
+    """Steps with an id above `after_id` recorded in [start, end): what a rollup has not
+    counted yet."""
+    steps = TurnStep.objects.filter(id__gt=after_id, created_at__gte=start, created_at__lt=end)
+    return steps.filter(tenant_id=tenant_id) if tenant_id else steps
+
+
+def step_newest_id() -> int:
+    """The id of the newest step (0 when there is none): how far the log has grown."""
+    return int(TurnStep.objects.aggregate(step=Max("id"))["step"] or 0)
 
 
 def turn_metadata_values(*, session: ChatSession, match: dict[str, Any], key: str) -> list[Any]:

@@ -115,3 +115,13 @@ def cart_total(lines: list[CartLine]) -> Decimal | None:
     """Sum of priced lines; None if no line has a price."""
     totals = [line.line_total for line in lines if line.line_total is not None]
     return sum(totals, Decimal(0)) if totals else None
+
+
+def components_by_mpn(*, session: ChatSession, mpns: list[str]) -> dict[str, SessionComponent]:
+    """The session's fetched items among `mpns`, by MPN (unknown MPNs are absent)."""
+    return {c.mpn: c for c in SessionComponent.objects.filter(session=session, mpn__in=mpns)}
+
+
+def selection_list(*, session: ChatSession) -> list[SessionSelection]:
+    """The cart's rows in cart order, without the items' details (see `selection_lines`)."""
+    return list(SessionSelection.objects.filter(session=session).order_by("position"))

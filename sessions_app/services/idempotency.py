@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sessions_app.errors import IdempotencyInFlight, IdempotencyKeyReused
+from sessions_app.errors import ApplicationError, IdempotencyInFlight, IdempotencyKeyReused
 from sessions_app.models import IdempotencyRecord, Tenant
 
 STALE_IN_FLIGHT = timedelta(minutes=2)
@@ -134,6 +134,109 @@ def idempotent_execute(
         IdempotencyRecord.objects.filter(pk=record_id, status=Status.IN_FLIGHT).delete()
         raise
     return IdempotentOutcome(status=status, body=body, replayed=False)
+
+
+@dataclass(frozen=True)
+class KeyedRequest:
+    """One keyed item of a batch: its key, route scope and body fingerprint."""
+
+    key: str
+    scope: str
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class KeyClaim:
+    """What a batch may do with one key: work under `record_id`, or answer `replay`, or
+    answer `error` (reused with another body, or still in flight)."""
+
+    record_id: int | None = None
+    replay: IdempotentOutcome | None = None
+    error: ApplicationError | None = None
+
+
+def idempotency_claim_many(*, tenant: Tenant, requests: list[KeyedRequest]) -> dict[str, KeyClaim]:
+    """`idempotent_execute`'s claim step for many keys at once: one committed
+    ``INSERT … SELECT FROM unnest … ON CONFLICT DO NOTHING`` claims every free key, one
+    SELECT reads the others, which answer exactly as on the single route. Keys must be
+    distinct (the caller settles duplicates inside its batch)."""
+    if not requests:
+        return {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO idempotency_record (tenant_id, key, scope, request_hash, status,
+                                            created_at)
+            SELECT %s, k, s, h, %s, now() FROM unnest(%s::text[], %s::text[], %s::text[])
+                AS t(k, s, h)
+            ON CONFLICT (tenant_id, key) DO NOTHING
+            RETURNING key, id
+            """,
+            [
+                tenant.pk,
+                Status.IN_FLIGHT,
+                [r.key for r in requests],
+                [r.scope for r in requests],
+                [r.request_hash for r in requests],
+            ],
+        )
+        claims = {key: KeyClaim(record_id=int(pk)) for key, pk in cursor.fetchall()}
+    taken = [r for r in requests if r.key not in claims]
+    if not taken:
+        return claims
+    records = {
+        record.key: record
+        for record in IdempotencyRecord.objects.filter(
+            tenant=tenant, key__in=[r.key for r in taken]
+        )
+    }
+    now = timezone.now()
+    for request in taken:
+        record = records.get(request.key)
+        if record is None:  # released between our insert and read: the retry will do
+            claims[request.key] = KeyClaim(error=IdempotencyInFlight(headers={"Retry-After": "1"}))
+        elif record.scope != request.scope or record.request_hash != request.request_hash:
+            claims[request.key] = KeyClaim(
+                error=IdempotencyKeyReused(fields={"idempotency_key": ["Used with another body."]})
+            )
+        elif record.status == Status.COMPLETED:
+            claims[request.key] = KeyClaim(
+                replay=IdempotentOutcome(
+                    status=record.response_status or 200,
+                    body=record.response_body or {},
+                    replayed=True,
+                )
+            )
+        elif _take_over_stale(record=record, now=now):
+            claims[request.key] = KeyClaim(record_id=record.pk)
+        else:
+            claims[request.key] = KeyClaim(error=IdempotencyInFlight())
+    return claims
+
+
+def idempotency_complete_many(*, responses: dict[int, tuple[int, dict[str, Any]]]) -> None:
+    """Store the responses of claimed records (record id -> status, JSON-ready body) in
+    one UPDATE. Call it inside the transaction of the work, as `idempotent_execute`
+    does, so a response is stored if and only if its effects are."""
+    if not responses:
+        return
+    rows = [{"id": pk, "status": status, "body": body} for pk, (status, body) in responses.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE idempotency_record AS r
+               SET status = %s, response_status = v.status, response_body = v.body
+              FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, status int, body jsonb)
+             WHERE r.id = v.id
+            """,
+            [Status.COMPLETED, json.dumps(rows)],
+        )
+
+
+def idempotency_release_many(*, record_ids: list[int]) -> None:
+    """The work failed: free the claims for a retry (as `idempotent_execute` does)."""
+    if record_ids:
+        IdempotencyRecord.objects.filter(pk__in=record_ids, status=Status.IN_FLIGHT).delete()
 
 
 def idempotency_purge(

@@ -16,16 +16,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import NotFound
+from sessions_app.locks import advisory_lock
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus
 from sessions_app.selectors.sessions import session_ensure_writable
 
 LIVE_STATUSES = (SessionStatus.OPENED, SessionStatus.ACTIVE, SessionStatus.COMPACTED)
 # Any two-int key unique to this job; pg_try_advisory_lock keeps two beats from overlapping.
-HOUSEKEEPING_LOCK = (0x656E6772, 1)
 
 
 def session_touch(*, session: ChatSession, now: datetime | None = None) -> list[str]:
@@ -104,16 +104,11 @@ def sessions_apply_retention(
 
 def sessions_housekeep(*, now: datetime | None = None) -> HousekeepingResult:
     """The periodic job: expire, then archive/delete. Never two runs at once."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", HOUSEKEEPING_LOCK)
-        if not cursor.fetchone()[0]:
+    with advisory_lock("housekeeping") as acquired:
+        if not acquired:
             return HousekeepingResult(expired=0, archived=0, deleted=0, skipped=True)
-    try:
         expired = sessions_expire_due(now=now)
         archived, deleted = sessions_apply_retention(now=now)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", HOUSEKEEPING_LOCK)
     return HousekeepingResult(expired=expired, archived=archived, deleted=deleted)
 
 

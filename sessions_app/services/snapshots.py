@@ -26,19 +26,25 @@ EMPTY_WORKSPACE: dict[str, Any] = {
 }
 
 
-def session_workspace_snapshot(*, session: ChatSession) -> dict[str, Any]:
-    selections = list(
-        SessionSelection.objects.filter(session=session)
-        .order_by("position")
-        .values("mpn", "quantity", "note")
-    )
+def session_workspace_snapshot(
+    *, session: ChatSession, cart: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The workspace as the session has it now; `cart` as read with the session's lock
+    (`sessions_lock_for_turns`) when the caller has it, else it is read here."""
+    if cart is None:
+        cart = [
+            {"mpn": mpn, "quantity": quantity, "note": note}
+            for mpn, quantity, note in SessionSelection.objects.filter(session=session)
+            .order_by("position")
+            .values_list("mpn", "quantity", "note")
+        ]
     return {
         "focus_mpn": session.focus_mpn,
         "last_query": session.last_query,
         "last_filters": session.last_filters,
         "query_history": list(session.query_history or []),
         "last_results": list(session.last_results or []),
-        "selections": selections,
+        "selections": cart,
     }
 
 

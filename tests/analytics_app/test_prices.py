@@ -16,6 +16,7 @@ from analytics_app.models import ModelPrice
 from analytics_app.pricing import price_for_model, price_step_from_table
 from analytics_app.services.prices import genai_price_entries, snapshot_entries
 from sessions_app.hooks import StepUsage, price_step
+from sessions_app.usage import TokenCounts
 
 pytestmark = pytest.mark.django_db
 AT = datetime(2026, 1, 15, tzinfo=UTC)
@@ -24,7 +25,7 @@ AT = datetime(2026, 1, 15, tzinfo=UTC)
 def usage(model: str, **counts: int) -> StepUsage:
     values = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0,
               "cache_write_tokens": 0, "reasoning_tokens": 0, **counts}  # fmt: skip
-    return StepUsage(model=model, at=AT, **values)
+    return StepUsage(model=model, tokens=TokenCounts(**values), at=AT)
 
 
 def test_fresh_database_has_prices_for_seed_000_models_and_common_ones() -> None:

@@ -13,8 +13,8 @@ from config.schedules import SCHEDULE
 def test_cockpit_tasks_are_scheduled_with_an_expiry_shorter_than_their_period() -> None:
     app.loader.import_default_modules()  # what a worker does at start: autodiscovery
     entries = {entry.task: entry for entry in SCHEDULE}
-    assert {"analytics.rollups_fill", "analytics.runaway_scan"} <= set(entries)
-    assert entries["analytics.runaway_scan"].every == 60
+    assert {"analytics_app.rollups_fill", "analytics_app.runaway_scan"} <= set(entries)
+    assert entries["analytics_app.runaway_scan"].every == 60
     for entry in SCHEDULE:
         assert entry.task in app.tasks, entry.task
         assert 0 < entry.expires < entry.every
@@ -24,5 +24,18 @@ def test_cockpit_tasks_are_scheduled_with_an_expiry_shorter_than_their_period() 
 @pytest.mark.django_db
 def test_sync_schedules_writes_them_into_beat() -> None:
     call_command("sync_schedules")
-    scan = PeriodicTask.objects.get(task="analytics.runaway_scan")
+    scan = PeriodicTask.objects.get(task="analytics_app.runaway_scan")
     assert scan.interval.every == 60 and scan.expire_seconds == 50
+
+
+def test_every_task_is_named_after_the_app_that_defines_it() -> None:
+    """One prefix scheme: `<app label>.<task>`, so a task's name says where its code is."""
+    app.loader.import_default_modules()
+    ours = {
+        name: task
+        for name, task in app.tasks.items()
+        if task.__module__.split(".")[0] in {"sessions_app", "memory_app", "analytics_app"}
+    }
+    assert len(ours) >= 10  # expire, purge, compact, extract x2, decay, rollups, runaway x3
+    for name, task in ours.items():
+        assert name.split(".")[0] == task.__module__.split(".")[0], name

@@ -1,0 +1,135 @@
+"""`POST /api/v1/turns/batch`: many turns of any of the tenant's sessions in one request."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sessions_app.api.exceptions import flatten_fields
+from sessions_app.api.serializers_turn_batches import (
+    TurnBatchItemSerializer,
+    TurnBatchResponseSerializer,
+    TurnBatchSerializer,
+    item_result,
+)
+from sessions_app.api.serializers_turns import TurnCreateSerializer
+from sessions_app.api.tenancy import TenantGenericAPIView
+from sessions_app.api.views_turns import _turn_recorded_serializer, jsonable
+from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
+from sessions_app.models import ChatTurn
+from sessions_app.services.idempotency import request_fingerprint
+from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
+from sessions_app.services.turns import TurnRecorded
+
+ITEM_ONLY = ("session_id", "idempotency_key")
+
+
+@cache
+def _item_serializer() -> TurnBatchItemSerializer:
+    """One stateless serializer validates every item (see `_turn_create_serializer`)."""
+    return TurnBatchItemSerializer()
+
+
+class RequestTooLarge(ApplicationError):
+    status = 413
+    default_code = ErrorCode.REQUEST_TOO_LARGE
+    default_message = "Too many turns in one batch."
+
+
+def _error(exc: ApplicationError) -> dict[str, Any]:
+    return {"code": exc.code, "message": exc.message, "fields": exc.fields}
+
+
+def _parse_item(raw: Any) -> BatchTurn:
+    """An item as the single route would take it: InvalidInput names the bad fields."""
+    if not isinstance(raw, dict):
+        raise InvalidInput(fields={"non_field_errors": ["Each turn must be a JSON object."]})
+    try:
+        validated = _item_serializer().run_validation(raw)
+    except serializers.ValidationError as exc:
+        raise InvalidInput(fields=flatten_fields(exc.detail)) from exc
+    session_id = validated.pop("session_id")
+    key = validated.pop("idempotency_key", None)
+    kwargs = TurnCreateSerializer.service_kwargs(validated)
+    body = {name: value for name, value in raw.items() if name not in ITEM_ONLY}
+    return BatchTurn(
+        session_id=session_id,
+        steps=kwargs.pop("steps"),
+        fields=kwargs,
+        idempotency_key=key,
+        # The single route's fingerprint of the same body: a key replays across routes.
+        request_hash=request_fingerprint(body) if key is not None else "",
+    )
+
+
+def _render(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
+    data = _turn_recorded_serializer().to_representation(recorded)
+    return jsonable(data) if keyed else data
+
+
+class TurnBatchView(TenantGenericAPIView):
+    queryset = ChatTurn.objects.all()
+    serializer_class = TurnBatchSerializer
+
+    @extend_schema(
+        summary="Record many turns, of any of the tenant's sessions, in one request",
+        description=(
+            "Each item is recorded as `POST /sessions/{session_id}/turns` would record "
+            "it (same validation, pricing, numbering, state, budget flags, hooks), and "
+            "answered in `results[index]` with that route's status and body. One bad "
+            "item never rejects the others. `idempotency_key` is per item and shares the "
+            "single route's keys: the same key and body answer 201 with `replayed: true` "
+            "and the stored turn; another body, 422 `idempotency_key_reused`; a key still "
+            "in flight, 409. A key repeated inside the batch is recorded once. The "
+            "recorded items commit together (one transaction) or not at all."
+        ),
+        request=TurnBatchSerializer,
+        responses={
+            200: TurnBatchResponseSerializer,
+            400: OpenApiResponse(
+                description='invalid: the body is not {"turns": [at least one item]}'
+            ),
+            413: OpenApiResponse(
+                description="request_too_large: more than ENGRAM_TURN_BATCH_MAX turns, or "
+                "more than ENGRAM_TURN_BATCH_MAX_BODY_BYTES"
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data
+        raw_items = data.get("turns") if isinstance(data, dict) else None
+        if not isinstance(raw_items, list) or not raw_items:
+            raise InvalidInput(fields={"turns": ["A list of at least one turn is required."]})
+        limit = settings.ENGRAM_TURN_BATCH_MAX
+        if len(raw_items) > limit:
+            raise RequestTooLarge(
+                f"At most {limit} turns per batch; got {len(raw_items)}.",
+                fields={"turns": [f"Ensure this list has at most {limit} items."]},
+            )
+        items: list[BatchTurn | None] = []
+        refused: dict[int, ApplicationError] = {}
+        for index, raw in enumerate(raw_items):
+            try:
+                items.append(_parse_item(raw))
+            except ApplicationError as exc:
+                items.append(None)
+                refused[index] = exc
+        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=_render)
+        results = []
+        for index, outcome in enumerate(outcomes):
+            if outcome is None:
+                error = refused[index]
+                results.append(item_result(index, error.status, error=_error(error)))
+            elif outcome.error is not None:
+                results.append(item_result(index, outcome.status, error=_error(outcome.error)))
+            else:
+                results.append(
+                    item_result(index, outcome.status, turn=outcome.body, replayed=outcome.replayed)
+                )
+        return Response({"results": results})
