@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run dev test test-system-deps lint bench bench-full clean-data
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt clients/python/pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "Installing Python packages into $(VENV) (torch and the embedding model take minutes)…"
@@ -46,7 +46,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DATABASE_URL=postgres://typecheck@127.0.0.1:1/none REDIS_URL=redis://127.0.0.1:1 \
-		$(VENV)/bin/mypy sessions_app memory_app analytics_app cockpit config
+		$(VENV)/bin/mypy sessions_app memory_app analytics_app cockpit integrations config clients/python/src/engram
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 test: test-system-deps lint

@@ -33,6 +33,7 @@ urlpatterns = [
         ),
         name="swagger-ui",
     ),
+    path("", include("integrations.urls")),
     path("", include("sessions_app.pages.urls")),
     path("", include("analytics_app.pages.urls")),
     path("", include("cockpit.urls")),

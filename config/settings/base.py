@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "memory_app",
     "analytics_app",
     "cockpit",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -293,6 +294,8 @@ ENGRAM_CONTEXT_POLICIES = env_json(
         "no_compression": {"compression": False},
     },
 )
+# OTLP/HTTP receiver (/v1/traces): a gzip body may inflate to at most this many bytes.
+ENGRAM_OTLP_MAX_INFLATED_BYTES = env_int("ENGRAM_OTLP_MAX_INFLATED_BYTES", 16 * 1_048_576)
 # Share of a context's budget reserved for the newest verbatim turns (the window).
 ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # With a query, summaries, milestones, recalled turns, memories and older open turns whose

@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 
 from memory_app.embedding import embed_texts, embedder
-from memory_app.models_turn_index import TurnIndexEntry
-from sessions_app.models import ChatTurn
+from memory_app.models import TurnIndexEntry
 from sessions_app.selectors.turns import turn_by_id, turns_in_range
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatTurn
 
 WINDOW_BEFORE = 1  # turns before a turn in its lexical window (a turn is two lines)
 WINDOW_AFTER = 1

@@ -102,6 +102,23 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
             raise serializers.ValidationError(f"One of: {', '.join(names)}.")
         return value
 
+    resume = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "With `external_session_id`: answer the tenant's unexpired session for "
+            "(agent_id, external_session_id) with 200 if there is one (the other fields "
+            "are then ignored), else create it (201)."
+        ),
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("resume") and not attrs.get("external_session_id"):
+            raise serializers.ValidationError(
+                {"external_session_id": ["Required when `resume` is true."]}
+            )
+        return attrs
+
 
 class SessionUpdateSerializer(SessionCreateSerializer):
     user_id = None  # type: ignore[assignment]
@@ -128,6 +145,8 @@ class SessionUpdateSerializer(SessionCreateSerializer):
                 {"reasoning": ["Only meaningful with `state`: it explains a state change."]}
             )
         return attrs
+
+    resume = None  # type: ignore[assignment]
 
 
 class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +16,12 @@ from sessions_app.api.serializers_sessions import (
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.models import ChatSession
 from sessions_app.selectors.sessions import session_get
-from sessions_app.services.sessions import session_create, session_delete, session_update
+from sessions_app.services.sessions import (
+    session_create,
+    session_delete,
+    session_resume_or_create,
+    session_update,
+)
 
 
 class SessionListView(TenantGenericAPIView):
@@ -29,11 +34,27 @@ class SessionListView(TenantGenericAPIView):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(SessionSerializer(page, many=True).data)
 
-    @extend_schema(request=SessionCreateSerializer, responses={201: SessionSerializer})
+    @extend_schema(
+        request=SessionCreateSerializer,
+        responses={
+            201: SessionSerializer,
+            200: OpenApiResponse(
+                SessionSerializer,
+                description="`resume: true` found an unexpired session for "
+                "(agent_id, external_session_id).",
+            ),
+            400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
+        },
+    )
     def post(self, request: Request) -> Response:
         payload = SessionCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        session = session_create(tenant=self.tenant, **payload.validated_data)
+        data = dict(payload.validated_data)
+        if data.pop("resume", False):
+            session, created = session_resume_or_create(tenant=self.tenant, **data)
+            code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            return Response(SessionSerializer(session).data, status=code)
+        session = session_create(tenant=self.tenant, **data)
         return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
 

@@ -187,3 +187,22 @@ def session_ids_of_user(*, tenant_id: int, user_id: str) -> list[Any]:
             "pk", flat=True
         )
     )
+
+
+def session_find_resumable(
+    *, tenant: Tenant, agent_id: str, external_session_id: str, now: datetime | None = None
+) -> ChatSession | None:
+    """The newest session of the tenant for this agent and external id that can still
+    take writes, or None."""
+    now = now or timezone.now()
+    return (
+        ChatSession.objects.filter(
+            tenant=tenant,
+            agent_id=agent_id,
+            external_session_id=external_session_id,
+            expires_at__gt=now,
+        )
+        .exclude(status__in=WRITE_CLOSED_STATUSES)
+        .order_by("-created_at")
+        .first()
+    )

@@ -139,3 +139,18 @@ def turns_by_number(*, session_id: uuid.UUID, numbers: list[int]) -> dict[int, C
             session_id=session_id, turn_number__in=numbers, rolled_back=False
         )
     }
+
+
+def turn_metadata_values(*, session: ChatSession, match: dict[str, Any], key: str) -> list[Any]:
+    """The items of list `metadata[key]` across the session's turns whose metadata
+    contains `match`: how an importer finds what it already stored (e.g. the span ids
+    of an OTLP trace) without a table of its own."""
+    values: list[Any] = []
+    rows = ChatTurn.objects.filter(session=session, metadata__contains=match).values_list(
+        "metadata", flat=True
+    )
+    for metadata in rows:
+        found = (metadata or {}).get(key)
+        if isinstance(found, list):
+            values.extend(found)
+    return values

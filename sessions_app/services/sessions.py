@@ -8,8 +8,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
-from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.turns import turn_record
 
@@ -144,3 +145,41 @@ def session_archive(*, session: ChatSession) -> ChatSession:
     session.status = SessionStatus.ARCHIVED
     session.save(update_fields=["status", "updated_at"])
     return session
+
+
+def _identity_lock(*, tenant: Tenant, agent_id: str, external_session_id: str) -> None:
+    """A transaction-scoped advisory lock on the session identity. Two callers resuming
+    the same (tenant, agent, external id) at once queue here, so the second sees the
+    first's committed session instead of creating a twin. An advisory lock rather than a
+    unique index: an expired session keeps its external id, and a new one may reuse it."""
+    advisory_xact_lock(f"engram-session-resume:{tenant.pk}:{agent_id}:{external_session_id}")
+
+
+@transaction.atomic
+def session_resume_or_create(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    agent_id: str,
+    external_session_id: str,
+    **create_kwargs: Any,
+) -> tuple[ChatSession, bool]:
+    """The tenant's unexpired session for (agent_id, external_session_id), its expiry
+    moved forward as by any write, or a new one; returns (session, created). This is how
+    an agent that only knows its own conversation id (a CLI session, an OTel
+    `gen_ai.conversation.id`, an MCP client) reattaches without keeping our uuid."""
+    _identity_lock(tenant=tenant, agent_id=agent_id, external_session_id=external_session_id)
+    existing = session_find_resumable(
+        tenant=tenant, agent_id=agent_id, external_session_id=external_session_id
+    )
+    if existing is not None:
+        existing.save(update_fields=[*session_touch(session=existing), "updated_at"])
+        return existing, False
+    session = session_create(
+        tenant=tenant,
+        user_id=user_id,
+        agent_id=agent_id,
+        external_session_id=external_session_id,
+        **create_kwargs,
+    )
+    return session, True

@@ -1,0 +1,229 @@
+"""Engram's MCP server, built with the official `mcp` SDK for one tenant at a time: the
+tenant is the API key's, fixed when the server is built (per process for stdio, per
+request for streamable HTTP), so no tool can reach another tenant's data.
+
+Tools are sync functions: the SDK runs them on worker threads, where Django's ORM may
+run (it refuses to inside an event loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from integrations import mcp_tools
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
+
+INSTRUCTIONS = (
+    "Engram is the memory of this agent. Call session_open first with your own "
+    "conversation id to get a session_id; store what you learn about the user with "
+    "memory_add and look it up with memory_search; call context_get before answering to "
+    "get the assembled context; record each exchange with turn_record (with its LLM "
+    "calls as steps, so spend is tracked); resolve phrases like 'the cheapest' with "
+    "resolve_reference; manage the cart with cart_add / cart_list; usage_report tells "
+    "the spend."
+)
+
+Identifier = Annotated[str, Field(min_length=1, max_length=255)]
+SessionId = Annotated[str, Field(description="The session's id, as session_open returned it.")]
+MemoryTypeName = Literal[
+    "preference", "fact", "episodic", "semantic", "procedural", "profile", "policy"
+]
+
+
+class Step(BaseModel):
+    """One LLM or tool call of a turn (the REST API's step, as a tool argument)."""
+
+    step_type: str = Field(
+        min_length=1, max_length=64, description="What the call did: intent, search, response…"
+    )
+    model: str = Field("", max_length=200, description="The model called; blank for a tool.")
+    input_tokens: int = Field(0, ge=0, description="All input tokens, cached ones included.")
+    output_tokens: int = Field(0, ge=0, description="All output tokens, reasoning included.")
+    cached_tokens: int = Field(0, ge=0, description="Input tokens read from the prompt cache.")
+    reasoning_tokens: int = Field(0, ge=0, description="Output tokens spent on reasoning.")
+    duration_ms: int = Field(0, ge=0, description="Wall-clock time of the call.")
+    success: bool = Field(True, description="False if the call failed.")
+    error: str | None = Field(None, max_length=10_000, description="The error, if it failed.")
+
+
+def build_server(tenant: Tenant) -> MCPServer:
+    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+
+    def call(fn: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+        try:
+            return mcp_tools.run_tool(lambda: fn(tenant, **arguments))
+        except mcp_tools.ToolCallError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(
+        description="Find or create the session for your conversation. Give the agent's "
+        "id and your own conversation id; the same pair always returns the same live "
+        "session. Returns `session.id` (use it as session_id in the other tools) and "
+        "`created`."
+    )
+    def session_open(
+        agent_id: Annotated[Identifier, Field(description="Your agent's id.")],
+        external_session_id: Annotated[
+            Identifier, Field(description="Your own id of this conversation.")
+        ],
+        user_id: Annotated[Identifier, Field(description="The end user you act for.")],
+        budget_tokens: Annotated[
+            int | None, Field(ge=0, description="Token budget for a new session.")
+        ] = None,
+    ) -> dict[str, Any]:
+        return call(
+            mcp_tools.session_open,
+            agent_id=agent_id,
+            external_session_id=external_session_id,
+            user_id=user_id,
+            budget_tokens=budget_tokens,
+        )
+
+    @server.tool(
+        description="Record one exchange of the conversation: what the user said, what "
+        "you answered, and each LLM or tool call as a step (step_type, model, "
+        "input_tokens, output_tokens, optional cached_tokens / reasoning_tokens, "
+        "duration_ms, success, error). Spend is priced per model and added to the "
+        "session. Reuse the same idempotency_key when retrying so it is counted once."
+    )
+    def turn_record(
+        session_id: SessionId,
+        user_message: Annotated[str, Field(max_length=200_000)] = "",
+        assistant_response: Annotated[str, Field(max_length=200_000)] = "",
+        steps: Annotated[
+            list[Step] | None,
+            Field(max_length=500, description="The calls of this turn, in order."),
+        ] = None,
+        state: Annotated[
+            dict[str, Any] | None, Field(description="The session's new state, if it changed.")
+        ] = None,
+        idempotency_key: Annotated[
+            str | None, Field(min_length=1, max_length=255, description="Unique per turn.")
+        ] = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "user_message": user_message,
+            "assistant_response": assistant_response,
+            "steps": [step.model_dump() for step in steps or []],
+        }
+        if state is not None:
+            body["state"] = state
+        return call(
+            mcp_tools.turn_record_tool,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+            body=body,
+        )
+
+    @server.tool(
+        description="Remember something about the user for later conversations (a "
+        "preference, a fact, ...). Near-duplicates are merged, not repeated; `action` "
+        "says created, merged or duplicate."
+    )
+    def memory_add(
+        user_id: Annotated[Identifier, Field(description="The user it is about.")],
+        content: Annotated[
+            str, Field(min_length=1, max_length=10_000, description="What to remember.")
+        ],
+        type: Annotated[MemoryTypeName, Field(description="What kind of memory.")] = "fact",
+        agent_id: Annotated[str, Field(max_length=255)] = "",
+        tags: Annotated[list[str] | None, Field(description="Labels to filter on.")] = None,
+        importance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        session_id: Annotated[str | None, Field(description="The session it came from.")] = None,
+    ) -> dict[str, Any]:
+        return call(
+            mcp_tools.memory_add_tool,
+            user_id=user_id,
+            content=content,
+            type=type,
+            agent_id=agent_id,
+            tags=tags,
+            importance=importance,
+            session_id=session_id,
+        )
+
+    @server.tool(
+        description="Search what is remembered about a user, by meaning and by words. "
+        "Returns the best memories first, each with its score."
+    )
+    def memory_search(
+        query: Annotated[str, Field(min_length=1, max_length=2000)],
+        user_id: Annotated[str | None, Field(description="The user you act for.")] = None,
+        agent_id: str | None = None,
+        types: list[MemoryTypeName] | None = None,
+        tags: list[str] | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        return call(
+            mcp_tools.memory_search_tool,
+            query=query,
+            user_id=user_id,
+            agent_id=agent_id,
+            types=types,
+            tags=tags,
+            limit=limit,
+        )
+
+    @server.tool(
+        description="The context for your next LLM call: the recent conversation, "
+        "summaries, focus, cart and relevant memories, packed under a token budget. "
+        "Use `messages` as they are."
+    )
+    def context_get(
+        session_id: SessionId,
+        query: Annotated[
+            str, Field(max_length=2000, description="What the next call is about.")
+        ] = "",
+        budget: Annotated[int | None, Field(ge=50, le=200_000, description="Tokens.")] = None,
+    ) -> dict[str, Any]:
+        return call(mcp_tools.context_get, session_id=session_id, query=query, budget=budget)
+
+    @server.tool(
+        description="Which item does a phrase refer to, among the results stored in the "
+        "session: 'the first one', 'the 2nd', 'the last', 'it', 'the Dell', 'the "
+        "cheapest'. Returns the item and the rule that matched; an unresolved phrase is "
+        "an error that lists the candidates."
+    )
+    def resolve_reference(
+        session_id: SessionId,
+        ref: Annotated[str, Field(min_length=1, max_length=500)],
+        set_focus: Annotated[bool, Field(description="Also make it the focus.")] = False,
+    ) -> dict[str, Any]:
+        return call(
+            mcp_tools.resolve_reference, session_id=session_id, ref=ref, set_focus=set_focus
+        )
+
+    @server.tool(
+        description="Add an item to the session's cart, by its MPN or by a phrase "
+        "('the cheapest'). Adding an item twice does nothing."
+    )
+    def cart_add(
+        session_id: SessionId,
+        mpn: Annotated[str | None, Field(max_length=255)] = None,
+        ref: Annotated[str | None, Field(max_length=500)] = None,
+        quantity: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+    ) -> dict[str, Any]:
+        return call(mcp_tools.cart_add, session_id=session_id, mpn=mpn, ref=ref, quantity=quantity)
+
+    @server.tool(description="The session's cart in order, with the total.")
+    def cart_list(session_id: SessionId) -> dict[str, Any]:
+        return call(mcp_tools.cart_list, session_id=session_id)
+
+    @server.tool(
+        description="Tokens and cost spent, grouped by day, model, agent, user, "
+        "step_type or session, between two dates (default: the last 30 days)."
+    )
+    def usage_report(
+        group_by: Literal["day", "model", "agent", "user", "step_type", "session"] = "day",
+        start: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
+        end: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
+    ) -> dict[str, Any]:
+        return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
+
+    return server

@@ -1,0 +1,211 @@
+"""What each MCP tool does, as plain functions of (tenant, arguments) → JSON. They
+validate with the REST API's own serializers and call the same services and selectors,
+so a tool and its REST route accept, refuse and answer alike. An error a client can act
+on becomes `ToolCallError` (an MCP tool error carrying the API's code and fields)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.conf import settings
+from django.db import connection
+from rest_framework.exceptions import ValidationError
+
+from analytics_app.api.serializers import UsageQuerySerializer, UsageReportSerializer
+from analytics_app.selectors.usage import usage_report
+from memory_app.api.serializers import (
+    MemoryAddResultSerializer,
+    MemoryCreateSerializer,
+    MemorySearchSerializer,
+    SearchResultSerializer,
+)
+from memory_app.api.serializers_context import ContextQuerySerializer, ContextSerializer
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import memory_search
+from memory_app.services.context import context_serve
+from memory_app.services.memories import memory_add, memory_record_access
+from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
+from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
+from sessions_app.api.serializers_workspace import (
+    CartLineSerializer,
+    ResolvedSerializer,
+    SelectionAddSerializer,
+)
+from sessions_app.api.views_turns import jsonable
+from sessions_app.api.views_workspace import cart_body
+from sessions_app.errors import ApplicationError
+from sessions_app.selectors.sessions import session_get, session_get_for_write
+from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
+from sessions_app.services.references import session_reference_resolve
+from sessions_app.services.selections import selection_add
+from sessions_app.services.sessions import session_resume_or_create
+from sessions_app.services.turns import turn_record
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
+
+T = TypeVar("T")
+
+
+class ToolCallError(Exception):
+    """A refused call: the message is JSON `{"code", "message", "fields"}` for the model."""
+
+    def __init__(self, code: str, message: str, fields: dict[str, Any] | None = None) -> None:
+        super().__init__(json.dumps({"code": code, "message": message, "fields": fields or {}}))
+        self.code = code
+        self.fields = fields or {}
+
+
+def _validated(serializer: Any) -> dict[str, Any]:
+    if not serializer.is_valid():
+        raise ToolCallError("invalid", "Invalid arguments.", jsonable(serializer.errors))
+    return dict(serializer.validated_data)
+
+
+def run_tool(work: Callable[[], T]) -> T:
+    """Runs one tool call on its worker thread: application errors become tool errors,
+    and the thread's database connection is closed after, since MCP's worker threads are
+    not Django request threads and nothing else would close it."""
+    try:
+        return work()
+    except ApplicationError as exc:
+        raise ToolCallError(exc.code, exc.message, exc.fields) from exc
+    except ValidationError as exc:
+        raise ToolCallError("invalid", "Invalid arguments.", jsonable(exc.detail)) from exc
+    finally:
+        connection.close()
+
+
+def session_open(
+    tenant: Tenant, *, agent_id: str, external_session_id: str, user_id: str, **extra: Any
+) -> dict[str, Any]:
+    data = _validated(
+        SessionCreateSerializer(
+            data={
+                "agent_id": agent_id,
+                "external_session_id": external_session_id,
+                "user_id": user_id,
+                "resume": True,
+                **{k: v for k, v in extra.items() if v is not None},
+            }
+        )
+    )
+    data.pop("resume", None)
+    session, created = session_resume_or_create(tenant=tenant, **data)
+    return {"created": created, "session": jsonable(SessionSerializer(session).data)}
+
+
+def turn_record_tool(
+    tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
+) -> dict[str, Any]:
+    validated = TurnCreateSerializer().run_validation(body)
+
+    def work() -> tuple[int, dict[str, Any]]:
+        result = turn_record(
+            tenant=tenant,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+            **TurnCreateSerializer.service_kwargs(validated),
+        )
+        return 201, jsonable(TurnRecordedSerializer(result).data)
+
+    # The REST route's scope: a retry through either way in is the same logical call.
+    outcome = idempotent_execute(
+        tenant=tenant,
+        key=idempotency_key,
+        scope=f"POST /sessions/{session_id}/turns",
+        request_hash=request_fingerprint(body),
+        work=work,
+        session_id=session_id,
+    )
+    return {"replayed": outcome.replayed, **outcome.body}
+
+
+def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
+    payload = MemoryCreateSerializer(data={k: v for k, v in fields.items() if v is not None})
+    _validated(payload)
+    result = memory_add(tenant=tenant, draft=payload.to_draft())
+    return jsonable(
+        MemoryAddResultSerializer(
+            {"action": result.action, "similarity": result.similarity, "memory": result.memory}
+        ).data
+    )
+
+
+def memory_search_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
+    data = _validated(
+        MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
+    )
+    actor = Actor(
+        user_id=data.get("acting_user_id") or data.get("user_id") or None,
+        roles=tuple(data.get("acting_roles", [])),
+    )
+    outcome = memory_search(
+        tenant=tenant,
+        actor=actor,
+        query=data["query"],
+        user_id=data.get("user_id"),
+        agent_id=data.get("agent_id"),
+        types=data.get("types"),
+        tags=data.get("tags"),
+        limit=data["limit"],
+    )
+    memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
+    body = {
+        "query": data["query"],
+        "results": [
+            {"score": hit.score, "parts": hit.parts, "memory": hit.memory} for hit in outcome.hits
+        ],
+    }
+    return jsonable(SearchResultSerializer(body).data)
+
+
+def context_get(tenant: Tenant, *, session_id: str, **params: Any) -> dict[str, Any]:
+    data = _validated(
+        ContextQuerySerializer(data={k: v for k, v in params.items() if v is not None})
+    )
+    context = context_serve(
+        tenant=tenant,
+        session_id=session_id,
+        query=data.get("query", ""),
+        budget=data.get("budget") or settings.ENGRAM_CONTEXT_DEFAULT_BUDGET,
+        acting_user_id=data.get("acting_user_id"),
+        acting_roles=data.get("acting_roles") or [],
+    )
+    return jsonable(ContextSerializer(asdict(context)).data)
+
+
+def resolve_reference(
+    tenant: Tenant, *, session_id: str, ref: str, set_focus: bool
+) -> dict[str, Any]:
+    if not ref.strip():
+        raise ToolCallError("invalid", "Invalid arguments.", {"ref": ["Must not be blank."]})
+    session = (
+        session_get_for_write(tenant=tenant, session_id=session_id)
+        if set_focus
+        else session_get(tenant=tenant, session_id=session_id)
+    )
+    resolved = session_reference_resolve(session=session, ref=ref, set_focus=set_focus)
+    return jsonable(ResolvedSerializer(resolved).data)
+
+
+def cart_add(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any]:
+    session = session_get_for_write(tenant=tenant, session_id=session_id)
+    data = _validated(
+        SelectionAddSerializer(data={k: v for k, v in fields.items() if v is not None})
+    )
+    line, created = selection_add(session=session, **data)
+    return {"added": created, "line": jsonable(CartLineSerializer(line).data)}
+
+
+def cart_list(tenant: Tenant, *, session_id: str) -> dict[str, Any]:
+    return jsonable(cart_body(session_get(tenant=tenant, session_id=session_id)))
+
+
+def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:
+    query = {k: v for k, v in params.items() if v is not None}
+    data = _validated(UsageQuerySerializer(data=query))
+    return jsonable(UsageReportSerializer(usage_report(tenant=tenant, **data)).data)

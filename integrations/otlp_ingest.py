@@ -1,0 +1,246 @@
+"""GenAI spans (OpenTelemetry semantic conventions, `gen_ai.*`) as Engram turns.
+
+- A span is a GenAI span if it has `gen_ai.operation.name`. Others are ignored and counted.
+- The spans of one trace become one turn of the session named by `gen_ai.conversation.id`
+  (found on any span of the trace), resumed or created by (agent, conversation id): the
+  agent is `gen_ai.agent.id`, `gen_ai.agent.name`, else the resource's `service.name`.
+- Each GenAI span is one step, in start order: `gen_ai.operation.name` is the step type,
+  the response model (else the request model) the model, `gen_ai.usage.*` the counts
+  (input includes cached, as the conventions say and Engram counts), the span's status
+  and duration its success and time. A GenAI span whose children in the export are GenAI
+  spans (an `invoke_agent` around its `chat` calls) is a container: it is not a step, so
+  usage an instrumentation also rolls up onto it is not counted twice.
+- Replays never double count: each turn carries the ids of its spans; spans already stored
+  for that trace in the session are dropped before recording, and the Idempotency-Key is
+  derived from the trace id and the span ids, so an export retried while the first is
+  still being stored is answered from the same key.
+
+All recording goes through `record_turns`, one place to switch to the batch service."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from integrations.otlp_decode import SpanRecord
+from sessions_app.errors import ApplicationError
+from sessions_app.selectors.turns import turn_metadata_values
+from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
+from sessions_app.services.sessions import session_resume_or_create
+from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.usage import TokenCounts, UsageError
+
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
+
+OPERATION = "gen_ai.operation.name"
+CONVERSATION = "gen_ai.conversation.id"
+SPAN_IDS_KEY = "otel_span_ids"
+TRACE_KEY = "otel_trace_id"
+MAX_ID = 255
+
+# Attribute names, newest convention first; older instrumentations still send the others.
+INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+CACHED = (
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+    "gen_ai.usage.cached_tokens",
+)
+CACHE_WRITE = (
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_creation_input_tokens",
+)
+REASONING = ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens")
+
+
+@dataclass
+class IngestReport:
+    spans: int = 0
+    genai_spans: int = 0
+    ignored_spans: int = 0  # not GenAI, or a GenAI trace without a conversation id
+    container_spans: int = 0
+    duplicate_spans: int = 0
+    rejected_spans: int = 0
+    turns_recorded: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "errors"} | {
+            "errors": self.errors[:20]
+        }
+
+
+@dataclass(frozen=True)
+class TurnItem:
+    """One turn to record: the batch route's item shape, as the service takes it."""
+
+    session_id: str
+    idempotency_key: str
+    steps: list[StepInput]
+    metadata: dict[str, Any]
+    duration_ms: int
+    span_count: int
+
+
+def _first(attributes: dict[str, Any], names: Iterable[str]) -> Any:
+    for name in names:
+        if attributes.get(name) is not None:
+            return attributes[name]
+    return None
+
+
+def _count(attributes: dict[str, Any], names: tuple[str, ...]) -> int:
+    value = _first(attributes, names)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(names[0], "Must be an integer.")
+    return int(value)
+
+
+def _step(span: SpanRecord) -> StepInput:
+    a = span.attributes
+    counts = TokenCounts(
+        input_tokens=_count(a, INPUT),
+        output_tokens=_count(a, OUTPUT),
+        cached_tokens=_count(a, CACHED),
+        cache_write_tokens=_count(a, CACHE_WRITE),
+        reasoning_tokens=_count(a, REASONING),
+    ).validate(prefix="attributes.")
+    model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or ""
+    error = None
+    if span.failed:
+        error = span.status_message or str(a.get("error.type") or "error")
+    return StepInput(
+        step_type=str(a[OPERATION])[:64],
+        model=str(model)[:200],
+        counts=counts,
+        duration_ms=span.duration_ms,
+        success=not span.failed,
+        error=error,
+        usage_raw={k: v for k, v in a.items() if k.startswith("gen_ai.usage.")} or None,
+    )
+
+
+def _identity(spans: list[SpanRecord]) -> tuple[str, str, str] | None:
+    """(conversation id, agent id, user id) of a trace, or None without a conversation."""
+    conversation = agent = user = None
+    for span in spans:
+        a = span.attributes
+        conversation = conversation or a.get(CONVERSATION)
+        agent = agent or a.get("gen_ai.agent.id") or a.get("gen_ai.agent.name")
+        user = user or a.get("user.id") or a.get("enduser.id")
+    if not conversation:
+        return None
+    agent = agent or spans[0].resource.get("service.name") or "otel"
+    return str(conversation)[:MAX_ID], str(agent)[:MAX_ID], str(user or "otel")[:MAX_ID]
+
+
+def _key(trace_id: str, span_ids: list[str]) -> str:
+    digest = hashlib.sha256(",".join(sorted(span_ids)).encode()).hexdigest()[:32]
+    return f"otlp:{trace_id}:{digest}"
+
+
+def record_turns(*, tenant: Tenant, items: list[TurnItem]) -> list[ApplicationError | None]:
+    """Every turn of the export, each on its own (one bad turn never loses the others).
+    The one place that records: when the batch service (`POST /turns/batch`) lands, this
+    becomes a single call to it."""
+    outcomes: list[ApplicationError | None] = []
+    for item in items:
+        body = {
+            "steps": [asdict(step) for step in item.steps],
+            "metadata": item.metadata,
+            "duration_ms": item.duration_ms,
+        }
+
+        def work(item: TurnItem = item) -> tuple[int, dict[str, Any]]:
+            result = turn_record(
+                tenant=tenant,
+                session_id=item.session_id,
+                steps=item.steps,
+                metadata=item.metadata,
+                duration_ms=item.duration_ms,
+                idempotency_key=item.idempotency_key,
+            )
+            return 201, {"turn_id": str(result.turn.pk), "turn_number": result.turn.turn_number}
+
+        try:
+            idempotent_execute(
+                tenant=tenant,
+                key=item.idempotency_key,
+                scope=f"POST /sessions/{item.session_id}/turns",
+                request_hash=request_fingerprint(body),
+                work=work,
+                session_id=item.session_id,
+            )
+            outcomes.append(None)
+        except ApplicationError as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
+def ingest_spans(*, tenant: Tenant, spans: list[SpanRecord]) -> IngestReport:
+    report = IngestReport(spans=len(spans))
+    genai = [s for s in spans if s.attributes.get(OPERATION)]
+    report.genai_spans = len(genai)
+    report.ignored_spans = len(spans) - len(genai)
+    parents = {s.parent_span_id for s in genai if s.parent_span_id}
+    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
+    for span in genai:
+        by_trace[span.trace_id].append(span)
+
+    items: list[TurnItem] = []
+    for trace_id, trace_spans in by_trace.items():
+        identity = _identity(trace_spans)
+        if identity is None:
+            report.ignored_spans += len(trace_spans)
+            report.errors.append(f"trace {trace_id}: no {CONVERSATION}")
+            continue
+        conversation, agent, user = identity
+        session, _ = session_resume_or_create(
+            tenant=tenant, user_id=user, agent_id=agent, external_session_id=conversation
+        )
+        stored = set(
+            turn_metadata_values(session=session, match={TRACE_KEY: trace_id}, key=SPAN_IDS_KEY)
+        )
+        steps: list[StepInput] = []
+        span_ids: list[str] = []
+        for span in sorted(trace_spans, key=lambda s: (s.start_ns, s.span_id)):
+            if span.span_id in parents:
+                report.container_spans += 1
+                continue
+            if span.span_id in stored:
+                report.duplicate_spans += 1
+                continue
+            try:
+                steps.append(_step(span))
+            except UsageError as exc:
+                report.rejected_spans += 1
+                report.errors.append(f"span {span.span_id}: {exc.field}: {exc.message}")
+                continue
+            span_ids.append(span.span_id)
+        if not steps:
+            continue
+        start = min(s.start_ns for s in trace_spans)
+        end = max(s.end_ns for s in trace_spans)
+        items.append(
+            TurnItem(
+                session_id=str(session.pk),
+                idempotency_key=_key(trace_id, span_ids),
+                steps=steps,
+                metadata={"source": "otlp", TRACE_KEY: trace_id, SPAN_IDS_KEY: span_ids},
+                duration_ms=max(0, (end - start) // 1_000_000),
+                span_count=len(span_ids),
+            )
+        )
+    for item, error in zip(items, record_turns(tenant=tenant, items=items), strict=True):
+        if error is None:
+            report.turns_recorded += 1
+        else:
+            report.rejected_spans += item.span_count
+            report.errors.append(f"session {item.session_id}: {error.code}: {error.message}")
+    return report

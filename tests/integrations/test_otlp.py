@@ -1,0 +1,257 @@
+"""OTLP/HTTP GenAI ingest, fed by the real OpenTelemetry SDK and its OTLP/HTTP exporter
+(protobuf, gzip) against the live server; JSON and malformed bodies by hand."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.services.api_keys import IssuedKey
+
+TOKENS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
+CALLS = [
+    # (conversation, model, input, output, cached, reasoning, failed)
+    ("conv-a", "gpt-4o-mini", 1200, 300, 400, 0, False),
+    ("conv-a", "gpt-4o", 800, 150, 0, 64, False),
+    ("conv-a", "claude-sonnet-4-5", 500, 0, 0, 0, True),
+    ("conv-b", "gpt-4o-mini", 90, 10, 0, 0, False),
+]
+
+
+def api(live_server: Any, key: IssuedKey) -> httpx.Client:
+    return httpx.Client(
+        base_url=live_server.url, headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
+    )
+
+
+def emit(tracer: Any) -> None:
+    """Per conversation one trace: an invoke_agent span around chat and tool spans, plus
+    an HTTP span that is not GenAI, and a trace without a conversation id."""
+    for conversation in ("conv-a", "conv-b"):
+        with tracer.start_as_current_span("invoke_agent shop") as agent:
+            agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+            agent.set_attribute("gen_ai.agent.name", "shop-agent")
+            agent.set_attribute("gen_ai.conversation.id", conversation)
+            agent.set_attribute("user.id", "maria")
+            # An instrumentation's roll-up of its children: must not be counted again.
+            agent.set_attribute("gen_ai.usage.input_tokens", 99_999)
+            for conv, model, tin, tout, cached, reasoning, failed in CALLS:
+                if conv != conversation:
+                    continue
+                with tracer.start_as_current_span(f"chat {model}") as span:
+                    span.set_attribute("gen_ai.operation.name", "chat")
+                    span.set_attribute("gen_ai.request.model", model)
+                    span.set_attribute("gen_ai.response.model", model + "-2024")
+                    span.set_attribute("gen_ai.usage.input_tokens", tin)
+                    span.set_attribute("gen_ai.usage.output_tokens", tout)
+                    if cached:
+                        span.set_attribute("gen_ai.usage.cache_read.input_tokens", cached)
+                    if reasoning:
+                        span.set_attribute("gen_ai.usage.reasoning.output_tokens", reasoning)
+                    if failed:
+                        span.set_attribute("error.type", "overloaded")
+                        span.set_status(Status(StatusCode.ERROR, "529 overloaded"))
+            with tracer.start_as_current_span("execute_tool search") as tool:
+                tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                tool.set_attribute("gen_ai.tool.name", "search")
+            with tracer.start_as_current_span("GET /inventory"):
+                pass
+    with tracer.start_as_current_span("chat orphan") as orphan:
+        orphan.set_attribute("gen_ai.operation.name", "chat")
+        orphan.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+        orphan.set_attribute("gen_ai.usage.input_tokens", 5)
+        orphan.set_attribute("gen_ai.usage.output_tokens", 5)
+
+
+def expected() -> dict[str, int]:
+    return {
+        "input_tokens": sum(c[2] for c in CALLS),
+        "output_tokens": sum(c[3] for c in CALLS),
+        "cached_tokens": sum(c[4] for c in CALLS),
+        "reasoning_tokens": sum(c[5] for c in CALLS),
+    }
+
+
+def usage_totals(client: httpx.Client) -> dict[str, Any]:
+    report = client.get("/api/v1/usage", params={"group_by": "session"})
+    assert report.status_code == 200, report.text
+    return report.json()["totals"]
+
+
+def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: IssuedKey) -> None:
+    exporter = OTLPSpanExporter(
+        endpoint=f"{live_server.url}/v1/traces",
+        headers={"Authorization": f"Bearer {live_key.secret}"},
+        compression=Compression.Gzip,
+    )
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop-service"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    emit(provider.get_tracer("engram-test"))
+    spans = memory.get_finished_spans()
+    assert exporter.export(spans) == SpanExportResult.SUCCESS
+
+    client = api(live_server, live_key)
+    totals = usage_totals(client)
+    assert {k: totals[k] for k in TOKENS} == expected()
+    assert totals["errors"] == 1
+    assert totals["calls"] == len(CALLS) + 2  # every chat plus one tool call per trace
+
+    sessions = {s.external_session_id: s for s in ChatSession.objects.all()}
+    assert set(sessions) == {"conv-a", "conv-b"}  # the orphan trace made none
+    conv_a = sessions["conv-a"]
+    assert (conv_a.agent_id, conv_a.user_id) == ("shop-agent", "maria")
+    turns = client.get(f"/api/v1/sessions/{conv_a.pk}/turns").json()["results"]
+    assert len(turns) == 1
+    steps = turns[0]["steps"]
+    assert [s["step_type"] for s in steps] == ["chat", "chat", "chat", "execute_tool"]
+    assert steps[0]["model"] == "gpt-4o-mini-2024" and steps[0]["cached_tokens"] == 400
+    assert steps[2]["success"] is False and steps[2]["error"] == "529 overloaded"
+    assert all(s["duration_ms"] >= 0 for s in steps)
+
+    # Replays: the whole export, then a part of it, count nothing twice.
+    assert exporter.export(spans) == SpanExportResult.SUCCESS
+    assert exporter.export(spans[: len(spans) // 2]) == SpanExportResult.SUCCESS
+    again = usage_totals(client)
+    assert {k: again[k] for k in TOKENS} == expected() and again["cost_usd"] == totals["cost_usd"]
+    assert ChatTurn.objects.count() == 2
+
+    # A later trace of the same conversation is a new turn of the same session.
+    memory.clear()
+    tracer = provider.get_tracer("engram-test")
+    with tracer.start_as_current_span("chat follow-up") as span:
+        span.set_attribute("gen_ai.operation.name", "chat")
+        span.set_attribute("gen_ai.conversation.id", "conv-a")
+        span.set_attribute("gen_ai.agent.name", "shop-agent")
+        span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+        span.set_attribute("gen_ai.usage.input_tokens", 10)
+        span.set_attribute("gen_ai.usage.output_tokens", 2)
+    assert exporter.export(memory.get_finished_spans()) == SpanExportResult.SUCCESS
+    assert ChatTurn.objects.filter(session=conv_a).count() == 2
+    exporter.shutdown()
+
+
+def otlp_json(trace_id: str, span_id: str, input_tokens: int) -> dict[str, Any]:
+    attrs = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.conversation.id", "value": {"stringValue": "json-conv"}},
+        {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o-mini"}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(input_tokens)}},
+        {"key": "gen_ai.usage.output_tokens", "value": {"intValue": "7"}},
+    ]
+    span = {
+        "traceId": trace_id, "spanId": span_id, "name": "chat gpt-4o-mini", "kind": 3,
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000250000000",
+        "attributes": attrs, "status": {},
+    }  # fmt: skip
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "js-agent"}}]}
+    return {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}
+        ]
+    }
+
+
+def test_otlp_json_gzip_and_bad_bodies(
+    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
+) -> None:
+    client = api(live_server, live_key)
+    body = gzip.compress(
+        json.dumps(otlp_json("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174", 321)).encode()
+    )
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    ok = client.post("/v1/traces", content=body, headers=headers)
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["engram"]["turns_recorded"] == 1
+    replay = client.post("/v1/traces", content=body, headers=headers)
+    assert replay.json()["engram"]["turns_recorded"] == 0
+    assert replay.json()["engram"]["duplicate_spans"] == 1
+    assert usage_totals(client)["input_tokens"] == 321
+    assert usage_totals(api(live_server, other_live_key))["input_tokens"] == 0
+
+    def error(response: httpx.Response, status: int, code: str) -> None:
+        assert response.status_code == status, response.text
+        assert response.headers["content-type"].startswith("application/json")
+        assert response.json()["error"]["code"] == code
+
+    proto = {"Content-Type": "application/x-protobuf"}
+    error(
+        client.post("/v1/traces", content=b"\xff\xff\xff\x0f garbage", headers=proto),
+        400,
+        "invalid",
+    )
+    error(client.post("/v1/traces", content=b"\x0a\x05\x0a\x03", headers=proto), 400, "invalid")
+    error(
+        client.post(
+            "/v1/traces", content=b"not gzip", headers={**proto, "Content-Encoding": "gzip"}
+        ),
+        400,
+        "invalid",
+    )
+    error(
+        client.post("/v1/traces", content=b"{nope", headers={"Content-Type": "application/json"}),
+        400,
+        "malformed_json",
+    )
+    bad_id = json.dumps(otlp_json("zz", "eee19b7ec3c1b174", 1)).encode()
+    error(
+        client.post("/v1/traces", content=bad_id, headers={"Content-Type": "application/json"}),
+        400,
+        "invalid",
+    )
+    error(
+        client.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+    )
+    bomb = gzip.compress(b"\0" * (17 * 1024 * 1024))
+    error(
+        client.post("/v1/traces", content=bomb, headers={**proto, "Content-Encoding": "gzip"}),
+        413,
+        "request_too_large",
+    )
+    anonymous = httpx.post(f"{live_server.url}/v1/traces", content=body, headers=headers)
+    error(anonymous, 401, "not_authenticated")
+    assert usage_totals(client)["input_tokens"] == 321
+
+
+@pytest.mark.parametrize("tokens", [{"in": 10, "cached": 50}, {"in": -1, "cached": 0}])
+def test_spans_with_impossible_counts_are_rejected_not_stored(
+    live_server: Any, live_key: IssuedKey, tokens: dict[str, int]
+) -> None:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("t").start_as_current_span("chat") as span:
+        span.set_attribute("gen_ai.operation.name", "chat")
+        span.set_attribute("gen_ai.conversation.id", "bad")
+        span.set_attribute("gen_ai.usage.input_tokens", tokens["in"])
+        span.set_attribute("gen_ai.usage.output_tokens", 1)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", tokens["cached"])
+    client = api(live_server, live_key)
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    response = client.post(
+        "/v1/traces",
+        content=encode_spans(memory.get_finished_spans()).SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf"},
+    )
+    assert response.status_code == 200
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == 1
+    assert answer.partial_success.error_message
+    assert ChatTurn.objects.count() == 0
