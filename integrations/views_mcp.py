@@ -92,6 +92,11 @@ async def _serve(
 
 
 class McpView(TenantAPIView):
+    """MCP's streamable HTTP transport, stateless with JSON responses: POST only. There is
+    no server-to-client stream and no session to end, so GET and DELETE answer 405 (as
+    the MCP spec allows) from DRF, never reaching the SDK, which may wait on a GET for a
+    stream that never comes."""
+
     parser_classes = [RawBodyParser]
     content_negotiation_class = FirstRendererNegotiation
 
@@ -117,18 +122,25 @@ class McpView(TenantAPIView):
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The JSON-RPC response."),
             202: OpenApiResponse(description="A notification was accepted."),
-            400: OpenApiResponse(description="Not a valid JSON-RPC message (MCP's own error)."),
+            400: OpenApiResponse(
+                {
+                    "type": "object",
+                    "properties": {
+                        "jsonrpc": {"type": "string"},
+                        "id": {"nullable": True},
+                        "error": {
+                            "type": "object",
+                            "properties": {
+                                "code": {"type": "integer"},
+                                "message": {"type": "string"},
+                            },
+                        },
+                    },
+                },
+                description="Not a valid JSON-RPC message: MCP's own JSON-RPC error object.",
+            ),
             401: OpenApiResponse(description="not_authenticated / authentication_failed"),
         },
     )
     def post(self, request: Request) -> HttpResponse:
-        return self._handle(request)
-
-    @extend_schema(exclude=True)
-    def get(self, request: Request) -> HttpResponse:
-        """Stateless mode has no server-to-client stream: the SDK answers 405 itself."""
-        return self._handle(request)
-
-    @extend_schema(exclude=True)
-    def delete(self, request: Request) -> HttpResponse:
         return self._handle(request)

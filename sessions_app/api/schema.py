@@ -23,6 +23,8 @@ from rest_framework.permissions import AllowAny
 from sessions_app.api.strict_types import decimal_pattern
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
+# Paths whose operations take an API key: the REST API, MCP over HTTP and the OTLP receiver.
+API_PREFIXES = ("/api/v1", "/mcp/", "/v1/")
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -152,7 +154,7 @@ class EngramAutoSchema(AutoSchema):
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[arg-type]
-        if not self.path.startswith("/api/v1"):
+        if not self.path.startswith(API_PREFIXES):
             return responses
         for code in self._inherited_errors():
             responses.setdefault(str(code), {"description": _DESCRIPTIONS[code]})

@@ -75,7 +75,9 @@ def broker() -> Iterator[tuple[str, int]]:
     valkey = EmbeddedValkey(Path(tempfile.mkdtemp(prefix="engram-stall-")), free_port(), False)
     url = valkey.start()
     pid = valkey._server._process.pid  # type: ignore[attr-defined]
-    old = (celery_app.conf.broker_url, celery_app.conf.broker_write_url)
+    # The raw values: reading `broker_write_url` falls back to `broker_url`, and restoring
+    # that fallback as an explicit value would pin later tests to this URL.
+    old = (celery_app.conf.get("broker_url"), celery_app.conf.get("broker_write_url"))
     celery_app.conf.broker_url = url
     celery_app.conf.broker_write_url = url
     celery_app.conf.task_always_eager = False
@@ -165,7 +167,10 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
         _wait_until(lambda: not OutboxMessage.objects.exists(), 180, "outbox drained")
         _wait_until(
             lambda: (
-                facts(sid).count() == 7 and ContextSummary.objects.filter(session_id=sid).exists()
+                facts(sid).count() == 7
+                and ContextSummary.objects.filter(session_id=sid).exists()
+                # the span's episodic memory comes from a task the compaction enqueues
+                and Memory.objects.filter(session_id=sid, type=MemoryType.EPISODIC).exists()
             ),
             300,
             "extraction and compaction after the broker came back",

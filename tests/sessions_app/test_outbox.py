@@ -63,8 +63,9 @@ def test_two_drains_in_parallel_publish_each_message_exactly_once(broker_queue: 
 def test_a_dead_broker_keeps_the_task_and_the_drain_sends_it_later(
     broker_queue: Any, settings: Any
 ) -> None:
-    good = celery_app.conf.broker_url
-    celery_app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens there
+    good = (celery_app.conf.get("broker_url"), celery_app.conf.get("broker_write_url"))
+    dead = "redis://127.0.0.1:1/0"  # nothing listens there
+    celery_app.conf.broker_url = celery_app.conf.broker_write_url = dead
     try:
         assert task_publish("sessions_app.purge_budget_reservations") is False
         kept = OutboxMessage.objects.get()
@@ -74,7 +75,7 @@ def test_a_dead_broker_keeps_the_task_and_the_drain_sends_it_later(
         assert result.failed and result.sent == 0 and result.remaining == 1
         assert OutboxMessage.objects.get().attempts == 1
     finally:
-        celery_app.conf.broker_url = good
+        celery_app.conf.broker_url, celery_app.conf.broker_write_url = good
     result = outbox_drain()
     assert (result.sent, result.failed, result.remaining) == (1, False, 0)
     assert broker_queue.llen(QUEUE) == 1
