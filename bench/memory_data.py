@@ -109,13 +109,13 @@ COLUMNS = [
     "structured", "content_hash", "embedding", "embedding_model", "importance",
     "confidence", "tags", "source", "version", "created_at", "updated_at",
     "last_accessed_at", "access_count", "decay_score", "pinned", "allowed_users",
-    "allowed_roles",
+    "allowed_roles", "thread_key", "thread_context",
 ]  # fmt: skip
 COLUMN_TYPES = [
     "uuid", "int8", "varchar", "varchar", "varchar", "varchar", "text", "text", "jsonb",
     "varchar", "vector", "varchar", "float8", "float8", "varchar[]", "varchar", "int4",
     "timestamptz", "timestamptz", "timestamptz", "int4", "float8", "bool", "varchar[]",
-    "varchar[]",
+    "varchar[]", "varchar", "text",
 ]  # fmt: skip
 
 
@@ -238,7 +238,7 @@ def _rows(
                 content_hash(text), Vector(vectors[offset]), model,
                 round(0.2 + 0.6 * ((index * 37) % 100) / 100, 2), 1.0, [],
                 str(MemorySource.SYSTEM_GENERATED), 1, at, at, at, 0, 1.0, False,
-                allowed_users, allowed_roles,
+                allowed_users, allowed_roles, "", "",
             )
         )  # fmt: skip
     return rows

@@ -209,14 +209,17 @@ def test_user_export_holds_everything_erasure_removes(
 def test_the_context_brings_a_found_memorys_direct_relations(api: APIClient) -> None:
     sid = api.post("/api/v1/sessions", {"user_id": "alice", "agent_id": "shop"},
                    format="json").json()["id"]  # fmt: skip
-    found = created(add(api, content="Is allergic to peanuts", type="fact", importance=0.9))
+    # The anchor answers the query as well as the distractors below: search fuses BM25 and
+    # cosine by score (issue 11), so a memory matching one query term of two ranks under
+    # fourteen matching both, whatever its importance.
+    found = created(add(api, content="Has a peanut allergy", type="fact", importance=0.9))
     related = created(
         add(api, content="Carries an epinephrine auto-injector", type="fact", importance=0.9)
     )
     api.post(f"{MEMORIES}/{found['id']}/relations{AS}",
              {"type": "related_to", "target_id": related["id"]}, format="json")  # fmt: skip
-    # More than the context's 12 memory hits that answer the query better, so that the
-    # related memory comes in through its edge, not through the search.
+    # More than the context's 12 memory hits that answer the query better than the related
+    # memory, so that it comes in through its edge, not through the search.
     distractors = [{"user_id": "alice", "type": "fact", "importance": 0.2,
                     "content": f"Avoids peanut allergy trigger product PA-{100 + i}"}
                    for i in range(14)]  # fmt: skip
