@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from sessions_app.api.serializers_users import UserErasureSerializer
 from sessions_app.api.tenancy import TenantAPIView
-from sessions_app.errors import InvalidInput, NotFound
+from sessions_app.errors import InvalidInput
 from sessions_app.selectors.export import EXPORT_FORMAT, user_export
 from sessions_app.services.erasure import user_erase
 
@@ -39,8 +39,7 @@ class UserExportView(TenantAPIView):
             f"`format` is `{EXPORT_FORMAT}`. Sections: `sessions` (each with `turns` and "
             "their `steps`, `components`, `selections`), `memories` (without embeddings), "
             "`memory_versions`, `memory_relations`, `context_summaries`. The same rows "
-            "`DELETE /users/{user_id}` erases. A read: nothing is recorded. 404 when the "
-            "tenant holds nothing about the user (an unknown id, or one already erased)."
+            "`DELETE /users/{user_id}` erases. A read: nothing is recorded."
         ),
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The export document."),
@@ -48,7 +47,4 @@ class UserExportView(TenantAPIView):
         },
     )
     def get(self, request: Request, user_id: str) -> Response:
-        document = user_export(tenant=self.tenant, user_id=_checked_user_id(user_id))
-        if not any(isinstance(section, list) and section for section in document.values()):
-            raise NotFound("This tenant holds nothing about that user.")
-        return Response(document)
+        return Response(user_export(tenant=self.tenant, user_id=_checked_user_id(user_id)))
