@@ -223,8 +223,10 @@ def _recalled_turn_candidates(
     """The session's own earlier turns (compacted ones included) that best answer
     `query`, verbatim, as lines of the "recalled" section; turns already offered as
     window turns are left to the window. Their signal is the search's fused relevance
-    (1 = best match of the session), and their semantic score the search's cosine, so
-    they need no second embedding. Returns the candidates and those semantic scores."""
+    (1 = best match of the session), and their semantic score the search's best cosine
+    over the turn's window (the unit the search matches, so that a turn answering a
+    question asked the turn before passes the relevance floor), so they need no second
+    embedding. Returns the candidates and those semantic scores."""
     if not query.strip():
         return [], {}
     hits = session_turn_search(
@@ -257,7 +259,7 @@ def _recalled_turn_candidates(
                 order=(turn.turn_number,),
             )
         )
-        semantic[key] = hit.semantic
+        semantic[key] = hit.window_semantic
     return out, semantic
 
 

@@ -22,6 +22,7 @@ from memory_app.selectors.search import (
     bounded_lexical_query,
     fuse_scores,
 )
+from memory_app.services.turn_index import WINDOW_AFTER, WINDOW_BEFORE
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,10 @@ class TurnHit:
     turn_number: int
     relevance: float  # fused, 1 = best of the pool
     semantic: float  # cosine of query and turn text
+    # The best cosine of query and a turn of its window (the turn itself included): the
+    # window is what the lexical side matches, so a turn whose neighbour answers the
+    # query ("What is its name?" / "Her name is Biscuit") relates to it through them.
+    window_semantic: float
 
 
 def session_turn_search(
@@ -68,18 +73,31 @@ def session_turn_search(
             return []
         cursor.execute(
             f"""
-            SELECT m.turn_id, m.turn_number, 1 - (m.embedding <=> %(q)s::vector), bm25.score
+            SELECT m.turn_id, m.turn_number, 1 - (m.embedding <=> %(q)s::vector), bm25.score,
+                   (SELECT max(1 - (n.embedding <=> %(q)s::vector)) FROM memory_turn_index n
+                    WHERE n.session_id = m.session_id
+                      AND n.turn_number BETWEEN m.turn_number - %(before)s
+                                            AND m.turn_number + %(after)s)
             FROM memory_turn_index m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
             WHERE m.turn_id = ANY(%(ids)s::bigint[])
             """,  # noqa: S608
-            {**bm25_params(lexical), "q": str(query_vector), "ids": pool},
+            {
+                **bm25_params(lexical),
+                "q": str(query_vector),
+                "ids": pool,
+                "before": WINDOW_BEFORE,
+                "after": WINDOW_AFTER,
+            },
         )
         rows = cursor.fetchall()
     numbers = {row[0]: int(row[1]) for row in rows}
     signals = {row[0]: (float(row[2]), float(row[3])) for row in rows}
+    around = {row[0]: float(row[4]) for row in rows}
     relevance = fuse_scores(signals, weight)
     ranked = sorted(signals, key=lambda pk: (-relevance[pk], -numbers[pk]))
-    return [TurnHit(numbers[pk], relevance[pk], signals[pk][0]) for pk in ranked[:limit]]
+    return [
+        TurnHit(numbers[pk], relevance[pk], signals[pk][0], around[pk]) for pk in ranked[:limit]
+    ]
 
 
 def _lexical_query(cursor: Any, session_id: Any, query: str) -> LexicalQuery | None:
