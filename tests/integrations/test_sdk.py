@@ -309,10 +309,10 @@ def test_async_client_has_the_same_surface(
     assert [line["mpn"] for line in cart["results"]] == [ACER]
 
 
-def test_background_mode_falls_back_to_one_request_per_turn(
+def test_background_mode_sends_queued_turns_through_the_batch_route(
     live_server: Any, live_key: IssuedKey
 ) -> None:
-    """Without the batch route (404 on this branch) every queued turn still lands once."""
+    """Queued turns go out through `POST /turns/batch` and each lands exactly once."""
     with client_for(live_server, live_key, background=True, flush_interval=0.05) as client:
         session = client.create_session(user_id="u", agent_id="a")
         for n in range(25):
@@ -328,8 +328,7 @@ def test_background_mode_falls_back_to_one_request_per_turn(
         client.flush()
         sender = client.background
         assert sender is not None and sender.failed == [] and sender.dropped == 0
-        if sender.batch_supported is False:
-            assert True  # fell back: /turns/batch answered 404
+        assert sender.batch_supported is not False  # the server has the batch route
         data = session.get()["totals"]
     assert data["turns"] == 26
     assert data["input_tokens"] == sum(10 + n for n in range(25)) + 7
