@@ -17,6 +17,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.request import Request
 
 from integrations.mcp_server import build_server
@@ -98,6 +99,7 @@ class McpView(TenantAPIView):
     stream that never comes."""
 
     parser_classes = [RawBodyParser]
+    request_body_required = True
     content_negotiation_class = FirstRendererNegotiation
 
     def _handle(self, request: Request) -> HttpResponse:
@@ -143,4 +145,7 @@ class McpView(TenantAPIView):
         },
     )
     def post(self, request: Request) -> HttpResponse:
+        if not (request.content_type or "").startswith("application/json"):
+            # The SDK would answer in text/plain; refuse in our documented error shape.
+            raise UnsupportedMediaType(request.content_type or "")
         return self._handle(request)

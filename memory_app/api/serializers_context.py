@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
+from sessions_app.api.fields import ContextPolicyField
 
 MIN_BUDGET = 50
 MAX_BUDGET = 200_000
@@ -50,7 +51,7 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         f"default: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`). Their direct "
         "relations may come along.",
     )
-    policy = serializers.CharField(
+    policy = ContextPolicyField(
         required=False,
         max_length=64,
         help_text="A named context policy to use instead of the session's "
@@ -74,6 +75,8 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         raw = self.initial_data.get("budget")
         if raw is not None and "budget" not in attrs:
             raise serializers.ValidationError({"budget": ["A valid integer is required."]})
+        if self.initial_data.get("policy") == "":  # likewise: name one or leave it out
+            raise serializers.ValidationError({"policy": ["May not be blank."]})
         return attrs
 
     def validate_acting_roles(self, value: str) -> list[str]:

@@ -58,6 +58,7 @@ from memory_app.services.memories import (
     memory_revert,
     memory_update,
 )
+from sessions_app.api.filters import StrictBooleanFilter, StrictUUIDFilter
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
 from sessions_app.errors import InvalidInput
 
@@ -92,8 +93,8 @@ class MemoryFilter(django_filters.FilterSet):
         method="filter_metadata",
         help_text='A JSON object the memory\'s metadata must contain, e.g. {"source": "crm"}.',
     )
-    session_id = django_filters.UUIDFilter(help_text="Only memories learnt in this session.")
-    pinned = django_filters.BooleanFilter(help_text="Only pinned (true) or unpinned (false).")
+    session_id = StrictUUIDFilter(help_text="Only memories learnt in this session.")
+    pinned = StrictBooleanFilter(help_text="Only pinned (true) or unpinned (false).")
 
     class Meta:
         model = Memory

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import django_filters
@@ -25,6 +26,25 @@ class StrictBooleanField(forms.Field):
 @extend_schema_field(OpenApiTypes.BOOL)
 class StrictBooleanFilter(django_filters.Filter):
     field_class = StrictBooleanField
+
+
+_CANONICAL_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+
+class StrictUUIDField(forms.UUIDField):
+    """The canonical 8-4-4-4-12 form only, as the schema's `format: uuid` says. Python's
+    UUID parser also takes braces, `urn:uuid:` and bare hex, which the schema does not."""
+
+    def to_python(self, value: Any) -> Any:
+        # Present but empty (`?session_id=`) is a bad UUID too, not "no filter".
+        if value is not None and not _CANONICAL_UUID.match(str(value)):
+            raise forms.ValidationError("A UUID in its canonical form.")
+        return super().to_python(value)
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class StrictUUIDFilter(django_filters.Filter):
+    field_class = StrictUUIDField
 
 
 class SessionFilter(django_filters.FilterSet):

@@ -100,6 +100,12 @@ class EngramAutoSchema(AutoSchema):
             required = True
         return schema, bool(required)
 
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
+        if body is not None and getattr(self.view, "request_body_required", False):
+            body["required"] = True  # e.g. a JSON-RPC message: there is no empty call
+        return body
+
     def _unwrap_list_serializer(self, serializer: Any, direction: str) -> dict[str, Any] | None:
         schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]
             serializer,

@@ -3,11 +3,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app.api.fields import identifier_field, money_output_field
+from sessions_app.api.fields import ContextPolicyField, identifier_field, money_output_field
 from sessions_app.api.parsers import BIGINT_MAX
 from sessions_app.models import ChatSession
 
@@ -78,7 +77,7 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="Keep each step's `prompt` and `completion` (size-capped) for the JSONL "
         "export; null or absent: the tenant's choice (off by default).",
     )
-    context_policy = serializers.CharField(
+    context_policy = ContextPolicyField(
         required=False,
         max_length=64,
         help_text="The named context policy of the session (seed 004's A/B toggles): "
@@ -95,12 +94,6 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
             "claude 30 days, ollama 7 days), else ENGRAM_SESSION_TTL_SECONDS."
         ),
     )
-
-    def validate_context_policy(self, value: str) -> str:
-        names = ["default", *sorted(settings.ENGRAM_CONTEXT_POLICIES)]
-        if value not in names:
-            raise serializers.ValidationError(f"One of: {', '.join(names)}.")
-        return value
 
     resume = serializers.BooleanField(
         required=False,
