@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
-from sessions_app.services.turns import StepInput, turn_price_steps
+from sessions_app.services.turns import SESSION_TOTALS, StepInput, turn_price_steps
 
 ENGRAM_STEP_PREFIX = "engram."  # step types of Engram's own calls
 
@@ -58,18 +58,14 @@ def turn_steps_append(*, turn_id: int, steps: list[StepInput]) -> list[TurnStep]
     ChatTurn.objects.filter(pk=turn.pk).update(
         **{name: F(name) + value for name, value in sums.items()}
     )
-    session_columns = {
-        "input_tokens": "total_input_tokens",
-        "output_tokens": "total_output_tokens",
-        "cached_tokens": "total_cached_tokens",
-        "reasoning_tokens": "total_reasoning_tokens",
-        "cost_usd": "total_cost_usd",
-        "call_count": "total_calls",
-        "error_count": "total_errors",
-        "unpriced_calls": "unpriced_calls",
-    }
+    # The session totals a turn moves, less its duration: this is Engram's time, not the
+    # agent's.
     ChatSession.objects.filter(pk=session.pk).update(
-        **{column: F(column) + sums[name] for name, column in session_columns.items()}
+        **{
+            column: F(column) + sums[name]
+            for column, name in SESSION_TOTALS.items()
+            if name in sums
+        }
     )
     session.refresh_from_db()
     if session.budget_exceeded_at is None and budget_remaining(session).exceeded:
