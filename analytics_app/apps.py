@@ -89,3 +89,9 @@ class AnalyticsAppConfig(AppConfig):
             lambda: float(rollup_lag().steps_behind),
         )
         user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")
+
+        from analytics_app.services.rollups import rollups_counted_through
+        from sessions_app.hooks import register_step_retention_guard
+
+        # Raw steps are dropped by month only once every rollup has counted them.
+        register_step_retention_guard("analytics.rollups", rollups_counted_through)

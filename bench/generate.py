@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.db import connection, transaction
@@ -279,6 +279,11 @@ def stage_turns_and_steps(spec: GenerateSpec, progress: Progress) -> StageResult
         return result
     started = time.monotonic()
     throttle = _Throttle(progress)
+    # turn_step is partitioned by month: give every month the steps fall in its own
+    # partition first, so the load does not pile into DEFAULT (and then have to move).
+    from sessions_app.services.step_partitions import step_partitions_ensure
+
+    step_partitions_ensure(since=_anchor() - timedelta(days=SPREAD_DAYS + 1))
     models, price_in, price_out = _model_prices()
     tenants = _tenants(spec)
     chunks_total = spec.tenants * -(-spec.sessions // spec.chunk_sessions)

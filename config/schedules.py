@@ -52,6 +52,15 @@ SCHEDULE: list[Periodic] = [
         "stalled (extraction, compaction, runaway checks), oldest first.",
     ),
     Periodic(
+        name="sessions: turn_step partitions",
+        task="sessions_app.step_partitions_maintain",
+        every=3600,
+        expires=1800,
+        description="Make turn_step's monthly partitions ahead (ENGRAM_STEP_PARTITIONS_AHEAD), "
+        "move steps out of DEFAULT into their month, and drop whole months past "
+        "ENGRAM_STEP_RETENTION_DAYS once the spend rollups have counted them.",
+    ),
+    Periodic(
         name="analytics: fill spend rollups",
         task="analytics_app.rollups_fill",
         every=300,
@@ -72,5 +81,13 @@ SCHEDULE: list[Periodic] = [
         every=3600,
         expires=1800,
         description="Rescore memory decay; delete unpinned memories below the threshold.",
+    ),
+    Periodic(
+        name="memory: flush access statistics",
+        task="memory_app.flush_memory_access",
+        every=10,
+        expires=9,
+        description="Move the read counts that searches and contexts buffered in Valkey into "
+        "memory.access_count / last_accessed_at (one UPDATE per batch).",
     ),
 ]

@@ -27,17 +27,18 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add, memory_record_access
+from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
 from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
     SelectionAddSerializer,
+    cart_body,
 )
-from sessions_app.api.views_turns import jsonable
-from sessions_app.api.views_workspace import cart_body
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_get, session_get_for_write
+from sessions_app.selectors.workspace import selection_lines
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
@@ -202,7 +203,8 @@ def cart_add(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any
 
 
 def cart_list(tenant: Tenant, *, session_id: str) -> dict[str, Any]:
-    return jsonable(cart_body(session_get(tenant=tenant, session_id=session_id)))
+    session = session_get(tenant=tenant, session_id=session_id)
+    return jsonable(cart_body(selection_lines(session=session)))
 
 
 def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class MemoryRelationInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 0
     raw_id_fields = ["target"]
     exclude = ["tenant"]
+    readonly_fields = ["target_version", "reason"]  # written by merges and updates only
 
 
 @admin.register(Memory)

@@ -11,16 +11,23 @@ Vectors are L2-normalised, so cosine similarity is a dot product. Callers store
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import threading
 import urllib.request
+from array import array
 from functools import lru_cache
 from typing import Protocol
 
+import redis
 from django.conf import settings
 
+from memory_app.valkey import valkey
 from sessions_app.errors import DependencyUnavailable
+
+logger = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 4096  # ~6 MB of 384-float tuples
 
@@ -145,15 +152,53 @@ def embed_text(text: str) -> list[float]:
 
 
 def embed_query(text: str) -> list[float]:
-    """A search query's vector, cached per process: agents repeat their queries (the
-    same question to search and to context, retries, polling), and the embedding is
-    nearly all of a search's CPU time (~10-13 ms of MiniLM on one thread)."""
+    """A search query's vector, cached: agents repeat their queries (the same question to
+    search and to context, retries, polling), and the embedding is nearly all of a
+    search's CPU time (~10-13 ms of MiniLM on one thread). Two levels: a per-process LRU,
+    then Valkey (ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS), so a query embedded by one
+    gunicorn worker is not embedded again by the others."""
     current = embedder()
     return list(_cached_query_vector(current.model_name, text))
 
 
 @lru_cache(maxsize=QUERY_CACHE_SIZE)
 def _cached_query_vector(model_name: str, text: str) -> tuple[float, ...]:
-    # model_name keys the cache so that a settings change (tests) never serves a vector
+    # model_name keys both caches so that a settings change (tests) never serves a vector
     # of another model.
-    return tuple(embedder().embed([text])[0])
+    key = shared_query_key(model_name, text)
+    shared = _shared_get(key)
+    if shared is not None:
+        return shared
+    vector = tuple(embedder().embed([text])[0])
+    _shared_set(key, vector)
+    return vector
+
+
+def shared_query_key(model_name: str, text: str) -> str:
+    digest = hashlib.sha256(f"{model_name}\0{text}".encode()).hexdigest()
+    return f"engram:query-vector:{digest}"
+
+
+def _shared_get(key: str) -> tuple[float, ...] | None:
+    if settings.ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS <= 0:
+        return None
+    try:
+        raw = valkey().get(key)
+    except redis.RedisError as exc:  # a cache miss, never a failed search
+        logger.warning("query vector cache unavailable (%s)", exc)
+        return None
+    if not isinstance(raw, bytes) or not raw:
+        return None
+    # float32, as MiniLM computes it: the round trip is exact for the local model (an
+    # OpenAI-compatible endpoint's float64 loses digits far below cosine's noise).
+    return tuple(array("f", raw))
+
+
+def _shared_set(key: str, vector: tuple[float, ...]) -> None:
+    ttl = int(settings.ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS)
+    if ttl <= 0:
+        return
+    try:
+        valkey().set(key, array("f", vector).tobytes(), ex=ttl)
+    except redis.RedisError as exc:  # the vector is computed; sharing it is a bonus
+        logger.warning("query vector cache unavailable (%s)", exc)

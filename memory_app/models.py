@@ -19,6 +19,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Case, F, Q, Value, When
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Concat
 from pgvector.django import VectorField
 
@@ -74,18 +75,26 @@ def _search_document() -> SearchVector:
     return english + simple  # type: ignore[return-value]
 
 
-def _lexical_document() -> SearchVector:
-    """What the BM25 side indexes: the memory's thread window (its neighbours' text around
-    its own, kept in `thread_context` by the add service) when it has one, else its own
-    content and summary. English stems only: the query is parsed the same way, and the
-    English parser keeps ids ("a-73812", "xps-9530") as tokens too."""
+def _lexical_document() -> CombinedExpression:
+    """What the BM25 side indexes, as two BM25F fields: the memory's own text (content and
+    summary, weight A) and its thread window (`thread_context`: its neighbours' text around
+    its own, kept by the add service, weight B), or for a memory outside any thread its own
+    text again. BM25's term frequency counts every position, so a word of the memory's own
+    text counts twice and a neighbour's word once, for threaded and free-standing memories
+    alike: the window still finds "Did you go?" / "Yes, last Friday" by the words of either
+    line, but a line that says it itself ranks above the lines around it (BM25F's field
+    boost; on LoCoMo the plain window put the neighbours level with the answer). English
+    stems only: the query is parsed the same way, and the English parser keeps ids
+    ("a-73812", "xps-9530") as tokens too."""
     own = Concat(F("content"), Value(" "), F("summary"), output_field=models.TextField())
-    document = Case(
+    window = Case(
         When(~Q(thread_context=""), then=F("thread_context")),
         default=own,
         output_field=models.TextField(),
     )
-    return SearchVector(document, config="english")
+    return SearchVector(own, config="english", weight="A") + SearchVector(
+        window, config="english", weight="B"
+    )
 
 
 class Memory(models.Model):
@@ -272,24 +281,54 @@ class MemoryVersion(models.Model):
 
 
 class MemoryRelation(models.Model):
-    """A typed edge between two memories of one tenant."""
+    """A typed edge between two memories of one tenant, or (`target_version` set) from a
+    memory to one of its own earlier versions.
+
+    Why version edges: a merge or an update keeps one row per memory (its id is what
+    callers and other edges hold) and moves the replaced text to `memory_version`, the
+    way mem0 keeps one id with a history. The `supersedes` edge written then makes the
+    replacement visible in the relations API like any other edge: "memory M (now)
+    supersedes version n of M", with `reason` merged / updated / reverted."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="relations")
     target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
     type = models.CharField(max_length=16, choices=RelationType.choices)
+    target_version = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="Set on the supersedes edges the service writes: the earlier version of "
+        "the target that this memory's newer version replaced; null for an edge between "
+        "two memories.",
+    )
+    reason = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Why a version edge exists: 'merged', 'updated' or 'reverted'; blank "
+        "for an edge made by a caller.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         db_table = "memory_relation"
         constraints = [
             models.UniqueConstraint(
-                fields=["source", "target", "type"], name="memory_relation_unique"
+                fields=["source", "target", "type"],
+                condition=models.Q(target_version__isnull=True),
+                name="memory_relation_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["source", "target", "type", "target_version"],
+                condition=models.Q(target_version__isnull=False),
+                name="memory_relation_version_unique",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.source_id} {self.type} {self.target_id}"
+        version = f" v{self.target_version}" if self.target_version is not None else ""
+        return f"{self.source_id} {self.type} {self.target_id}{version}"
 
 
 # The session turns as context search sees them: one row per turn, owned by memory_app.
@@ -325,8 +364,11 @@ class TurnIndexEntry(models.Model):
     thread_context = models.TextField(
         blank=True, default="", help_text="The previous turn, this one and the next."
     )
+    # BM25F as for memories: the turn's own text (A) and its window (B), so a word the
+    # turn says itself counts twice and a neighbour's once.
     lexical_vector = models.GeneratedField(
-        expression=SearchVector("thread_context", config="english"),
+        expression=SearchVector("text", config="english", weight="A")
+        + SearchVector("thread_context", config="english", weight="B"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

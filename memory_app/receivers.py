@@ -31,15 +31,30 @@ def on_turn_recorded(
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
 
-def on_turn_recorded_index(sender: Any, *, turn_id: int, **kwargs: Any) -> None:
-    """Enqueue indexing of the committed turn for context search; never raising: a
-    broker outage or stall keeps the task in the outbox, never delays the response."""
-    from memory_app.tasks import index_turn
+def on_turn_recorded_index(
+    sender: Any,
+    *,
+    turn_id: int,
+    turn: ChatTurn | None = None,
+    session_id: Any = None,
+    session_turns_follow: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Enqueue indexing of the session's new turns for context search: once per session
+    per batch (at its last turn there, which indexes those before it too), since a
+    broker publish per turn cost more than recording the turn. Never raising: a broker
+    outage or stall keeps the task in the outbox, never delays the response."""
+    from memory_app.tasks import index_session_turns, index_turn
     from sessions_app.services.outbox import task_publish
 
+    if session_turns_follow:
+        return
     try:
-        task_publish(index_turn, turn_id)
-    except Exception:  # the turn is stored; it can be indexed again later
+        if turn is None or session_id is None:  # a sender that names only the turn
+            task_publish(index_turn, turn_id)
+        else:
+            task_publish(index_session_turns, str(session_id), turn.turn_number)
+    except Exception:  # the turn is stored; the next turn's task indexes it too
         logger.exception("could not enqueue indexing of turn %s", turn_id)
 
 

@@ -7,12 +7,13 @@ from typing import Any
 from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
+from memory_app.services.access import memory_access_flush
 from memory_app.services.decay import memories_decay
 from memory_app.services.extraction import (
     memories_extract_from_span,
     memories_extract_from_turn,
 )
-from memory_app.services.turn_index import turn_index_update
+from memory_app.services.turn_index import turn_index_session, turn_index_update
 
 
 @shared_task(name="memory_app.extract_memories_from_turn", **TASK_DEFAULTS)
@@ -39,3 +40,17 @@ def extract_memories_from_span(summary_id: int) -> dict[str, Any]:
 def index_turn(turn_id: int) -> dict[str, Any]:
     """Safe to re-run: indexing a turn again rewrites the same rows."""
     return {"turn_id": turn_id, "written": turn_index_update(turn_id=turn_id)}
+
+
+@shared_task(name="memory_app.index_session_turns", **TASK_DEFAULTS)
+def index_session_turns(session_id: str, up_to: int) -> dict[str, Any]:
+    """Safe to re-run: turns already indexed are skipped, the rest written once."""
+    written = turn_index_session(session_id=session_id, up_to=up_to)
+    return {"session_id": session_id, "up_to": up_to, "written": written}
+
+
+@shared_task(name="memory_app.flush_memory_access", **TASK_DEFAULTS)
+def flush_memory_access() -> dict[str, int]:
+    """Safe to re-run and to overlap: each run claims what the buffer holds by RENAME."""
+    report = memory_access_flush()
+    return {"buffers": report.buffers, "memories": report.memories, "reads": report.reads}

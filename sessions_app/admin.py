@@ -34,6 +34,7 @@ from sessions_app.models import (
     SessionComponent,
     SessionSelection,
     Tenant,
+    TenantContextPolicy,
     TurnStep,
 )
 from sessions_app.services.api_keys import api_key_create, api_key_revoke
@@ -203,8 +204,19 @@ class StepInline(ReadOnlyInline):
     )
 
 
+class TenantContextPolicyInline(admin.TabularInline):  # type: ignore[type-arg]
+    """The tenant's named context policies (also editable by its keys through
+    `/api/v1/tenant/context-policies`); ENGRAM_CONTEXT_POLICIES are every tenant's
+    defaults and a row of the same name replaces one for this tenant."""
+
+    model = TenantContextPolicy
+    extra = 0
+    fields = ["name", "keep_last_turns", "memory_limit", "compression", "predecessor_depth"]
+
+
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    inlines = [TenantContextPolicyInline]
     list_display = [
         "name",
         "default_budget_tokens",

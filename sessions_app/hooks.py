@@ -25,6 +25,10 @@ attached by the other apps in their `AppConfig.ready()`:
 - `context_window_lookup` tells a model's context window in tokens; analytics_app
   registers the same table (the sizes are kept with the prices). Without one, or for an
   unknown model, it answers None and only absolute thresholds apply.
+- `step_retention_guards` say up to which step id the steps may be dropped: step
+  retention (`services.step_partitions`) drops a month's partition only when every
+  registered guard has finished with all of its steps (analytics_app: every spend
+  rollup has counted them, so the history survives the raw rows).
 - `register_session_admin_action` adds an admin action of another app (e.g. memory_app's
   "compact now") to the sessions list in the admin, which lists them after its own.
 """
@@ -117,3 +121,21 @@ def user_export_sections(tenant_id: int, user_id: str) -> dict[str, Any]:
     for name in sorted(_user_exporters):
         sections.update(_user_exporters[name](tenant_id, user_id))
     return sections
+
+
+StepRetentionGuard = Callable[[], int]
+_step_retention_guards: dict[str, StepRetentionGuard] = {}
+
+
+def register_step_retention_guard(name: str, guard: StepRetentionGuard) -> None:
+    """Register (or replace, by name) a function answering the highest step id its app
+    is done with; steps above it are kept whatever their age."""
+    _step_retention_guards[name] = guard
+
+
+def step_retention_horizon() -> int | None:
+    """The highest step id every guard is done with; None when no app asked to be
+    waited for."""
+    if not _step_retention_guards:
+        return None
+    return min(guard() for guard in _step_retention_guards.values())

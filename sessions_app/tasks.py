@@ -12,6 +12,7 @@ from sessions_app.services.budgets import budget_reservations_purge
 from sessions_app.services.idempotency import idempotency_purge
 from sessions_app.services.lifecycle import sessions_housekeep
 from sessions_app.services.outbox import outbox_drain
+from sessions_app.services.step_partitions import step_partitions_maintain
 
 
 @shared_task(name="sessions_app.expire_sessions", **TASK_DEFAULTS)
@@ -43,3 +44,15 @@ def drain_outbox() -> dict[str, Any]:
 def purge_budget_reservations() -> int:
     """Delete budget reservations whose lease ended."""
     return budget_reservations_purge()
+
+
+@shared_task(name="sessions_app.step_partitions_maintain", **TASK_DEFAULTS)
+def maintain_step_partitions() -> dict[str, Any]:
+    """Make turn_step's monthly partitions ahead; drop the ones past retention."""
+    result = step_partitions_maintain()
+    return {
+        "created": result.created,
+        "moved_rows": result.moved_rows,
+        "dropped": result.dropped,
+        "kept": result.kept,
+    }

@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from analytics_app.pages.charts import bar_chart, column_chart
+from analytics_app.pages.panels import dashboard_panels
 from analytics_app.selectors import dashboards
 
 # A wider window would still read only rollups, but daily bars past a year are unreadable.
@@ -80,7 +81,6 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         )
     }
     errors = dashboards.spend_breakdown(f, "step_type")
-    memory = dashboards.memory_growth(f)
     top_sessions = dashboards.top_sessions(f)
     context = {
         "form": form,
@@ -126,11 +126,6 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         "top_users": dashboards.top_users(f),
         "runaway": dashboards.runaway_sessions(f),
         "budgets": dashboards.budget_consumption(f),
-        "memory": memory,
-        "memory_chart": None
-        if memory is None
-        else column_chart(
-            [(r["day"].strftime("%Y-%m-%d"), r["count"]) for r in memory], title="New memories"
-        ),
+        "panels": dashboard_panels(f),
     }
     return render(request, "dashboards/spend.html", context)

@@ -11,11 +11,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from django.apps import apps
-from django.core.exceptions import FieldError
 from django.db.models import (
     Case,
-    Count,
     DecimalField,
     ExpressionWrapper,
     F,
@@ -207,28 +204,6 @@ def budget_consumption(f: DashboardFilter, limit: int = 15) -> list[ChatSession]
         .annotate(use=Greatest(F("token_use"), F("usd_use"), output_field=FloatField()))
         .order_by("-use")[:limit]
     )
-
-
-def memory_growth(f: DashboardFilter) -> list[dict[str, Any]] | None:
-    """New memories per day, or None while memory_app has no Memory model (it is built
-    on another branch) or it lacks the fields this reads."""
-    try:
-        memory = apps.get_model("memory_app", "Memory")
-    except LookupError:
-        return None
-    try:
-        rows = memory.objects.filter(created_at__gte=f.start, created_at__lt=f.end)
-        if f.tenant_id:
-            rows = rows.filter(tenant_id=f.tenant_id)
-        grouped = (
-            rows.annotate(day=TruncDay("created_at"))
-            .values("day")
-            .annotate(count=Count("pk"))
-            .order_by("day")
-        )
-        return [dict(row) for row in grouped]
-    except FieldError:
-        return None
 
 
 def rollups_freshness() -> datetime | None:

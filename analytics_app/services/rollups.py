@@ -187,6 +187,16 @@ def rollups_fill(
     return reports
 
 
+def rollups_counted_through() -> int:
+    """The highest step id every rollup has counted (0 while one has never filled).
+    Step retention drops a month of raw steps only below it, so the rollups keep the
+    history of what it drops (registered as a retention guard in `apps.py`)."""
+    markers = dict(
+        RollupFillState.objects.filter(name__in=ROLLUP_UPSERTS).values_list("name", "last_step_id")
+    )
+    return min(markers.get(name, 0) for name in ROLLUP_UPSERTS)
+
+
 @transaction.atomic
 def rollups_erase_user(*, tenant_id: int, user_id: str) -> int:
     """Per-user rollups name the user: they go with the rest of the user's data."""

@@ -241,6 +241,11 @@ ENGRAM_SESSION_TTL_BY_PROVIDER = env_int_map(
 )
 ENGRAM_SESSION_RETENTION = env_str("ENGRAM_SESSION_RETENTION", "archive")  # or "delete"
 ENGRAM_SESSION_RETENTION_DAYS = env_int("ENGRAM_SESSION_RETENTION_DAYS", 30)
+# turn_step is partitioned by month: the beat keeps this many months' partitions ready
+# ahead of the current one, and drops a month once it ended more than this many days
+# ago and the spend rollups have counted it (0 keeps every step; rollups keep history).
+ENGRAM_STEP_PARTITIONS_AHEAD = env_int("ENGRAM_STEP_PARTITIONS_AHEAD", 3)
+ENGRAM_STEP_RETENTION_DAYS = env_int("ENGRAM_STEP_RETENTION_DAYS", 0)
 ENGRAM_IDEMPOTENCY_TTL_SECONDS = env_int("ENGRAM_IDEMPOTENCY_TTL_SECONDS", 24 * 3600)
 # Per-turn ceilings: a turn whose steps together pass one is stored and flagged
 # (`over_limit`, warning `turn_over_limit`). 0 is off.
@@ -271,6 +276,9 @@ ENGRAM_COMPACT_KEEP_LAST_TURNS = env_int("ENGRAM_COMPACT_KEEP_LAST_TURNS", 6)
 # Also compact when the open window passes this share of the model's context window (from
 # the price table); the lower of this and ENGRAM_COMPACT_MAX_TOKENS applies. 0 turns it off.
 ENGRAM_COMPACT_CONTEXT_SHARE = env_float("ENGRAM_COMPACT_CONTEXT_SHARE", 0.8)
+# A compaction queued for a session holds back further ones for it until it starts, or
+# for at most this long (a lost message).
+ENGRAM_COMPACTION_PENDING_SECONDS = env_int("ENGRAM_COMPACTION_PENDING_SECONDS", 300)
 # Older summaries are condensed into one when there are more than this many active ones,
 # or when their tokens together exceed the cap.
 ENGRAM_COMPACT_MAX_SUMMARIES = env_int("ENGRAM_COMPACT_MAX_SUMMARIES", 6)
@@ -283,9 +291,15 @@ ENGRAM_CONTEXT_EVICT_TURN_MINUTES = env_float("ENGRAM_CONTEXT_EVICT_TURN_MINUTES
 ENGRAM_CONTEXT_SIMILARITY_FLOOR = env_float("ENGRAM_CONTEXT_SIMILARITY_FLOOR", 0.25)
 # The newest tool outputs (steps' `tool_output`) offered to the context.
 ENGRAM_CONTEXT_TOOL_OUTPUTS = env_int("ENGRAM_CONTEXT_TOOL_OUTPUTS", 8)
+# How many rotated sessions a successor's context walks back through `previous_session`
+# (seed 002); the walk also stops once their lines exceed the request's budget. A named
+# context policy may set its own `predecessor_depth`.
+ENGRAM_CONTEXT_PREDECESSOR_DEPTH = env_int("ENGRAM_CONTEXT_PREDECESSOR_DEPTH", 3)
 # Named context policies (seed 004's A/B toggles), chosen per session or per request:
-# {"name": {"keep_last_turns": int, "memory_limit": int, "compression": bool}}; a key left
-# out takes the default policy's value. "default" is always there (the settings above).
+# {"name": {"keep_last_turns": int, "memory_limit": int, "compression": bool,
+# "predecessor_depth": int}}; a key left out takes the default policy's value. "default" is
+# always there (the settings above). These are every tenant's defaults: a tenant adds or
+# replaces policies through /api/v1/tenant/context-policies (table tenant_context_policy).
 ENGRAM_CONTEXT_POLICIES = env_json(
     "ENGRAM_CONTEXT_POLICIES",
     {
@@ -301,10 +315,6 @@ ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # With a query, summaries, milestones, recalled turns, memories and older open turns whose
 # cosine to the query is under this are left out (reason "not_relevant"); 0 disables.
 ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
-# Test hook only: compaction sleeps this long half-way through its write transaction,
-# after touching the marker file, so a test can kill the worker at a known point.
-ENGRAM_COMPACTION_TEST_PAUSE_SECONDS = env_float("ENGRAM_COMPACTION_TEST_PAUSE_SECONDS", 0.0)
-ENGRAM_COMPACTION_TEST_PAUSE_MARKER = env_str("ENGRAM_COMPACTION_TEST_PAUSE_MARKER", "")
 
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)
@@ -324,6 +334,15 @@ ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_
 ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS", 20000)
 # Recency part of the search score halves every this many days since the last update.
 ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)
+# Reads (search hits, memories in a context) are counted in a Valkey buffer and written by
+# the periodic `memory: flush access statistics` task (every 10 s by default: the search's
+# access signal lags by that much); false writes the UPDATE in the request, as before.
+ENGRAM_MEMORY_ACCESS_BUFFER = env_bool("ENGRAM_MEMORY_ACCESS_BUFFER", True)
+# A claimed buffer left this long by a flusher that died is adopted by the next flush.
+ENGRAM_MEMORY_ACCESS_STALE_SECONDS = env_float("ENGRAM_MEMORY_ACCESS_STALE_SECONDS", 300.0)
+# Query vectors shared between processes through Valkey for this long (0: per-process
+# cache only). Keyed by model name and a hash of the text.
+ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS = env_int("ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS", 86400)
 
 # --- Runaway detection and alerts --------------------------------------------------------
 ENGRAM_ALERT_WEBHOOK_URL = env_str("ENGRAM_ALERT_WEBHOOK_URL", "")

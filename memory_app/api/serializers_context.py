@@ -137,12 +137,24 @@ class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
-    name = serializers.CharField(help_text="`default` or a name from ENGRAM_CONTEXT_POLICIES.")
+    name = serializers.CharField(
+        help_text="`default`, a name from ENGRAM_CONTEXT_POLICIES or one of the tenant's "
+        "(`/tenant/context-policies`)."
+    )
+    origin = serializers.ChoiceField(
+        choices=["default", "settings", "tenant"],
+        help_text="Where the policy is defined: the built-in default, the settings, or the "
+        "tenant (which replaces a settings policy of the same name).",
+    )
     keep_last_turns = serializers.IntegerField(help_text="Newest turns reserved verbatim.")
     memory_limit = serializers.IntegerField(help_text="K: memories searched.")
     compression = serializers.BooleanField(
         help_text="True: summaries and milestones stand in for compacted turns; false: "
         "compacted turns are offered verbatim and no summary is used."
+    )
+    predecessor_depth = serializers.IntegerField(
+        help_text="Rotated sessions walked back through `previous_session_id` for their "
+        "summaries, milestones and open turns (0..20)."
     )
 
 

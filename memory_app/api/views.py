@@ -37,6 +37,7 @@ from memory_app.api.serializers import (
     RelationSerializer,
     SearchResultSerializer,
     memory_bulk_serializer,
+    memory_data,
     memory_draft_from,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType
@@ -248,7 +249,14 @@ class MemoryRevertView(TenantAPIView):
 
 
 class MemoryRelationListView(TenantAPIView):
-    @extend_schema(parameters=ACTOR_PARAMETERS, responses=RelationListSerializer)
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        responses=RelationListSerializer,
+        description="Every edge touching this memory. Besides the edges callers make, a "
+        "merge, an update or a revert writes a `supersedes` edge from the memory to itself "
+        "with `target_version` = the version it replaced and `reason` saying which: the "
+        "memory keeps its id, the replaced text stays in its history.",
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
         body = {"memory_id": memory.pk, "relations": memory_relations(memory=memory)}
@@ -317,11 +325,12 @@ class MemorySearchView(TenantAPIView):
             filters=payload.filters(),
         )
         memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
+        # The shape of SearchResultSerializer (the schema), built directly: see memory_data.
         body = {
             "query": data["query"],
             "results": [
-                {"score": hit.score, "parts": hit.parts, "memory": hit.memory}
+                {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
                 for hit in outcome.hits
             ],
         }
-        return Response(SearchResultSerializer(body).data)
+        return Response(body)

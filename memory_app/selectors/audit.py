@@ -37,9 +37,12 @@ class RelationRow:
 
 
 def memory_relations(*, memory: Memory, limit: int = 50) -> list[RelationRow]:
-    """Edges from and to the memory, the other end loaded in the same query."""
-    outgoing = MemoryRelation.objects.filter(source=memory).select_related("target")[:limit]
-    incoming = MemoryRelation.objects.filter(target=memory).select_related("source")[:limit]
+    """Edges from and to the memory, the other end loaded in the same query. Version
+    edges (the memory superseding its own earlier versions) are left out: the page
+    shows the versions themselves, with their diffs."""
+    edges = MemoryRelation.objects.filter(target_version__isnull=True)
+    outgoing = edges.filter(source=memory).select_related("target")[:limit]
+    incoming = edges.filter(target=memory).select_related("source")[:limit]
     return [RelationRow("out", r.type, r.target) for r in outgoing] + [
         RelationRow("in", r.type, r.source) for r in incoming
     ]

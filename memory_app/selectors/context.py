@@ -404,6 +404,7 @@ def context_assemble(
         policy or session.context_policy or DEFAULT_POLICY,
         default_memory_limit=DEFAULT_MEMORY_LIMIT,
         session_keep_last_turns=session.compact_keep_last_turns,
+        tenant_id=tenant.pk,
     )
     keep_last = rules.keep_last_turns
     summaries = active_summaries(session) if rules.compression else []
@@ -421,6 +422,8 @@ def context_assemble(
             summary_candidates=_summary_candidates,
             active_summaries=active_summaries if rules.compression else lambda _: [],
             line=_line,
+            depth=rules.predecessor_depth,
+            budget=budget,
         ),
         *_memory_candidates(
             tenant,

@@ -34,7 +34,9 @@ def memory_user_export(tenant_id: int, user_id: str) -> dict[str, Any]:
         "memory_relations": list(
             MemoryRelation.objects.filter(Q(source__in=memories) | Q(target__in=memories))
             .order_by("created_at", "pk")
-            .values("id", "source_id", "target_id", "type", "created_at")
+            .values(
+                "id", "source_id", "target_id", "type", "target_version", "reason", "created_at"
+            )
         ),
         "context_summaries": list(
             ContextSummary.objects.filter(session_id__in=session_ids)

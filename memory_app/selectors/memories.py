@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDay
 
 from memory_app.models import Memory, MemoryRelation, MemoryScope, MemoryVersion
 from sessions_app.errors import NotFound
@@ -151,7 +153,8 @@ def memory_history(*, memory: Memory) -> list[dict[str, Any]]:
 
 def memory_relations(*, memory: Memory) -> list[dict[str, Any]]:
     """Every edge touching `memory`, outgoing then incoming, oldest first, each with
-    the other end's id and the direction seen from `memory`."""
+    the other end's id and the direction seen from `memory`. A version edge (the memory
+    superseding one of its own earlier versions) is listed once, as outgoing."""
     rows = MemoryRelation.objects.filter(Q(source=memory) | Q(target=memory)).order_by(
         "created_at", "pk"
     )
@@ -166,6 +169,8 @@ def memory_relations(*, memory: Memory) -> list[dict[str, Any]]:
                 "source_id": row.source_id,
                 "target_id": row.target_id,
                 "other_id": row.target_id if outgoing else row.source_id,
+                "target_version": row.target_version,
+                "reason": row.reason,
                 "created_at": row.created_at,
             }
         )
@@ -178,11 +183,12 @@ def memory_neighbours(
 ) -> list[tuple[uuid.UUID, str, Memory]]:
     """The memories one edge away from `memory_ids` (either direction), visible to
     `actor`, not among `memory_ids`: (the memory it is related to, edge type, neighbour).
-    Two queries, whatever the number of ids."""
+    Two queries, whatever the number of ids. Version edges are not neighbours: the
+    text a memory superseded is stale, and the memory itself is already there."""
     if not memory_ids:
         return []
     edges = list(
-        MemoryRelation.objects.filter(tenant=tenant)
+        MemoryRelation.objects.filter(tenant=tenant, target_version__isnull=True)
         .filter(Q(source_id__in=memory_ids) | Q(target_id__in=memory_ids))
         .order_by("created_at", "pk")
         .values_list("source_id", "target_id", "type")[: limit * 4]
@@ -197,3 +203,21 @@ def memory_neighbours(
     return [(pairs[pk][0], pairs[pk][1], memory) for pk, memory in visible.items() if pk in pairs][
         :limit
     ]
+
+
+def memories_created_per_day(
+    *, start: datetime, end: datetime, tenant_id: int | None = None
+) -> list[tuple[date, int]]:
+    """(day, new memories) for each UTC day in [start, end) that has any, oldest first,
+    of one tenant or all: the operators' memory-growth panel (cockpit) reads it, since
+    the spend dashboard's own app does not read memory_app."""
+    rows = Memory.objects.filter(created_at__gte=start, created_at__lt=end)
+    if tenant_id is not None:
+        rows = rows.filter(tenant_id=tenant_id)
+    grouped = (
+        rows.annotate(day=TruncDay("created_at", tzinfo=UTC))
+        .values("day")
+        .annotate(count=Count("pk"))
+        .order_by("day")
+    )
+    return [(row["day"].date(), row["count"]) for row in grouped]

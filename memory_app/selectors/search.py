@@ -5,8 +5,11 @@ final score.
    (SET LOCAL, this transaction only), so the hard filters (tenant, visibility, user, type,
    tags) applied after the index scan never starve the result; a MATERIALIZED CTE then
    restores exact distance order.
-2. Lexical: Okapi BM25 inside PostgreSQL over `lexical_vector` (a memory's own text, or
-   for a memory in a thread, its window of neighbours: see `refresh_thread_window`). The
+2. Lexical: BM25F inside PostgreSQL over `lexical_vector`: two fields, the memory's own
+   text (weight A) and its window (B: for a memory in a thread, its neighbours around its
+   own text, see `refresh_thread_window`; else its own text again), so a word it says
+   itself counts twice in the term frequency and a neighbour's once (`_lexical_document`
+   in memory_app.models). The
    query's English lexemes are looked up in `memory_term_stat` (document frequencies per
    user, kept by a trigger in the writing transaction) for their IDF; candidates come from
    the GIN index, ORing the query's terms. The step is bounded: the most frequent terms
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from memory_app.embedding import embed_query
@@ -162,7 +166,9 @@ def _filters_sql(
 
 
 # BM25 of one memory `m` for the terms in `w(lexeme, idf)`: tf = positions of the lexeme
-# in the memory's lexical_vector, document length = its distinct lexemes.
+# in the memory's lexical_vector (its own text's positions are there twice, as field A and
+# within the window B: BM25F with the own field weighted 2), document length = its
+# distinct lexemes. Shared with the turn index (memory_app.selectors.turn_search).
 BM25_SQL = """
     SELECT coalesce(sum(
         w.idf * coalesce(cardinality(u.positions), 1) * %(k1_plus_one)s::float8
@@ -329,12 +335,8 @@ def memory_search(
         if not pool:
             return SearchOutcome([], vector_ranking, lexical_ranking)
         signals = _signals(cursor, pool, vector, lexical)
-        # Relations prefetched: the response lists each hit's edges (one query, not one
-        # per hit).
-        memories = (
-            Memory.objects.defer("search_vector", "lexical_vector", "embedding")
-            .prefetch_related("relations")
-            .in_bulk(pool)
+        memories = Memory.objects.defer("search_vector", "lexical_vector", "embedding").in_bulk(
+            pool
         )
     weight = float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT)
     if mode == "vector":
@@ -351,6 +353,9 @@ def memory_search(
         semantic, bm25 = signals.get(pk, (0.0, 0.0))
         hits.append(_score(memory, relevance.get(pk, 0.0), rrf.get(pk, 0.0), semantic, bm25, now))
     hits.sort(key=lambda hit: (-hit.score, -hit.parts["relevance"], str(hit.memory.pk)))
+    # Relations of the hits returned only (not of the whole candidate pool, 3x larger):
+    # the response lists each hit's edges, in one query rather than one per hit.
+    prefetch_related_objects([hit.memory for hit in hits[:limit]], "relations")
     return SearchOutcome(hits[:limit], vector_ranking, lexical_ranking)
 
 

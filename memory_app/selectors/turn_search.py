@@ -1,6 +1,6 @@
 """Searching a session's own turns (compacted ones included) for the context: the same
-hybrid retrieval as memory search (exact cosine on the turn's text, BM25 on its window,
-fused by z-normalised score), over `memory_turn_index`.
+hybrid retrieval as memory search (exact cosine on the turn's text, BM25F on the turn's
+own text and its window, fused by z-normalised score), over `memory_turn_index`.
 
 A session holds hundreds to a few thousand turns, so both sides are exact scans of the
 session's rows through the (session_id, turn_number) index: no HNSW approximation, and

@@ -27,13 +27,13 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 
 from memory_app.llm import LLMEndpoint, LLMError
+from memory_app.metrics import compaction_observe
 from memory_app.services.llm_steps import STEP_SUMMARIZE, llm_step_record
 from memory_app.window.milestones import extract_milestones, merge_milestones
 from memory_app.window.models import ContextSummary, SummaryKind, SummaryMethod
@@ -75,18 +75,6 @@ class CompactionResult:
     summary_ids: list[int] = field(default_factory=list)
     condensed_ids: list[int] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
-
-
-def _test_pause() -> None:
-    """Test hook (off by default): stop half-way through the write transaction so that a
-    test can kill the worker at a known point. Touches the marker file first."""
-    seconds = settings.ENGRAM_COMPACTION_TEST_PAUSE_SECONDS
-    if seconds <= 0:
-        return
-    marker = settings.ENGRAM_COMPACTION_TEST_PAUSE_MARKER
-    if marker:
-        Path(marker).write_text(str(time.time()))
-    time.sleep(seconds)
 
 
 @dataclass
@@ -182,12 +170,8 @@ def _write_span(
             last_turn_at=span[-1].created_at,
             **draft.llm,
         )
-        # Two writes on purpose, with the test pause between them: a crash here must
-        # roll back the summary and the first half of the flags together.
-        half = len(numbers) // 2
-        turns_mark_compacted(session_id=session.pk, turn_numbers=numbers[:half])
-        _test_pause()
-        turns_mark_compacted(session_id=session.pk, turn_numbers=numbers[half:])
+        # A crash from here on rolls back the summary and the flags together.
+        turns_mark_compacted(session_id=session.pk, turn_numbers=numbers)
         session_mark_compacted(session_id=session.pk)
         payload = {
             "sender": ContextSummary,
@@ -260,6 +244,18 @@ def session_compact(
     """Compact the session's older span if a threshold is crossed (or `force`), then
     condense old summaries if they outgrew their share."""
     session = session_get_by_id(session_id=session_id, tenant_id=tenant_id)
+    started = time.perf_counter()
+    result = _session_compact(session, force)
+    compaction_observe(
+        policy=session.context_policy,
+        status=result.status,
+        seconds=time.perf_counter() - started,
+        summary_ids=[*result.summary_ids, *result.condensed_ids],
+    )
+    return result
+
+
+def _session_compact(session: ChatSession, force: bool) -> CompactionResult:
     result = CompactionResult(session_id=session.pk, status="nothing_to_compact")
     with advisory_lock(f"compaction:{session.pk}") as acquired:
         if not acquired:

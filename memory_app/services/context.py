@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from memory_app.metrics import context_observe
 from memory_app.selectors.context import AssembledContext, context_assemble
 from memory_app.services.memories import memory_record_access
 
@@ -14,8 +15,10 @@ MEMORY_KEY_PREFIX = "memory:"
 
 
 def context_serve(**assemble_args: Any) -> AssembledContext:
-    """`context_assemble(**assemble_args)`, then count the included memories as read."""
+    """`context_assemble(**assemble_args)`, then count the included memories as read
+    (and the context's size under its policy, for comparing policies)."""
     context = context_assemble(**assemble_args)
+    context_observe(policy=str(context.policy["name"]), total_tokens=context.total_tokens)
     memory_record_access(
         memory_ids=[
             uuid.UUID(item["key"].removeprefix(MEMORY_KEY_PREFIX))

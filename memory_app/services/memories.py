@@ -35,6 +35,7 @@ from memory_app.models import (
     MemoryVersion,
     RelationType,
 )
+from memory_app.services.access import memory_access_record
 from sessions_app.errors import Conflict, InvalidInput, NotFound, Rejected
 from sessions_app.locks import advisory_xact_lock
 
@@ -316,6 +317,18 @@ def _nearest_same_kind(
 
 
 def _snapshot(memory: Memory, *, replaced_by: str, now: datetime) -> None:
+    """Move the current text to the history and record that the next version
+    `supersedes` it (seed 001: written on merge and on update). The edge goes from the
+    memory to itself at the replaced version: the row and its id survive a merge or an
+    update, so the thing superseded is the version, not another memory."""
+    MemoryRelation.objects.get_or_create(
+        tenant_id=memory.tenant_id,
+        source=memory,
+        target=memory,
+        type=RelationType.SUPERSEDES,
+        target_version=memory.version,
+        defaults={"reason": replaced_by},
+    )
     MemoryVersion.objects.create(
         memory=memory,
         version=memory.version,
@@ -394,7 +407,11 @@ def _relate(memory: Memory, relations: Sequence[tuple[str, uuid.UUID]]) -> None:
         if relation_type not in RelationType.values:
             raise InvalidInput(fields={"relations": [f"Unknown type {relation_type}."]})
         MemoryRelation.objects.get_or_create(
-            tenant_id=memory.tenant_id, source=memory, target=target, type=relation_type
+            tenant_id=memory.tenant_id,
+            source=memory,
+            target=target,
+            type=relation_type,
+            target_version=None,
         )
 
 
@@ -497,7 +514,9 @@ def memory_relation_create(
     if target_id == memory.pk:
         raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
     _relate(memory, [(relation_type, target_id)])
-    return MemoryRelation.objects.get(source=memory, target_id=target_id, type=relation_type)
+    return MemoryRelation.objects.get(
+        source=memory, target_id=target_id, type=relation_type, target_version__isnull=True
+    )
 
 
 def memory_relation_delete(*, memory: Memory, relation_id: int) -> None:
@@ -542,17 +561,9 @@ def memory_delete(*, memory: Memory) -> None:
 
 
 def memory_record_access(*, memory_ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:
-    """One UPDATE for every memory a search or read returned: reads stay cheap."""
-    if not memory_ids:
-        return 0
-    now = now or timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE memory SET access_count = access_count + 1, last_accessed_at = %s "
-            "WHERE id = ANY(%s::uuid[])",
-            [now, [str(pk) for pk in memory_ids]],
-        )
-        return cursor.rowcount
+    """Count a read of every memory a search or read returned, off the request path:
+    buffered in Valkey and flushed by a periodic task (`memory_app.services.access`)."""
+    return memory_access_record(memory_ids=memory_ids, now=now)
 
 
 def memory_set_pinned(*, memory: Memory, pinned: bool) -> Memory:

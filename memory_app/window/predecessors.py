@@ -16,14 +16,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memory_app.window.models import ContextSummary
-from memory_app.window.packing import Candidate
+from memory_app.window.packing import Candidate, content_tokens
 from sessions_app.selectors.sessions import session_previous
 from sessions_app.selectors.turns import turns_open
 
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession
 
-MAX_PREDECESSORS = 3  # sessions walked back through `previous_session`
 MAX_OPEN_TURNS = 20  # a predecessor's newest open turns offered, per session
 OPEN_TURN_SIGNAL = 0.3  # as for an open turn outside the window
 
@@ -34,15 +33,23 @@ def predecessor_candidates(
     summary_candidates: Callable[[ChatSession, list[ContextSummary]], list[Candidate]],
     active_summaries: Callable[[ChatSession], list[ContextSummary]],
     line: Callable[[str], str],
+    depth: int,
+    budget: int | None = None,
 ) -> list[Candidate]:
-    """Candidates from up to MAX_PREDECESSORS sessions back. Their section order is
-    negative (depth first), so they render before the session's own lines, oldest
-    session first. The summary helpers are the caller's, passed in, so that a
-    predecessor's summary reads exactly like one of the session's own."""
+    """Candidates from up to `depth` sessions back (the context policy's
+    `predecessor_depth`, ENGRAM_CONTEXT_PREDECESSOR_DEPTH by default). The walk also
+    stops once the lines gathered so far take more than `budget` tokens: the packer
+    could not fit an older session's lines anyway, and each step back costs queries.
+    Their section order is negative (depth first), so they render before the session's
+    own lines, oldest session first. The summary helpers are the caller's, passed in, so
+    that a predecessor's summary reads exactly like one of the session's own."""
     out: list[Candidate] = []
     current = session
-    for depth in range(1, MAX_PREDECESSORS + 1):
+    gathered = 0
+    for level in range(1, depth + 1):
         if current.previous_session_id is None:
+            break
+        if budget is not None and gathered >= budget:
             break
         previous = session_previous(current)
         if previous is None:
@@ -54,7 +61,7 @@ def predecessor_candidates(
                     candidate,
                     key=prefix + candidate.key,
                     kind=f"previous_{candidate.kind}",
-                    order=(-depth, *candidate.order),
+                    order=(-level, *candidate.order),
                 )
             )
         turns = list(
@@ -76,8 +83,9 @@ def predecessor_candidates(
                     role="user",
                     at=at,
                     signal=OPEN_TURN_SIGNAL,
-                    order=(-depth, 10**9 + number),  # after that session's summaries
+                    order=(-level, 10**9 + number),  # after that session's summaries
                 )
             )
+        gathered = sum(content_tokens(candidate) for candidate in out)
         current = previous
     return out

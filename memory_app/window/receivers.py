@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from memory_app.window.pending import compaction_pending_mark
 from memory_app.window.selectors import compaction_due
 from sessions_app.selectors.sessions import session_get_by_id
 
@@ -23,9 +24,10 @@ def enqueue_compaction_when_due(
     **kwargs: Any,
 ) -> None:
     """On `turn_recorded` (after commit): enqueue compaction when the recorded turn made
-    the open window cross a threshold. Must not raise: the turn is already stored.
-    `turn_record` passes the session it committed, which saves reading it again. In a
-    batch, only the session's last turn is checked: the window only grows within it."""
+    the open window cross a threshold, unless one is queued already (`pending`). Must
+    not raise: the turn is already stored. `turn_record` passes the session it
+    committed, which saves reading it again. In a batch, only the session's last turn is
+    checked: the window only grows within it."""
     from memory_app.window.tasks import compact_session
     from sessions_app.services.outbox import task_publish
 
@@ -34,7 +36,7 @@ def enqueue_compaction_when_due(
     try:
         if session is None:
             session = session_get_by_id(session_id=session_id)
-        if compaction_due(session) is not None:
+        if compaction_due(session) is not None and compaction_pending_mark(session_id):
             task_publish(compact_session, str(session_id))
     except Exception:  # a broker or DB hiccup must not fail the agent's request
         logger.exception("compaction: could not check or enqueue session %s", session_id)

@@ -15,7 +15,7 @@ from memory_app.window.models import ContextSummary
 from memory_app.window.tokens import count_tokens
 from sessions_app.hooks import model_context_window
 from sessions_app.selectors.sessions import session_model
-from sessions_app.selectors.turns import turns_open
+from sessions_app.selectors.turns import turns_open_texts
 
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession, ChatTurn
@@ -81,11 +81,7 @@ def compaction_due(session: ChatSession, thresholds: Thresholds | None = None) -
     more tokens than it."""
     thresholds = thresholds or window_thresholds(session)
     limit = max(thresholds.max_turns, thresholds.keep_last_turns) + 1
-    texts = list(
-        turns_open(session_id=session.pk)
-        .order_by("-turn_number")
-        .values_list("user_message", "assistant_response")[:limit]
-    )
+    texts = turns_open_texts(session_id=session.pk, limit=limit)
     if len(texts) == limit:
         return "max_turns"  # more open turns than both max_turns and keep_last_turns
     if len(texts) <= thresholds.keep_last_turns:

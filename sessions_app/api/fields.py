@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -35,19 +34,19 @@ def identifier_field(**kwargs: object) -> serializers.CharField:
     return serializers.CharField(**options)  # type: ignore[arg-type]
 
 
-def context_policy_names() -> list[str]:
-    """`default` and the names in ENGRAM_CONTEXT_POLICIES, as clients may name them."""
-    return ["default", *sorted(settings.ENGRAM_CONTEXT_POLICIES)]
+POLICY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
-@extend_schema_field({"type": "string", "enum": context_policy_names()})
-class ContextPolicyField(serializers.CharField):
-    """A named context policy (seed 004's A/B toggles). The schema lists the names
-    configured when it was generated; validation reads the settings of the moment."""
+@extend_schema_field({"type": "string", "pattern": POLICY_NAME_PATTERN, "maxLength": 64})
+class ContextPolicyField(serializers.RegexField):
+    """A named context policy (seed 004's A/B toggles): `default`, a name from
+    ENGRAM_CONTEXT_POLICIES or one of the tenant's own. The field checks the shape only;
+    whether the tenant has a policy of that name is checked where the tenant is known
+    (the session services, the context selector), 400 naming the field."""
 
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        names = context_policy_names()
-        if value not in names:
-            raise serializers.ValidationError(f"One of: {', '.join(names)}.")
-        return value
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        super().__init__(POLICY_NAME_PATTERN, **kwargs)
+        self.error_messages["invalid"] = (
+            "A policy name: letters, digits, '_', '.', '-', starting with a letter or digit."
+        )

@@ -1,10 +1,12 @@
-"""A CSV renderer for exports. Views hand it ready text; anything else (an error body)
-is rendered as JSON by the view, see `CsvExportMixin`."""
+"""A CSV renderer for exports (views hand it ready text; anything else, an error body,
+is rendered as JSON by the view, see `CsvExportMixin`), and `jsonable`, a body as the
+JSON renderer sends it."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,3 +44,10 @@ class CsvRenderer(BaseRenderer):
         if isinstance(data, str):
             return data.encode(self.charset)
         return JSONRenderer().render(data)
+
+
+def jsonable(data: Any) -> Any:
+    """The body exactly as a client receives it (UUIDs, decimals and datetimes as the
+    JSON renderer writes them), so a stored replay is byte-for-byte the same and a
+    non-HTTP transport (the MCP tools) answers what the REST route would."""
+    return json.loads(JSONRenderer().render(data))

@@ -81,8 +81,9 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False,
         max_length=64,
         help_text="The named context policy of the session (seed 004's A/B toggles): "
-        "`default` or a name from ENGRAM_CONTEXT_POLICIES (keep4, keep8, no_compression by "
-        "default). `GET …/context?policy=` can still ask for another.",
+        "`default`, a name from ENGRAM_CONTEXT_POLICIES (keep4, keep8, no_compression by "
+        "default) or one of the tenant's (`/tenant/context-policies`); another name is 400. "
+        "`GET …/context?policy=` can still ask for another.",
     )
     provider = serializers.CharField(
         required=False,

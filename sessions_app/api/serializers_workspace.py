@@ -9,6 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from sessions_app.api.fields import identifier_field, money_output_field
+from sessions_app.selectors.workspace import CartLine, cart_total
 from sessions_app.services.selections import MAX_CART_LINES
 
 MAX_RESULT_ITEMS = 100
@@ -205,3 +206,9 @@ class CartSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class CartLinkSerializer(serializers.Serializer):  # type: ignore[type-arg]
     url = serializers.URLField(help_text="The signed URL of the browser cart page.")
     expires_at = serializers.DateTimeField(help_text="When the link stops working.")
+
+
+def cart_body(lines: list[CartLine]) -> Any:
+    """The cart as `GET …/cart` answers it, from its lines in order (`selection_lines`);
+    the cart routes and the MCP `cart_get` tool answer the same body."""
+    return CartSerializer({"count": len(lines), "total": cart_total(lines), "results": lines}).data

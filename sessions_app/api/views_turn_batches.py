@@ -11,7 +11,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sessions_app.api.exceptions import flatten_fields
+from sessions_app.api.exceptions import error_body, flatten_fields
+from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_turn_batches import (
     TurnBatchItemSerializer,
     TurnBatchResponseSerializer,
@@ -20,12 +21,12 @@ from sessions_app.api.serializers_turn_batches import (
 )
 from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.tenancy import TenantGenericAPIView
-from sessions_app.api.views_turns import _turn_recorded_serializer, jsonable
+from sessions_app.api.views_turns import turn_recorded_body
 from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
 from sessions_app.models import ChatTurn
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
-from sessions_app.services.turns import TurnRecorded
+from sessions_app.services.turns import TurnFields, TurnRecorded
 
 ITEM_ONLY = ("session_id", "idempotency_key")
 
@@ -43,7 +44,10 @@ class RequestTooLarge(ApplicationError):
 
 
 def _error(exc: ApplicationError) -> dict[str, Any]:
-    return {"code": exc.code, "message": exc.message, "fields": exc.fields}
+    """The single route's `error` object, extras included (e.g. the successor of a
+    rotated session, `successor_session_id`)."""
+    body: dict[str, Any] = error_body(exc.code, exc.message, exc.fields, **exc.extra)["error"]
+    return body
 
 
 def _parse_item(raw: Any) -> BatchTurn:
@@ -56,12 +60,10 @@ def _parse_item(raw: Any) -> BatchTurn:
         raise InvalidInput(fields=flatten_fields(exc.detail)) from exc
     session_id = validated.pop("session_id")
     key = validated.pop("idempotency_key", None)
-    kwargs = TurnCreateSerializer.service_kwargs(validated)
     body = {name: value for name, value in raw.items() if name not in ITEM_ONLY}
     return BatchTurn(
         session_id=session_id,
-        steps=kwargs.pop("steps"),
-        fields=kwargs,
+        fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
         idempotency_key=key,
         # The single route's fingerprint of the same body: a key replays across routes.
         request_hash=request_fingerprint(body) if key is not None else "",
@@ -69,7 +71,7 @@ def _parse_item(raw: Any) -> BatchTurn:
 
 
 def _render(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
-    data = _turn_recorded_serializer().to_representation(recorded)
+    data = turn_recorded_body()(recorded)
     return jsonable(data) if keyed else data
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -11,11 +11,12 @@ from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.pagination import CreatedCursorPagination
+from sessions_app.api.renderers import jsonable
+from sessions_app.api.representation import planned_representation
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
     BudgetCheckResultSerializer,
@@ -33,7 +34,7 @@ from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
-from sessions_app.services.turns import turn_record, turn_rollback
+from sessions_app.services.turns import TurnRecorded, turn_record, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
@@ -45,11 +46,6 @@ ERRORS = {
     404: OpenApiResponse(description="not_found: no such session for this key's tenant"),
     410: OpenApiResponse(description="session_expired"),
 }
-
-
-def jsonable(data: Any) -> dict[str, Any]:
-    """The body exactly as a client receives it, so a replay is byte-for-byte the same."""
-    return json.loads(JSONRenderer().render(data))  # type: ignore[no-any-return]
 
 
 @cache
@@ -67,6 +63,14 @@ def _turn_recorded_serializer() -> TurnRecordedSerializer:
     nested turn and steps that was a fifth of a turn's CPU. An instance-less serializer
     keeps no per-call state in `to_representation`, so one can answer every request."""
     return TurnRecordedSerializer()
+
+
+@cache
+def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
+    """The 201 body of a recorded turn: `_turn_recorded_serializer()`'s rendering,
+    planned once (see `planned_representation`): DRF's generic walk over the turn's and
+    its steps' fields cost a tenth of the request."""
+    return planned_representation(_turn_recorded_serializer())
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -140,7 +144,7 @@ class TurnListView(TenantGenericAPIView):
                 idempotency_key=key,
                 **TurnCreateSerializer.service_kwargs(validated),
             )
-            data = _turn_recorded_serializer().to_representation(result)
+            data = turn_recorded_body()(result)
             # A stored body must replay byte for byte, so it is kept as rendered JSON;
             # without a key the renderer's one pass is enough.
             return 201, jsonable(data) if key is not None else data

@@ -30,11 +30,12 @@ from sessions_app.api.serializers_workspace import (
     SelectionAddSerializer,
     SelectionReorderSerializer,
     SelectionUpdateSerializer,
+    cart_body,
 )
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.models import ChatSession
 from sessions_app.selectors.sessions import session_get, session_get_for_write
-from sessions_app.selectors.workspace import cart_total, component_list, selection_lines
+from sessions_app.selectors.workspace import component_list, selection_lines
 from sessions_app.services.cart_links import cart_link_create, cart_links_revoke
 from sessions_app.services.references import session_focus_set, session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
@@ -63,11 +64,6 @@ class SessionWorkspaceView(TenantAPIView):
 
     def session_for_write(self, session_id: Any) -> ChatSession:
         return session_get_for_write(tenant=self.tenant, session_id=session_id)
-
-
-def cart_body(session: ChatSession) -> dict[str, Any]:
-    lines = selection_lines(session=session)
-    return CartSerializer({"count": len(lines), "total": cart_total(lines), "results": lines}).data
 
 
 class ResultsView(SessionWorkspaceView):
@@ -199,7 +195,7 @@ class SelectionListView(CsvExportMixin, SessionWorkspaceView):
         session = self.session(session_id)
         if request.accepted_renderer.format == "csv":
             return cart_csv(session)
-        return Response(cart_body(session))
+        return Response(cart_body(selection_lines(session=session)))
 
     @extend_schema(
         request=SelectionAddSerializer,
@@ -280,7 +276,7 @@ class SelectionReorderView(SessionWorkspaceView):
         payload = SelectionReorderSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         selection_reorder(session=session, mpns=payload.validated_data["mpns"])
-        return Response(cart_body(session))
+        return Response(cart_body(selection_lines(session=session)))
 
 
 class CartLinkView(SessionWorkspaceView):

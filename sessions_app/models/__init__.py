@@ -4,7 +4,7 @@ from sessions_app.models.budgets import BudgetReservation
 from sessions_app.models.idempotency import IdempotencyRecord
 from sessions_app.models.outbox import OutboxMessage
 from sessions_app.models.sessions import ChatSession, SessionStatus
-from sessions_app.models.tenancy import ApiKey, Tenant
+from sessions_app.models.tenancy import ApiKey, Tenant, TenantContextPolicy
 from sessions_app.models.turns import ChatTurn, TurnKind, TurnStep
 from sessions_app.models.workspace import SessionComponent, SessionSelection
 
@@ -19,6 +19,7 @@ __all__ = [
     "SessionSelection",
     "SessionStatus",
     "Tenant",
+    "TenantContextPolicy",
     "TurnKind",
     "TurnStep",
 ]

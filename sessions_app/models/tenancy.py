@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
 from sessions_app.models.fields import money_field
@@ -56,3 +58,61 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class TenantContextPolicy(models.Model):
+    """A named context policy of one tenant (seed 004's A/B toggles), managed through
+    the API and the admin. The settings' ENGRAM_CONTEXT_POLICIES are every tenant's
+    defaults; a tenant's policy of the same name replaces that one for the tenant. A
+    value left null takes the `default` policy's (the settings'). Kept with the tenant
+    (sessions_app) because sessions name their policy and are validated against it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="context_policies")
+    name = models.CharField(
+        max_length=64,
+        validators=[RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")],
+        help_text="Letters, digits, '_', '.', '-'; `default` is reserved.",
+    )
+    keep_last_turns = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(1000)],
+        help_text="Turns kept verbatim as the window; null: default's.",
+    )
+    memory_limit = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text="Long-term memories searched (K); null: default's.",
+    )
+    compression = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Summaries and milestones stand in for compacted turns; off: the "
+        "compacted turns are offered verbatim. Null: on (the default's).",
+    )
+    predecessor_depth = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(20)],
+        help_text="Rotated sessions walked back for context; null: "
+        "ENGRAM_CONTEXT_PREDECESSOR_DEPTH.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "tenant_context_policy"
+        ordering = ["tenant", "name"]
+        verbose_name = "context policy"
+        verbose_name_plural = "context policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="tenant_context_policy_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tenant})"
+
+    def clean(self) -> None:
+        if self.name == "default":
+            raise ValidationError({"name": "`default` is the settings' policy."})

@@ -84,7 +84,16 @@ class ChatTurn(models.Model):
 class TurnStep(models.Model):
     """One LLM (or tool) call inside a turn. Session, user and agent are copied here at
     write time: they never change, and spend rollups over millions of steps then need
-    no join."""
+    no join.
+
+    The table is partitioned by month on `created_at` (migration 0200; partitions are
+    made ahead and dropped by `services.step_partitions`). In the database the primary
+    key is (id, created_at), since PostgreSQL wants the partition key in every unique
+    index; Django keeps `id` as the primary key because `id` is unique (one sequence
+    hands it out) and a `CompositePrimaryKey` would make `pk` a tuple everywhere and,
+    in Django 5.2, keep the model out of the admin. For the same reason (turn,
+    step_order) is an index, not a constraint: the services number a turn's steps
+    under the session's row lock."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     turn = models.ForeignKey(ChatTurn, on_delete=models.CASCADE, related_name="steps")
@@ -128,7 +137,6 @@ class TurnStep(models.Model):
         db_table = "turn_step"
         ordering = ["turn", "step_order"]
         constraints = [
-            models.UniqueConstraint(fields=["turn", "step_order"], name="step_order_unique"),
             models.CheckConstraint(
                 condition=models.Q(input_tokens__gte=0)
                 & models.Q(output_tokens__gte=0)
@@ -139,6 +147,7 @@ class TurnStep(models.Model):
             ),
         ]
         indexes = [
+            models.Index(fields=["turn", "step_order"], name="step_turn_order"),
             models.Index(fields=["tenant", "created_at"], name="step_tenant_created"),
             models.Index(fields=["created_at", "id"], name="step_created_id"),
             models.Index(fields=["session", "created_at"], name="step_session_created"),

@@ -159,11 +159,19 @@ def tenant_for_staff(*, tenant_id: int) -> Tenant | None:
     return Tenant.objects.filter(pk=tenant_id).first()
 
 
+NEWEST_STEP_MODEL = "_newest_step_model"
+
+
 def session_model(session: ChatSession) -> str:
     """The model the session's agent calls: the one set on the session, else the model
     of its newest LLM step (one index scan on (session, created_at)); blank if none."""
     if session.model:
         return session.model
+    # Set by `turn_draft` on the instance it hands to `turn_recorded`: the turn's own
+    # newest LLM step is the session's newest one, so the hook need not read it back.
+    recorded = getattr(session, NEWEST_STEP_MODEL, "")
+    if recorded:
+        return str(recorded)
     model = (
         TurnStep.objects.filter(session=session)
         .exclude(model="")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Max, Prefetch, QuerySet
 
 from sessions_app.errors import NotFound
@@ -45,6 +46,23 @@ def turns_live(*, session_id: Any) -> QuerySet[ChatTurn]:
 def turns_open(*, session_id: Any) -> QuerySet[ChatTurn]:
     """The session's open window: turns neither compacted (summarised) nor rolled back."""
     return turns_live(session_id=session_id).filter(compacted=False)
+
+
+# Fixed SQL: the `turn_recorded` hook asks after every turn, and compiling the same
+# queryset each time cost six times its execution.
+_OPEN_TEXTS_SQL = """
+SELECT user_message, assistant_response FROM chat_turn
+ WHERE session_id = %s AND NOT rolled_back AND NOT compacted
+ ORDER BY turn_number DESC LIMIT %s
+"""
+
+
+def turns_open_texts(*, session_id: Any, limit: int) -> list[tuple[str, str]]:
+    """The user message and answer of the newest `limit` turns of the open window
+    (`turns_open`), newest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(_OPEN_TEXTS_SQL, [session_id, limit])
+        return [(user, assistant) for user, assistant in cursor.fetchall()]
 
 
 def turn_times(*, session_id: Any, compacted: bool) -> dict[int, datetime]:
@@ -111,34 +129,28 @@ def steps_with_tool_output(*, session_id: Any, limit: int) -> list[TurnStep]:
     )
 
 
-def turn_by_id(*, turn_id: int) -> ChatTurn | None:
-    """One turn by its id, or None (deleted since it was announced)."""
-    return ChatTurn.objects.filter(pk=turn_id).first()
-
-
-def turns_in_range(*, session_id: uuid.UUID, first: int, last: int) -> list[ChatTurn]:
-    """The session's turns numbered first..last that were not rolled back, oldest first,
-    compacted ones included (compaction flags turns, it does not delete them)."""
-    return list(
-        ChatTurn.objects.filter(
-            session_id=session_id,
-            turn_number__gte=first,
-            turn_number__lte=last,
-            rolled_back=False,
-        )
-        .order_by("turn_number")
-        .only("id", "session_id", "turn_number", "user_message", "assistant_response", "created_at")
-    )
-
-
 def turns_by_number(*, session_id: uuid.UUID, numbers: list[int]) -> dict[int, ChatTurn]:
-    """The session's turns with these numbers that were not rolled back, by number."""
+    """The session's turns with these numbers that were not rolled back (compacted ones
+    included: compaction flags turns, it does not delete them), by number."""
     return {
         turn.turn_number: turn
         for turn in ChatTurn.objects.filter(
             session_id=session_id, turn_number__in=numbers, rolled_back=False
         )
     }
+
+
+def turn_ids_by_number(*, session_id: Any, first: int, last: int) -> dict[int, int]:
+    """Turn id by number for the session's live turns numbered first..last: a cheap
+    look at a range (ids only) before reading the turns that need work."""
+    return dict(
+        ChatTurn.objects.filter(
+            session_id=session_id,
+            turn_number__gte=first,
+            turn_number__lte=last,
+            rolled_back=False,
+        ).values_list("turn_number", "pk")
+    )
 
 
 def turn_metadata_values(*, session: ChatSession, match: dict[str, Any], key: str) -> list[Any]:

@@ -2,7 +2,8 @@
 
 A long session grows the cost of resuming it. Once its tokens pass a threshold, the next
 turn is recorded in a successor session instead: same user and agent, linked by
-`previous_session`, carrying the state, metadata, focus, results, fetched items and cart;
+`previous_session`, carrying the external session id, state, metadata, focus, results,
+fetched items and cart;
 the old session is archived (its turns stay for audit). The successor's context reaches
 back through the link to the predecessor's summaries, milestones and open turns (see
 `memory_app.selectors.context`), so what was said before is still found.
@@ -56,6 +57,9 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
         tenant_id=session.tenant_id,
         user_id=session.user_id,
         agent_id=session.agent_id,
+        # The same conversation under the caller's id: resume by identity
+        # (`session_resume_or_create`) skips the archived predecessor and finds this one.
+        external_session_id=session.external_session_id,
         state=session.state,
         metadata=session.metadata,
         provider=session.provider,

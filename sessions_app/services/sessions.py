@@ -8,8 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sessions_app.errors import InvalidInput
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
+from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
 from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.turns import turn_record
@@ -39,6 +41,7 @@ def session_create(
     """A new session; budgets default to the tenant's, the TTL to the provider's default
     (see `default_ttl_seconds`)."""
     now = timezone.now()
+    _check_policy(tenant_id=tenant.pk, name=context_policy)
     provider = provider.strip().lower()
     ttl = ttl_seconds or default_ttl_seconds(provider)
     return ChatSession.objects.create(
@@ -60,6 +63,16 @@ def session_create(
         context_policy=context_policy,
         capture_prompts=capture_prompts,
     )
+
+
+def _check_policy(*, tenant_id: int, name: str) -> None:
+    """A session may only name a context policy its tenant has (400 on the field)."""
+    if not context_policy_exists(tenant_id=tenant_id, name=name):
+        names = ", ".join(context_policy_names(tenant_id=tenant_id))
+        raise InvalidInput(
+            f"Unknown context policy {name!r}.",
+            fields={"context_policy": [f"One of: {names}."]},
+        )
 
 
 def default_ttl_seconds(provider: str) -> int:
@@ -95,6 +108,8 @@ def session_update(
     `reasoning` and `changed_by`: the turn log then says who changed what and why, and
     rolling that turn back restores the state it replaced."""
     session_ensure_writable(session=session)
+    if context_policy is not UNSET and context_policy != session.context_policy:
+        _check_policy(tenant_id=session.tenant_id, name=context_policy)
     changed: list[str] = []
     for name, value in (
         ("metadata", metadata),

@@ -9,8 +9,10 @@ single route would have given it. What differs is the shape of the SQL:
    (`idempotency_claim_many`); replays and reused keys are answered from that read.
 2. One transaction does the rest: one statement locks the batch's sessions in id order
    and reads their carts (`sessions_lock_for_turns`, as the single route; the order
-   keeps concurrent batches from deadlocking), every item is priced and checked in
-   memory (an item that fails is answered alone and writes nothing), then one COPY of
+   keeps concurrent batches from deadlocking), every item is decided by the single
+   route's own `turn_draft` (writability, counts, reservation, rotation into a
+   successor, capture, pricing, per-turn ceilings, budget flag; an item that fails is
+   answered alone and writes nothing), then one COPY of
    the turns (their ids drawn from the sequence first), one of the steps, one UPDATE of
    all the sessions' counters (`sessions_save_counters`, as the single route) and one of
    the keys' stored responses.
@@ -23,24 +25,17 @@ in flight until `STALE_IN_FLIGHT`, exactly as for a crashed single turn.
 from __future__ import annotations
 
 import copy
-import json
-import operator
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Field, JSONField, Model
+from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import ApplicationError, IdempotencyKeyReused, InvalidInput, NotFound
-from sessions_app.hooks import turn_recorded
+from sessions_app.errors import ApplicationError, IdempotencyKeyReused, NotFound
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
-from sessions_app.selectors.budgets import budget_remaining
-from sessions_app.selectors.sessions import session_ensure_writable
-from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.idempotency import (
     KeyClaim,
     KeyedRequest,
@@ -48,18 +43,15 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
-from sessions_app.services.snapshots import session_workspace_snapshot
+from sessions_app.services.rows import rows_copy, rows_next_ids
 from sessions_app.services.turns import (
-    UNCHANGED,
-    StepInput,
+    TurnDraft,
+    TurnFields,
     TurnRecorded,
-    budget_exceeded_warning,
-    session_apply_turn,
     sessions_lock_for_turns,
     sessions_save_counters,
-    turn_price_steps,
-    turn_price_warnings,
-    turn_set_totals,
+    turn_announce,
+    turn_draft,
 )
 
 Render = Callable[[TurnRecorded, bool], dict[str, Any]]
@@ -67,12 +59,11 @@ Render = Callable[[TurnRecorded, bool], dict[str, Any]]
 
 @dataclass(frozen=True)
 class BatchTurn:
-    """One valid item: the session, `turn_record`'s keyword arguments, and its key with
+    """One valid item: the session, what `turn_record` would be given, and its key with
     the route scope and body fingerprint the single route would have used."""
 
     session_id: uuid.UUID
-    steps: list[StepInput]
-    fields: dict[str, Any]  # user_message, assistant_response, …, state (if given)
+    fields: TurnFields
     idempotency_key: str | None = None
     request_hash: str = ""
 
@@ -94,12 +85,10 @@ class BatchOutcome:
 
 @dataclass
 class _Pending:
-    """An item being recorded: its rows, built in memory before any write."""
+    """An item drafted for recording (see `turn_draft`), before any row is written."""
 
     index: int
-    item: BatchTurn
-    turn: ChatTurn
-    steps: list[TurnStep]
+    draft: TurnDraft
     recorded: TurnRecorded
     record_id: int | None = None
     later_of_session: bool = False
@@ -216,95 +205,64 @@ def _record(
     locked = sessions_lock_for_turns(
         tenant=tenant, ids=sorted({item.session_id for _, item in todo})
     )
+    # The session each id records into now: after a rotation, an item naming the
+    # archived session is refused (410, as the single route answers) while the
+    # successor is known only by its own id.
     sessions = {pk: entry.session for pk, entry in locked.items()}
-    refused: dict[uuid.UUID, ApplicationError] = {}
-    for session in sessions.values():
-        try:
-            session_ensure_writable(session=session, now=now)
-        except ApplicationError as exc:
-            refused[session.pk] = exc
-    # Nothing in a batch changes the workspace (focus, results, cart): one snapshot per
-    # session.
-    snapshots = {
-        session.pk: session_workspace_snapshot(session=session, cart=locked[session.pk].cart)
-        for session in sessions.values()
-        if session.pk not in refused
-    }
+    carts = {pk: entry.cart for pk, entry in locked.items()}
     touched: dict[uuid.UUID, ChatSession] = {}
     pending: list[_Pending] = []
     last_index: dict[uuid.UUID, int] = {}
 
     for index, item in todo:
-        found = sessions.get(item.session_id)
-        if found is None:
+        session = sessions.get(item.session_id)
+        if session is None:
             outcomes[index] = _failed(NotFound("Session not found."))
             continue
-        session = found
-        if session.pk in refused:
-            outcomes[index] = _failed(refused[session.pk])
-            continue
-        state = item.fields.get("state", UNCHANGED)
-        turn = ChatTurn(
-            tenant_id=session.tenant_id,
-            session=session,
-            turn_number=session.last_turn_number + 1,  # safe: the row is locked
-            user_message=item.fields.get("user_message", ""),
-            assistant_response=item.fields.get("assistant_response", ""),
-            intent_data=item.fields.get("intent_data") or {},
-            reasoning=item.fields.get("reasoning", ""),
-            metadata=item.fields.get("metadata") or {},
-            state_before=session.state,
-            state_after=session.state if state is UNCHANGED else state,
-            context_after=snapshots[session.pk],
-            idempotency_key=item.idempotency_key,
-        )
         try:
-            steps = turn_price_steps(turn=turn, session=session, steps=item.steps, at=now)
-        except InvalidInput as exc:
-            outcomes[index] = _failed(exc)
+            draft = turn_draft(
+                tenant=tenant,
+                session=session,
+                cart=carts[item.session_id],
+                fields=item.fields,
+                idempotency_key=item.idempotency_key,
+                now=now,
+            )
+        except ApplicationError as exc:
+            outcomes[index] = _failed(exc)  # decided before any write of this item
             continue
-        turn_set_totals(turn=turn, step_rows=steps, duration_ms=item.fields.get("duration_ms"))
-        # As the single route: the turn spends a budget reservation (only now, once the
-        # item can no longer fail: the batch's transaction keeps what it deletes).
-        budget_reservation_release(
-            session=session, reservation_id=item.fields.get("reservation_id"), now=now
-        )
-        turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]
-
-        # The session as the single route would leave it after this turn.
-        was_exceeded = budget_remaining(session).exceeded
-        session_apply_turn(session=session, turn=turn, state=state, now=now)
-        warnings = turn_price_warnings(steps)
-        if budget_remaining(session).exceeded:
-            warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
-        touched[session.pk] = session
-        last_index[session.pk] = len(pending)
+        if draft.session is not session:  # rotated: the old one is archived (and saved)
+            touched[session.pk] = session
+            sessions[draft.session.pk] = draft.session
+            carts[draft.session.pk] = carts[item.session_id]
+        touched[draft.session.pk] = draft.session
+        last_index[draft.session.pk] = len(pending)
         pending.append(
             _Pending(
                 index=index,
-                item=item,
-                turn=turn,
-                steps=steps,
+                draft=draft,
                 # A copy: later turns of the batch move the live instance on.
-                recorded=TurnRecorded(turn=turn, session=copy.copy(session), warnings=warnings),
+                recorded=TurnRecorded(
+                    turn=draft.turn, session=copy.copy(draft.session), warnings=draft.warnings
+                ),
                 record_id=claimed.get(index),
             )
         )
     if not pending:
         return outcomes
     for position, entry in enumerate(pending):
-        entry.later_of_session = last_index[entry.turn.session_id] != position
+        entry.later_of_session = last_index[entry.draft.turn.session_id] != position
 
-    turns = [entry.turn for entry in pending]
-    for turn, pk in zip(turns, _next_ids(ChatTurn, len(turns)), strict=True):
+    turns = [entry.draft.turn for entry in pending]
+    for turn, pk in zip(turns, rows_next_ids(ChatTurn, len(turns)), strict=True):
         turn.pk = pk
     steps = []
-    for turn in turns:
-        for step in turn._prefetched_objects_cache["steps"]:  # type: ignore[attr-defined]
-            step.turn_id = turn.pk
+    for entry in pending:
+        for step in entry.draft.steps:
+            step.turn_id = entry.draft.turn.pk
             steps.append(step)
-    _copy_rows(ChatTurn, turns, now=now)
-    _copy_rows(TurnStep, steps, now=now, with_pk=False)
+    rows_copy(ChatTurn, turns, now=now)
+    rows_copy(TurnStep, steps, now=now, with_pk=False)
     sessions_save_counters(list(touched.values()))
 
     responses: dict[int, tuple[int, dict[str, Any]]] = {}
@@ -318,73 +276,12 @@ def _record(
     return outcomes
 
 
-def _next_ids(model: type[Model], count: int) -> list[int]:
-    """`count` ids from the table's identity sequence, so that the turns can be written
-    by COPY (which returns nothing) and their steps still name them."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [model._meta.db_table, model._meta.pk.column, count],  # type: ignore[union-attr]
-        )
-        return [int(row[0]) for row in cursor.fetchall()]
-
-
-def _column_value(field: Field[Any, Any], now: datetime) -> Callable[[Model], Any]:
-    """How COPY gets one field's value from an instance. The ORM's per-value preparation
-    was a third of a batch's CPU; psycopg adapts these Python values itself, except JSON,
-    which is written as its text. Built from the model's fields, so columns added to the
-    model later are written too."""
-    attname = field.attname
-    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-
-        def stamped(obj: Model) -> Any:
-            setattr(obj, attname, now)
-            return now
-
-        return stamped
-    if isinstance(field, JSONField):
-
-        def as_json(obj: Model) -> Any:
-            value = getattr(obj, attname)
-            return None if value is None and field.null else json.dumps(value, cls=field.encoder)
-
-        return as_json
-    return operator.attrgetter(attname)
-
-
-def _copy_rows(
-    model: type[Model], objects: list[Any], *, now: datetime, with_pk: bool = True
-) -> None:
-    """Write `objects` with one COPY, then mark them saved."""
-    if not objects:
-        return
-    fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
-    values = [_column_value(f, now) for f in fields]
-    table = connection.ops.quote_name(model._meta.db_table)
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
-    ):
-        for obj in objects:
-            copy.write_row([value(obj) for value in values])
-    for obj in objects:
-        obj._state.adding = False
-        obj._state.db = connection.alias
-
-
 def _announce(pending: list[_Pending]) -> None:
-    """`turn_recorded` once per turn, in order, after commit. `session_turns_follow`
-    tells receivers that judge the session as a whole (compaction, runaway) that a later
-    turn of the same session comes in this batch, so they may wait for that one."""
+    """`turn_recorded` once per turn, in order, after commit; every turn of a session
+    but its last in the batch says that more follow."""
     for entry in pending:
-        session = entry.recorded.session
-        turn_recorded.send(
-            sender=ChatTurn,
-            turn_id=entry.turn.pk,
-            session_id=session.pk,
-            tenant_id=session.tenant_id,
-            turn=entry.turn,
-            session=session,
+        turn_announce(
+            turn=entry.draft.turn,
+            session=entry.recorded.session,
             session_turns_follow=entry.later_of_session,
         )

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -26,12 +28,13 @@ from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.hooks import StepUsage, price_step, turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
-from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.selectors.sessions import NEWEST_STEP_MODEL, session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.capture import capture_capped, capture_enabled
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
+from sessions_app.services.rows import rows_copy, rows_insert
 from sessions_app.services.snapshots import (
     EMPTY_WORKSPACE,
     session_workspace_restore,
@@ -77,9 +80,9 @@ class TurnRecorded:
 # cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
 # UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
 # the KEY SHARE locks that inserts referencing the session take for their foreign keys.
-# Fixed SQL, so that nothing compiles it per turn.
+# Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
 _LOCK_SQL = """
-SELECT s.*, ARRAY(
+SELECT {columns}, ARRAY(
     SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
       FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
 ) AS cart_json
@@ -88,6 +91,24 @@ SELECT s.*, ARRAY(
  ORDER BY s.id
    FOR NO KEY UPDATE OF s
 """
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+@cache
+def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
+    """The lock statement and, per column needing one, the converters the ORM would
+    apply (JSON text to Python, …), worked out once instead of per query as a raw
+    queryset does."""
+    fields = ChatSession._meta.concrete_fields
+    columns = ", ".join(f"s.{connection.ops.quote_name(str(f.column))}" for f in fields)
+    converters = []
+    for position, model_field in enumerate(fields):
+        column = model_field.get_col("s")
+        found = connection.ops.get_db_converters(column) + model_field.get_db_converters(connection)
+        if found:
+            converters.append((position, found, column))
+    return _LOCK_SQL.format(columns=columns), converters
 
 
 @dataclass(frozen=True)
@@ -104,13 +125,21 @@ def sessions_lock_for_turns(
     """Lock the tenant's sessions among `ids`, in id order (so that two writers sharing
     sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
     are absent from the answer."""
-    return {
-        session.pk: LockedSession(
-            session=session,
-            cart=[json.loads(row) for row in session.cart_json],  # type: ignore[attr-defined]
+    sql, converters = _session_reader()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant.pk, ids])
+        rows = cursor.fetchall()
+    locked = {}
+    for row in rows:
+        values = list(row[:-1])
+        for position, functions, column in converters:
+            for convert in functions:
+                values[position] = convert(values[position], column, connection)
+        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]
+        locked[session.pk] = LockedSession(
+            session=session, cart=[json.loads(item) for item in row[-1]]
         )
-        for session in ChatSession.objects.raw(_LOCK_SQL, [tenant.pk, ids])
-    }
+    return locked
 
 
 def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
@@ -155,6 +184,15 @@ _SAVE_COUNTERS_SQL = (
 )
 
 
+# The same for one session (the single route): plain parameters, which psycopg adapts
+# at a fraction of the cost of typed arrays.
+_SAVE_ONE_COUNTERS_SQL = (
+    "UPDATE chat_session SET "  # noqa: S608
+    + ", ".join(f"{name} = %s::{kind}" for name, kind in _COUNTER_COLUMNS.items())
+    + ", state = %s::jsonb WHERE id = %s"
+)
+
+
 def sessions_save_counters(sessions: list[ChatSession]) -> None:
     """Write what recording turns changed on these locked sessions (counters, activity,
     expiry, status, state, budget flag) in one UPDATE for all of them. The rows are
@@ -162,6 +200,15 @@ def sessions_save_counters(sessions: list[ChatSession]) -> None:
     rows' values: no other writer can have moved them. A fixed statement, so that
     neither the ORM nor PostgreSQL compiles it per turn."""
     if not sessions:
+        return
+    if len(sessions) == 1:
+        (session,) = sessions
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _SAVE_ONE_COUNTERS_SQL,
+                [getattr(session, name) for name in _COUNTER_COLUMNS]
+                + [json.dumps(session.state), session.pk],
+            )
         return
     params: list[Any] = [[session.pk for session in sessions]]
     params += [[getattr(session, name) for session in sessions] for name in _COUNTER_COLUMNS]
@@ -317,74 +364,105 @@ def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
     )
 
 
-@transaction.atomic
-def turn_record(
+def steps_validate(steps: list[StepInput]) -> None:
+    """InvalidInput for counts that do not add up, before anything is written for the
+    turn (a batch refuses just that item)."""
+    for order, step in enumerate(steps):
+        try:
+            step.counts.validate(prefix=f"steps.{order}.")
+        except UsageError as exc:
+            raise InvalidInput(fields={exc.field: [exc.message]}) from exc
+
+
+@dataclass(frozen=True)
+class TurnFields:
+    """What a client sends for one turn besides its session and key (both routes)."""
+
+    steps: list[StepInput]
+    user_message: str = ""
+    assistant_response: str = ""
+    intent_data: dict[str, Any] | None = None
+    reasoning: str = ""
+    metadata: dict[str, Any] | None = None
+    state: dict[str, Any] = UNCHANGED
+    duration_ms: int | None = None
+    reservation_id: uuid.UUID | None = None
+    kind: str = TurnKind.EXCHANGE
+    changed_by: str = ""
+
+
+@dataclass
+class TurnDraft:
+    """One turn decided under its session's lock, not yet inserted: the turn with its
+    totals and flag, its priced steps, and the session (a successor after rotation)
+    moved on in memory."""
+
+    turn: ChatTurn
+    steps: list[TurnStep]
+    session: ChatSession
+    warnings: list[TurnWarning]
+
+
+def turn_draft(
     *,
     tenant: Tenant,
-    session_id: uuid.UUID | str,
-    steps: list[StepInput],
-    user_message: str = "",
-    assistant_response: str = "",
-    intent_data: dict[str, Any] | None = None,
-    reasoning: str = "",
-    metadata: dict[str, Any] | None = None,
-    state: dict[str, Any] = UNCHANGED,
-    duration_ms: int | None = None,
-    idempotency_key: str | None = None,
-    kind: str = TurnKind.EXCHANGE,
-    changed_by: str = "",
-    reservation_id: uuid.UUID | None = None,
-    now: datetime | None = None,
-) -> TurnRecorded:
-    """Store one turn with its steps and add them to the session's totals.
-
-    `state`, when given, replaces the session's state (state_before/after are kept on
-    the turn). A turn past the budget is still stored; the session gets
-    `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
-    budget reservation (`reservation_id`, else the session's oldest live one). Receivers
-    of `turn_recorded` hear of the turn after commit."""
-    now = now or timezone.now()
-    locked = _lock_session(tenant=tenant, session_id=session_id)
-    session = locked.session
+    session: ChatSession,
+    cart: list[dict[str, Any]],
+    fields: TurnFields,
+    idempotency_key: str | None,
+    now: datetime,
+) -> TurnDraft:
+    """Everything either route decides for one turn, in one place, so the single and the
+    batch route cannot drift: writability (410), counts (400), the budget reservation it
+    spends, rotation (a successor opens when the session passed its token threshold),
+    numbering, state chaining, the workspace snapshot, prompt capture, pricing, totals,
+    the per-turn ceilings (`over_limit`), the session's counters and budget flag, and
+    the warnings. `session` is locked by the caller (`sessions_lock_for_turns`), inside
+    its transaction; the session's counters are moved on the instance (written later by
+    `sessions_save_counters`). Raises before writing anything, so a batch can refuse
+    the item alone; the only writes (reservation, rotation) come after every check."""
     session_ensure_writable(session=session, now=now)
-    budget_reservation_release(session=session, reservation_id=reservation_id, now=now)
+    steps_validate(fields.steps)
+    budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
     rotated_from: ChatSession | None = None
-    if kind == TurnKind.EXCHANGE and rotation_due(session):
+    if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
         rotated_from, session = session, session_rotate(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
-    state_before = session.state
-    state_after = state_before if state is UNCHANGED else state
+    state = fields.state
     turn = ChatTurn(
         tenant_id=session.tenant_id,
         session=session,
         turn_number=session.last_turn_number + 1,  # safe: the row is locked
-        kind=kind,
-        changed_by=changed_by,
-        user_message=user_message,
-        assistant_response=assistant_response,
-        intent_data=intent_data or {},
-        reasoning=reasoning,
-        metadata=metadata or {},
-        state_before=state_before,
-        state_after=state_after,
-        context_after=session_workspace_snapshot(session=session, cart=locked.cart),
+        kind=fields.kind,
+        changed_by=fields.changed_by,
+        user_message=fields.user_message,
+        assistant_response=fields.assistant_response,
+        intent_data=fields.intent_data or {},
+        reasoning=fields.reasoning,
+        metadata=fields.metadata or {},
+        state_before=session.state,
+        state_after=session.state if state is UNCHANGED else state,
+        context_after=session_workspace_snapshot(session=session, cart=cart),
         idempotency_key=idempotency_key,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
-    # once, with its totals (an insert then an update cost a query per turn).
-    capture = any(s.prompt is not None or s.completion for s in steps) and capture_enabled(
-        session=session, tenant=tenant
+    # once, with its totals.
+    capture = any(s.prompt is not None or s.completion for s in fields.steps) and (
+        capture_enabled(session=session, tenant=tenant)
     )
-    step_rows = turn_price_steps(turn=turn, session=session, steps=steps, at=now, capture=capture)
-    turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=duration_ms)
+    step_rows = turn_price_steps(
+        turn=turn, session=session, steps=fields.steps, at=now, capture=capture
+    )
+    turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=fields.duration_ms)
     turn.over_limit = turn_limits_passed(turn)
-    turn.save()
-    TurnStep.objects.bulk_create(step_rows)  # takes turn_id from the now saved turn
+    newest_model = next((row.model for row in reversed(step_rows) if row.model), "")
+    if newest_model:
+        setattr(session, NEWEST_STEP_MODEL, newest_model)  # see `session_model`
     # The response lists the steps: serve them from memory, not from another query.
     turn._prefetched_objects_cache = {"steps": step_rows}  # type: ignore[attr-defined]
-
     session_apply_turn(session=session, turn=turn, state=state, now=now)
+
     warnings = turn_price_warnings(step_rows)
     if turn.over_limit:
         warnings.append(
@@ -410,18 +488,93 @@ def turn_record(
         )
     if budget_remaining(session).exceeded:
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
-    sessions_save_counters([session])
-    transaction.on_commit(
-        lambda: turn_recorded.send(
-            sender=ChatTurn,
-            turn_id=turn.pk,
-            session_id=session.pk,
-            tenant_id=session.tenant_id,
-            turn=turn,
-            session=session,
-        )
+    return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)
+
+
+def turns_insert(drafts: list[TurnDraft], *, now: datetime) -> None:
+    """Insert a few drafted turns and their steps: the turns by one fixed INSERT (their
+    ids come back), the steps by COPY (nothing to return; for three steps it cost half
+    an INSERT, whose 60-odd parameters psycopg re-parses on every call)."""
+    rows_insert(ChatTurn, [draft.turn for draft in drafts], now=now)
+    steps = []
+    for draft in drafts:
+        for step in draft.steps:
+            step.turn_id = draft.turn.pk
+            steps.append(step)
+    rows_copy(TurnStep, steps, now=now, with_pk=False)
+
+
+def turn_announce(
+    *, turn: ChatTurn, session: ChatSession, session_turns_follow: bool = False
+) -> None:
+    """`turn_recorded` for a committed turn. `session_turns_follow` tells receivers that
+    judge the session as a whole (compaction, runaway) that a later turn of the same
+    session follows in the same batch, so they may wait for that one."""
+    turn_recorded.send(
+        sender=ChatTurn,
+        turn_id=turn.pk,
+        session_id=session.pk,
+        tenant_id=session.tenant_id,
+        turn=turn,
+        session=session,
+        session_turns_follow=session_turns_follow,
     )
-    return TurnRecorded(turn=turn, session=session, warnings=warnings)
+
+
+@transaction.atomic
+def turn_record(
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    steps: list[StepInput],
+    user_message: str = "",
+    assistant_response: str = "",
+    intent_data: dict[str, Any] | None = None,
+    reasoning: str = "",
+    metadata: dict[str, Any] | None = None,
+    state: dict[str, Any] = UNCHANGED,
+    duration_ms: int | None = None,
+    idempotency_key: str | None = None,
+    kind: str = TurnKind.EXCHANGE,
+    changed_by: str = "",
+    reservation_id: uuid.UUID | None = None,
+    now: datetime | None = None,
+) -> TurnRecorded:
+    """Store one turn with its steps and add them to the session's totals.
+
+    `state`, when given, replaces the session's state (state_before/after are kept on
+    the turn). A turn past the budget is still stored; the session gets
+    `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
+    budget reservation (`reservation_id`, else the session's oldest live one). What is
+    decided for the turn is `turn_draft`'s, shared with the batch route. Receivers of
+    `turn_recorded` hear of the turn after commit."""
+    now = now or timezone.now()
+    locked = _lock_session(tenant=tenant, session_id=session_id)
+    draft = turn_draft(
+        tenant=tenant,
+        session=locked.session,
+        cart=locked.cart,
+        fields=TurnFields(
+            steps=steps,
+            user_message=user_message,
+            assistant_response=assistant_response,
+            intent_data=intent_data,
+            reasoning=reasoning,
+            metadata=metadata,
+            state=state,
+            duration_ms=duration_ms,
+            reservation_id=reservation_id,
+            kind=kind,
+            changed_by=changed_by,
+        ),
+        idempotency_key=idempotency_key,
+        now=now,
+    )
+    turns_insert([draft], now=now)
+    sessions_save_counters([draft.session])
+    turn, session = draft.turn, draft.session
+    transaction.on_commit(lambda: turn_announce(turn=turn, session=session))
+    return TurnRecorded(turn=turn, session=session, warnings=draft.warnings)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from analytics_app.services.rollups import rollups_fill
 from analytics_app.services.runaway import runaway_check_session
 from sessions_app.models import ChatSession, Tenant
-from tests.analytics_app.factories import Step, make_session, record_turn
+from tests.analytics_app.factories import Step, make_session, record_turn, set_price
 
 pytestmark = pytest.mark.django_db
 
@@ -30,17 +30,18 @@ def staff_client() -> Client:
 def seed(tenant: Tenant) -> ChatSession:
     """Two days of traffic, one expensive session past its budget."""
     yesterday = timezone.now() - timedelta(days=1)
+    set_price("gpt-4o", input_per_million="20", output_per_million="0")  # $0.40 a 20k call
     big = make_session(tenant, user_id="whale", agent_id="researcher", budget_usd=Decimal("1"))
     small = make_session(tenant, user_id="minnow", agent_id="shop")
     for n in range(6):
         record_turn(
             big,
-            [Step(model="gpt-4o", input_tokens=20_000, cost_usd=Decimal("0.40"))],
+            [Step(model="gpt-4o", input_tokens=20_000)],
             at=yesterday + timedelta(minutes=n),
         )
         record_turn(
             small,
-            [Step(), Step(step_type="search", model="mystery", cost_usd=None, success=n % 2 == 0)],
+            [Step(), Step(step_type="search", model="mystery", success=n % 2 == 0)],
             at=yesterday + timedelta(minutes=n),
         )
     rollups_fill()
@@ -178,13 +179,13 @@ def test_dashboard_is_exact_before_the_first_fill_and_between_fills(
     """Right after `make run` no fill has run: the totals, charts, breakdowns and top
     users must already show the spend the session table shows, and after a fill, the
     steps recorded since are added to the rollups, never counted twice."""
+    set_price("claude-x", input_per_million="200", output_per_million="500")  # $0.25 a turn
     session = make_session(tenant, user_id="early-bird", agent_id="planner")
     now = timezone.now()
     for n in range(3):
         record_turn(
             session,
-            [Step(model="claude-x", input_tokens=1000, output_tokens=100,
-                  cost_usd=Decimal("0.25"))],
+            [Step(model="claude-x", input_tokens=1000, output_tokens=100)],
             at=now - timedelta(minutes=10 - n),
         )  # fmt: skip
     url = reverse("dashboard-spend")
@@ -199,7 +200,7 @@ def test_dashboard_is_exact_before_the_first_fill_and_between_fills(
     assert "no fill yet" not in staff_client.get(url).content.decode()
     record_turn(
         session,
-        [Step(model="claude-x", input_tokens=1000, output_tokens=100, cost_usd=Decimal("0.25"))],
+        [Step(model="claude-x", input_tokens=1000, output_tokens=100)],
         at=now,
     )
     html = staff_client.get(url).content.decode()

@@ -15,7 +15,7 @@ from analytics_app.models import RollupFillState, SpendRollup, UserSpendRollup
 from analytics_app.services.rollups import RollupFiller, rollups_fill
 from sessions_app.models import TurnStep
 from sessions_app.services.api_keys import tenant_get_or_create
-from tests.analytics_app.factories import Step, make_session, record_turn
+from tests.analytics_app.factories import Step, make_session, record_turn, set_price
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +37,7 @@ def seed_random_spend(seed: int, turns: int = 120) -> None:
     """Turns over three days, several tenants, users, agents and models, with anomalies:
     unknown models (no price), zero cost with tokens, negative cost, failures."""
     rng = random.Random(seed)
+    set_price("local-llama", input_per_million="0", output_per_million="0")  # free, with tokens
     tenants = [tenant_get_or_create(name=f"t{seed}-{i}") for i in range(3)]
     sessions = [
         make_session(rng.choice(tenants), user_id=f"user{rng.randint(1, 4)}", agent_id=agent)
@@ -45,23 +46,30 @@ def seed_random_spend(seed: int, turns: int = 120) -> None:
     for _ in range(turns):
         steps = []
         for _ in range(rng.randint(1, 4)):
-            cost = rng.choice(
-                [Decimal(rng.randint(1, 10**6)) / 10**8, None, Decimal(0), Decimal("-0.0001")]
-            )
+            input_tokens = rng.randint(0, 5000)
             steps.append(
                 Step(
                     step_type=rng.choice(["intent", "filter", "search", "response"]),
-                    model=rng.choice(["gpt-4o-mini", "gemini-1.5-pro", "mystery-model", ""]),
-                    input_tokens=rng.randint(0, 5000),
+                    model=rng.choice(
+                        ["gpt-4o-mini", "gemini-1.5-pro", "local-llama", "mystery-model", ""]
+                    ),
+                    input_tokens=input_tokens,
                     output_tokens=rng.randint(0, 800),
-                    cached_tokens=rng.randint(0, 100),
-                    cost_usd=cost,
+                    # Cached tokens are part of the input (the service refuses more).
+                    cached_tokens=rng.randint(0, min(100, input_tokens)),
                     success=rng.random() > 0.2,
                     error=None,
                 )
             )
         at = START + timedelta(seconds=rng.randint(0, 3 * 24 * 3600))
         record_turn(rng.choice(sessions), steps, at=at)
+    # No price is negative (a check constraint on model_price), so turn_record never
+    # writes a negative cost; the column allows one (a provider credit imported, a row
+    # fixed by hand), and the rollups must count it rather than net it away. Set on a
+    # random fifth of the priced steps, directly.
+    priced = list(TurnStep.objects.filter(cost_usd__gt=0).values_list("pk", flat=True))
+    negative = rng.sample(priced, k=max(1, len(priced) // 5))
+    TurnStep.objects.filter(pk__in=negative).update(cost_usd=Decimal("-0.0001"))
 
 
 def direct(unit: str, keys: list[str]) -> dict[tuple, dict[str, object]]:

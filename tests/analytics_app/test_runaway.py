@@ -6,7 +6,6 @@ import hashlib
 import hmac
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 
 import pytest
 from django.test import override_settings
@@ -20,7 +19,7 @@ from analytics_app.tasks import runaway_alert_deliver, runaway_scan_task
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, Tenant
 from sessions_app.services.runaway import session_clear_runaway
-from tests.analytics_app.factories import Step, make_session, record_turn
+from tests.analytics_app.factories import Step, make_session, record_turn, set_price
 from tests.analytics_app.webhook import WebhookReceiver, webhook_receiver
 
 SECRET = "test-webhook-secret"
@@ -31,8 +30,7 @@ FAILING = Step(
     step_type="tool_call",
     model="claude-sonnet-4",
     input_tokens=7000,
-    output_tokens=300,
-    cost_usd=Decimal("0.0255"),
+    output_tokens=300,  # $0.0255 at the loaded claude-sonnet-4 price
     success=False,
     error="ValidationError: tool output does not match the schema",
 )
@@ -217,11 +215,10 @@ def test_token_velocity_over_the_window_is_runaway(tenant: Tenant) -> None:
 @pytest.mark.django_db
 @override_settings(ENGRAM_RUNAWAY_MAX_USD_PER_WINDOW=1.0)
 def test_cost_velocity_over_the_window_is_runaway(tenant: Tenant) -> None:
+    set_price("o1", input_per_million="2000", output_per_million="0")  # $0.30 a 150-token call
     session = make_session(tenant)
     for n in range(5):
-        record_turn(
-            session, [Step(model="o1", cost_usd=Decimal("0.30"))], at=NIGHT + timedelta(seconds=n)
-        )
+        record_turn(session, [Step(model="o1")], at=NIGHT + timedelta(seconds=n))
     assert runaway_check_session(session_id=session.pk, now=NIGHT + timedelta(minutes=1)) == (
         "cost_velocity"
     )

@@ -17,7 +17,13 @@ from playwright.sync_api import Browser
 from analytics_app.services.rollups import rollups_fill
 from analytics_app.services.runaway import runaway_check_session
 from sessions_app.services.api_keys import tenant_get_or_create
-from tests.analytics_app.factories import Step, make_session, record_turn
+from tests.analytics_app.factories import (
+    Step,
+    make_session,
+    record_turn,
+    set_price,
+    without_memory_reactions,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,24 +48,30 @@ def seed_spend() -> str:
     """A day of traffic from two agents, one of them past its budget (runaway)."""
     tenant = tenant_get_or_create(name="acme")
     at = timezone.now() - timedelta(days=1)
+    # The loop's tool call is made expensive: 7,000 in + 20 out tokens cost $0.50.
+    set_price("claude-sonnet-4", input_per_million="70", output_per_million="500")
+    # The calm agent's responder is priced like gpt-4o-mini: each of its steps $0.0000345.
+    set_price("gpt-4o", input_per_million="0.15", output_per_million="0.60")
     loop = make_session(tenant, user_id="night-owl", agent_id="shop", budget_usd=Decimal("2"))
     calm = make_session(tenant, user_id="day-user", agent_id="support")
-    for n in range(8):
-        record_turn(
-            loop,
-            [
-                Step(
-                    step_type="tool_call",
-                    model="claude-sonnet-4",
-                    input_tokens=7000,
-                    cost_usd=Decimal("0.5"),
-                )
-            ],
-            at=at + timedelta(minutes=n),
-        )
-        record_turn(
-            calm, [Step(), Step(step_type="response", model="gpt-4o")], at=at + timedelta(minutes=n)
-        )
+    with without_memory_reactions():  # a spend page: memory_app's reactions play no part
+        for n in range(8):
+            record_turn(
+                loop,
+                [
+                    Step(
+                        step_type="tool_call",
+                        model="claude-sonnet-4",
+                        input_tokens=7000,
+                    )
+                ],
+                at=at + timedelta(minutes=n),
+            )
+            record_turn(
+                calm,
+                [Step(), Step(step_type="response", model="gpt-4o")],
+                at=at + timedelta(minutes=n),
+            )
     rollups_fill()
     runaway_check_session(session_id=loop.pk, now=at + timedelta(minutes=9))
     user_model = get_user_model()

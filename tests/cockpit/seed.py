@@ -20,7 +20,13 @@ from sessions_app.services.api_keys import tenant_get_or_create
 from sessions_app.services.references import session_focus_set
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add
-from tests.analytics_app.factories import Step, make_session, record_turn
+from tests.analytics_app.factories import (
+    Step,
+    make_session,
+    record_turn,
+    set_price,
+    without_memory_reactions,
+)
 
 MESSAGES = [
     "I need a laptop for video editing, budget 1500 euros",
@@ -47,31 +53,35 @@ class World:
 def seed_world() -> World:
     tenant = tenant_get_or_create(name="acme")
     at = timezone.now() - timedelta(hours=20)
+    # The night's tool call is made expensive: 7,000 in + 20 out tokens cost $0.50.
+    set_price("claude-sonnet-4", input_per_million="70", output_per_million="500")
     costly = make_session(tenant, user_id="night-owl", agent_id="shop", budget_usd=Decimal("2"))
     # Per-session thresholds have no API yet: set as the window tests do.
     ChatSession.objects.filter(pk=costly.pk).update(compact_keep_last_turns=2)
     calm = make_session(tenant, user_id="day-user", agent_id="support")
     turns = []
-    for n, message in enumerate(MESSAGES):
-        turns.append(
-            record_turn(
-                costly,
-                [
-                    Step(step_type="intent", model="gpt-4o-mini"),
-                    Step(
-                        step_type="tool_call",
-                        model="claude-sonnet-4",
-                        input_tokens=7000,
-                        cost_usd=Decimal("0.5"),
-                        success=n != 3,
-                        error=None if n != 3 else "tool timeout after 30s",
-                    ),
-                ],
-                at=at + timedelta(minutes=n),
-                user_message=message,
+    # The world's memories are written by hand below (known contents and versions);
+    # memory_app's extraction from these turns would add its own copies of the same facts.
+    with without_memory_reactions():
+        for n, message in enumerate(MESSAGES):
+            turns.append(
+                record_turn(
+                    costly,
+                    [
+                        Step(step_type="intent", model="gpt-4o-mini"),
+                        Step(
+                            step_type="tool_call",
+                            model="claude-sonnet-4",
+                            input_tokens=7000,
+                            success=n != 3,
+                            error=None if n != 3 else "tool timeout after 30s",
+                        ),
+                    ],
+                    at=at + timedelta(minutes=n),
+                    user_message=message,
+                )
             )
-        )
-        record_turn(calm, [Step()], at=at + timedelta(minutes=n), user_message="hi")
+            record_turn(calm, [Step()], at=at + timedelta(minutes=n), user_message="hi")
     session_results_store(
         session=costly,
         query="laptop 32GB",

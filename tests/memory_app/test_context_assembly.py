@@ -243,6 +243,7 @@ def test_empty_session_gives_an_empty_context(tenant: Tenant, api: APIClient) ->
 def test_memories_that_go_into_the_context_count_as_read(tenant: Tenant, api: APIClient) -> None:
     """Serving the context records access only for the memories it included."""
     from memory_app.models import Memory
+    from memory_app.services.access import memory_access_flush
     from memory_app.services.memories import MemoryDraft, memory_add
 
     memory_add(
@@ -253,6 +254,8 @@ def test_memories_that_go_into_the_context_count_as_read(tenant: Tenant, api: AP
     record(tenant, session, "hi", "hello")
     memory = Memory.objects.get(user_id="u1")
     _get(api, session.pk, budget=800)  # no query: no memory is searched or included
+    memory_access_flush()
     assert Memory.objects.get(pk=memory.pk).access_count == memory.access_count
     _get(api, session.pk, query="which screen finish", budget=800)
+    memory_access_flush()
     assert Memory.objects.get(pk=memory.pk).access_count == memory.access_count + 1

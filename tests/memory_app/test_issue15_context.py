@@ -134,7 +134,8 @@ def test_two_named_policies_compared_on_one_session(api: APIClient, tenant: Tena
 
     default = context(api, sid)
     assert default["policy"] == {"name": "default", "keep_last_turns": 2, "memory_limit": 12,
-                                 "compression": True}  # fmt: skip
+                                 "compression": True, "origin": "default",
+                                 "predecessor_depth": 3}  # fmt: skip
     assert sorted(reserved(default)) == ["turn:5", "turn:6"]
     assert "summary" in default["parts"]
     assert "turn:1" not in {item["key"] for item in default["included"]}

@@ -194,7 +194,10 @@ def test_user_export_holds_everything_erasure_removes(
     assert {m["id"] for m in doc["memories"]} == {a["id"], b["id"]}
     assert "embedding" not in doc["memories"][0]
     assert [v["content"] for v in doc["memory_versions"]] == ["Works nights"]
-    assert len(doc["memory_relations"]) == 1
+    # The caller's edge, and the update's: b now supersedes its version 1.
+    assert sorted((r["type"], r["target_version"]) for r in doc["memory_relations"]) == [
+        ("related_to", None), ("supersedes", 1)
+    ]  # fmt: skip
     assert "tenant_id" not in json.dumps(doc)
 
     assert other_api.get("/api/v1/users/alice/export").json()["sessions"] == []

@@ -27,16 +27,23 @@ from tests.memory_app.retrieval_data import generate, generate_dialogues
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "RESULTS.md"
 START, END = "<!-- retrieval-eval:start -->", "<!-- retrieval-eval:end -->"
+# The neighbour questions' table, right after the main one.
+THREAD_START, THREAD_END = (
+    "<!-- retrieval-eval-thread:start -->",
+    "<!-- retrieval-eval-thread:end -->",
+)
 MODES = ("vector", "lexical", "hybrid")
 
 
-def _write_results(table: str) -> None:
+def _write_results(table: str, start: str = START, end: str = END) -> None:
     if os.environ.get("ENGRAM_WRITE_RESULTS") != "1":
         return
-    block = f"{START}\n{table}\n{END}"
+    block = f"{start}\n{table}\n{end}"
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if START in text and END in text:
-        text = re.sub(re.escape(START) + ".*?" + re.escape(END), block, text, flags=re.S)
+    if start in text and end in text:
+        text = re.sub(re.escape(start) + ".*?" + re.escape(end), block, text, flags=re.S)
+    elif END in text:  # a further table of the same section: after the main one
+        text = text.replace(END, f"{END}\n\n{block}", 1)
     else:
         text = text.rstrip() + f"\n\n## B2-memory: retrieval evaluation\n\n{block}\n"
     RESULTS.parent.mkdir(exist_ok=True)
@@ -175,6 +182,7 @@ def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Te
                 f"| {recall(variant, mode, 5):.3f} |"
             )
     print("\n" + "\n".join(lines))
+    _write_results("\n".join(lines), THREAD_START, THREAD_END)
     assert recall("thread", "hybrid", 5) > recall("loose", "hybrid", 5) + 0.2
     assert recall("thread", "lexical", 5) > recall("loose", "lexical", 5) + 0.2
     assert recall("thread", "hybrid", 5) >= recall("thread", "vector", 5)

@@ -101,6 +101,41 @@ def test_a_turn_is_found_by_the_words_of_its_neighbours(tenant: Tenant) -> None:
     assert all(0.0 <= hit.parts["relevance"] <= 1.0 for hit in hybrid.hits)
 
 
+def test_the_line_that_says_it_ranks_above_the_lines_around_it(tenant: Tenant) -> None:
+    """BM25F: a word of a memory's own text counts twice, a neighbour's once. Every window
+    around the Kyoto line holds the query's words once; the Kyoto line's own window is the
+    longest of them, so with the window alone (one field) length normalisation would put
+    the line that says it below its neighbours."""
+    lines = [
+        "Ana: How was the weekend? Anything fun with the family, the garden or the neighbours?",
+        "Ben: We spent Saturday at the lake house with my sister, her husband and their boys.",
+        "Ana: I finally booked the Kyoto trip.",
+        "Ben: Nice.",
+        "Ana: Rain all week.",
+    ]
+    memories = _thread(tenant, "ben", lines)
+    query = "Kyoto trip booked"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, length(lexical_vector) FROM memory WHERE user_id = 'ben'"
+            " AND thread_context ILIKE '%%kyoto%%'"
+        )
+        lengths = dict(cursor.fetchall())
+    assert set(lengths) == {memory.pk for memory in memories[1:5]}
+    assert max(lengths, key=lambda pk: lengths[pk]) == memories[2].pk
+    for mode in ("lexical", "hybrid"):
+        found = memory_search(
+            tenant=tenant, actor=Actor("ben"), query=query, user_id="ben", mode=mode
+        )
+        assert found.hits[0].memory.pk == memories[2].pk, mode
+    lexical = memory_search(
+        tenant=tenant, actor=Actor("ben"), query=query, user_id="ben", mode="lexical"
+    )
+    scores = {hit.memory.pk: hit.parts["lexical"] for hit in lexical.hits}
+    assert set(scores) == set(lengths)  # the neighbours are still found by its words
+    assert all(scores[memories[2].pk] > scores[pk] for pk in lengths if pk != memories[2].pk)
+
+
 def test_windows_are_right_whatever_order_the_turns_arrive_in(tenant: Tenant) -> None:
     # Arrive shuffled: each arrival rewrites the windows it falls in.
     orders = [3, 0, 5, 1, 4, 2]

@@ -1,11 +1,13 @@
 """A real Celery worker killed with SIGKILL half-way through a compaction.
 
 The worker is a subprocess (`celery -A config worker --pool solo`) on the test's own
-PostgreSQL database and Valkey broker. Compaction pauses inside its write transaction —
-after the summary row and half of the `compacted` flags are written — via the test hook
-ENGRAM_COMPACTION_TEST_PAUSE_SECONDS, touching a marker file; the test kills the worker
-there, then runs the task again. Outcome: exactly one summary for the span, every turn
-still there, flags consistent with the summary.
+PostgreSQL database and Valkey broker. The test holds, from a connection of its own, a row
+lock on the last turn of the span to be compacted; the worker's compaction then blocks
+inside its write transaction, after the summary row is inserted, while flagging the
+span's turns `compacted` — a real wait PostgreSQL reports, not a hook in the code. The
+test kills the worker there, releases its lock, then runs the task again. Outcome:
+exactly one summary for the span, every turn still there, flags consistent with the
+summary.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
@@ -40,15 +43,25 @@ def _database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
 
 
-def _wait_for(path: Path, worker: subprocess.Popen[bytes], timeout: float) -> None:
+def _wait_for_blocked_worker(
+    locker_pid: int, worker: subprocess.Popen[bytes], timeout: float
+) -> int:
+    """The backend pid of the worker's connection once it waits for the test's row lock."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            return
-        if worker.poll() is not None:
-            raise AssertionError(f"the worker exited early with {worker.returncode}")
-        time.sleep(0.1)
-    raise AssertionError("the compaction never reached its pause")
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND %s = ANY(pg_blocking_pids(pid))",
+                [locker_pid],
+            )
+            row = cursor.fetchone()
+            if row is not None:
+                return int(row[0])
+            if worker.poll() is not None:
+                raise AssertionError(f"the worker exited early with {worker.returncode}")
+            time.sleep(0.1)
+    raise AssertionError("the compaction never reached the locked turn")
 
 
 def test_worker_killed_mid_compaction_leaves_one_summary_and_every_turn(
@@ -60,7 +73,6 @@ def test_worker_killed_mid_compaction_leaves_one_summary_and_every_turn(
         record(tenant, session, f"turn {i}: part KL-{1000 + i} for ${i * 10}", f"noted {i}")
     settings.ENGRAM_COMPACT_MAX_TURNS = 10
 
-    marker = tmp_path / "paused"
     queue = f"window-crash-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
@@ -70,9 +82,14 @@ def test_worker_killed_mid_compaction_leaves_one_summary_and_every_turn(
         "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
         "ENGRAM_COMPACT_MAX_TURNS": "10",
         "ENGRAM_LLM_URL": "",
-        "ENGRAM_COMPACTION_TEST_PAUSE_SECONDS": "120",
-        "ENGRAM_COMPACTION_TEST_PAUSE_MARKER": str(marker),
     }
+    # The span will be turns 1-6: hold turn 6 so that flagging it waits, mid-transaction.
+    locker = psycopg.connect(_database_url())
+    locker.execute(
+        "SELECT 1 FROM chat_turn WHERE session_id = %s AND turn_number = 6 FOR UPDATE",
+        [session.pk],
+    )
+    locker_pid = locker.info.backend_pid
     log = (tmp_path / "worker.log").open("wb")
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
@@ -87,16 +104,20 @@ def test_worker_killed_mid_compaction_leaves_one_summary_and_every_turn(
             compact_session.apply_async(args=[str(session.pk)], queue=queue)
         finally:
             celery_app.conf.task_always_eager = eager
-        _wait_for(marker, worker, timeout=45)
-        # The worker is inside the write transaction (summary inserted, turns 1-3
-        # flagged, uncommitted) and holds the session's advisory lock.
+        worker_pid = _wait_for_blocked_worker(locker_pid, worker, timeout=45)
+        # The worker is inside the write transaction (summary inserted, uncommitted) and
+        # holds the session's advisory lock.
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND state = 'idle in transaction' AND pid <> pg_backend_pid()"
+                "SELECT query, xact_start IS NOT NULL FROM pg_stat_activity WHERE pid = %s",
+                [worker_pid],
             )
-            assert cursor.fetchone()[0] >= 1
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+            query, in_transaction = cursor.fetchone()
+            assert in_transaction and query.startswith('UPDATE "chat_turn"'), query
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s",
+                [worker_pid],
+            )
             assert cursor.fetchone()[0] >= 1
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
@@ -104,6 +125,8 @@ def test_worker_killed_mid_compaction_leaves_one_summary_and_every_turn(
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+        locker.rollback()  # the worker's statement can finish; its transaction cannot
+        locker.close()
         log.close()
     assert worker.returncode == -signal.SIGKILL
     worker_log = (tmp_path / "worker.log").read_text(errors="replace")

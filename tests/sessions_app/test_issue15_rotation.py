@@ -104,3 +104,69 @@ def test_a_state_patch_does_not_rotate(api: APIClient) -> None:
     assert patched.status_code == 200 and patched.json()["id"] == sid
     bad = api.patch(f"/api/v1/sessions/{sid}", {"rotate_after_tokens": -1}, format="json")
     assert_error(bad, 400, "invalid", field="rotate_after_tokens")
+
+
+def test_resume_by_identity_finds_the_successor_not_the_archived_session(
+    api: APIClient,
+) -> None:
+    identity = {"user_id": "u1", "agent_id": "cli", "external_session_id": "conv-42",
+                "resume": True, "rotate_after_tokens": 1000}  # fmt: skip
+    opened = api.post("/api/v1/sessions", identity, format="json")
+    assert opened.status_code == 201, opened.content
+    sid = opened.json()["id"]
+    turn(api, sid, "one")
+    new = turn(api, sid, "two")["session"]["id"]  # rotated
+    assert new != sid
+    successor = api.get(f"/api/v1/sessions/{new}").json()
+    assert successor["external_session_id"] == "conv-42"
+
+    resumed = api.post("/api/v1/sessions", identity, format="json")
+    assert resumed.status_code == 200, resumed.content  # found, not created
+    assert resumed.json()["id"] == new
+    assert resumed.json()["previous_session_id"] == sid
+
+
+def _chain(api: APIClient, length: int) -> tuple[str, list[str]]:
+    """A session rotated `length` times (1000 tokens a turn, threshold 1000): returns
+    the newest session and its predecessors, newest first."""
+    sid = create_session(api, rotate_after_tokens=1000)
+    chain = [sid]
+    turn(api, sid, "turn in session 0")
+    for index in range(1, length + 1):
+        sid = turn(api, sid, f"turn in session {index}")["session"]["id"]
+        chain.append(sid)
+    assert len(set(chain)) == length + 1
+    return chain[-1], list(reversed(chain[:-1]))
+
+
+def _predecessors_offered(context: dict[str, Any]) -> list[str]:
+    keys = [item["key"] for item in [*context["included"], *context["excluded"]]]
+    return sorted({key.split(":")[1] for key in keys if key.startswith("previous:")})
+
+
+@override_settings(ENGRAM_CONTEXT_PREDECESSOR_DEPTH=3)
+def test_predecessor_depth_is_configurable_and_bounded_by_the_budget(api: APIClient) -> None:
+    newest, predecessors = _chain(api, 5)
+    url = f"/api/v1/sessions/{newest}/context"
+    assert _predecessors_offered(api.get(url).json()) == sorted(predecessors[:3])
+
+    with override_settings(ENGRAM_CONTEXT_PREDECESSOR_DEPTH=5):
+        deep = api.get(url).json()
+    assert _predecessors_offered(deep) == sorted(predecessors)
+    text = "\n".join(message["content"] for message in deep["messages"])
+    assert "turn in session 0" in text  # five sessions back
+
+    # A policy sets its own depth; the walk also stops once the lines exceed the budget.
+    made = api.put("/api/v1/tenant/context-policies/deep", {"predecessor_depth": 20},
+                   format="json")  # fmt: skip
+    assert made.status_code == 201, made.content
+    by_policy = api.get(url, {"policy": "deep"}).json()
+    assert by_policy["policy"]["predecessor_depth"] == 20
+    assert _predecessors_offered(by_policy) == sorted(predecessors)
+    small = api.get(url, {"policy": "deep", "budget": 50}).json()
+    assert 1 <= len(_predecessors_offered(small)) < 5
+    assert set(_predecessors_offered(small)) <= set(predecessors[:4])
+    off = api.put("/api/v1/tenant/context-policies/none", {"predecessor_depth": 0},
+                  format="json")  # fmt: skip
+    assert off.status_code == 201
+    assert _predecessors_offered(api.get(url, {"policy": "none"}).json()) == []

@@ -103,7 +103,54 @@ def _retry_after(error: APIError) -> float | None:
         return None
 
 
-class SyncTransport:
+@dataclass(frozen=True)
+class _Wait:
+    """Try again after this many seconds."""
+
+    seconds: float
+
+
+def _after_answer(response: httpx.Response, attempt: int, retry: RetryPolicy) -> Any:
+    """The decoded body of a success; else the error raised, or a `_Wait` when the
+    answer is worth another attempt."""
+    if response.is_success:
+        return _decode(response)
+    error = error_from_response(response.status_code, _decode(response), dict(response.headers))
+    if attempt >= retry.max_retries or not _retryable_answer(error):
+        raise error
+    return _Wait(retry.delay(attempt, _retry_after(error)))
+
+
+def _after_failure(
+    exc: httpx.TransportError, request: Request, attempt: int, retry: RetryPolicy
+) -> _Wait:
+    """A `_Wait` when the request may be sent again; else APIConnectionError."""
+    if attempt >= retry.max_retries or not _retryable_exception(exc, request):
+        raise APIConnectionError(str(exc) or type(exc).__name__) from exc
+    return _Wait(retry.delay(attempt))
+
+
+class _Transport:
+    """What the sync and async transports share: configuration, how a `Request` becomes
+    an HTTP request, and (above) what an answer or a failure means. They differ only in
+    awaiting the send and the sleep."""
+
+    def __init__(self, base_url: str, api_key: str, *, retry: RetryPolicy) -> None:
+        self.retry = retry
+        self.base_url = base_url
+        self.headers = {"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT}
+
+    def _arguments(self, request: Request) -> dict[str, Any]:
+        return {
+            "method": request.method,
+            "url": self.base_url + request.path,
+            "params": _clean_params(request.params),
+            "json": request.json,
+            "headers": {**self.headers, **request.headers},
+        }
+
+
+class SyncTransport(_Transport):
     def __init__(
         self,
         base_url: str,
@@ -113,43 +160,28 @@ class SyncTransport:
         retry: RetryPolicy,
         http_client: httpx.Client | None = None,
     ) -> None:
-        self.retry = retry
+        super().__init__(base_url, api_key, retry=retry)
         self.client = http_client or httpx.Client(timeout=timeout)
-        self.base_url = base_url
-        self.headers = {"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT}
 
     def send(self, request: Request) -> Any:
         attempt = 0
         while True:
             try:
-                response = self.client.request(
-                    request.method,
-                    self.base_url + request.path,
-                    params=_clean_params(request.params),
-                    json=request.json,
-                    headers={**self.headers, **request.headers},
-                )
+                response = self.client.request(**self._arguments(request))
             except httpx.TransportError as exc:
-                if attempt >= self.retry.max_retries or not _retryable_exception(exc, request):
-                    raise APIConnectionError(str(exc) or type(exc).__name__) from exc
-                time.sleep(self.retry.delay(attempt))
-                attempt += 1
-                continue
-            if response.is_success:
-                return _decode(response)
-            error = error_from_response(
-                response.status_code, _decode(response), dict(response.headers)
-            )
-            if attempt >= self.retry.max_retries or not _retryable_answer(error):
-                raise error
-            time.sleep(self.retry.delay(attempt, _retry_after(error)))
+                outcome: Any = _after_failure(exc, request, attempt, self.retry)
+            else:
+                outcome = _after_answer(response, attempt, self.retry)
+            if not isinstance(outcome, _Wait):
+                return outcome
+            time.sleep(outcome.seconds)
             attempt += 1
 
     def close(self) -> None:
         self.client.close()
 
 
-class AsyncTransport:
+class AsyncTransport(_Transport):
     def __init__(
         self,
         base_url: str,
@@ -159,36 +191,21 @@ class AsyncTransport:
         retry: RetryPolicy,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        self.retry = retry
+        super().__init__(base_url, api_key, retry=retry)
         self.client = http_client or httpx.AsyncClient(timeout=timeout)
-        self.base_url = base_url
-        self.headers = {"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT}
 
     async def send(self, request: Request) -> Any:
         attempt = 0
         while True:
             try:
-                response = await self.client.request(
-                    request.method,
-                    self.base_url + request.path,
-                    params=_clean_params(request.params),
-                    json=request.json,
-                    headers={**self.headers, **request.headers},
-                )
+                response = await self.client.request(**self._arguments(request))
             except httpx.TransportError as exc:
-                if attempt >= self.retry.max_retries or not _retryable_exception(exc, request):
-                    raise APIConnectionError(str(exc) or type(exc).__name__) from exc
-                await asyncio.sleep(self.retry.delay(attempt))
-                attempt += 1
-                continue
-            if response.is_success:
-                return _decode(response)
-            error = error_from_response(
-                response.status_code, _decode(response), dict(response.headers)
-            )
-            if attempt >= self.retry.max_retries or not _retryable_answer(error):
-                raise error
-            await asyncio.sleep(self.retry.delay(attempt, _retry_after(error)))
+                outcome: Any = _after_failure(exc, request, attempt, self.retry)
+            else:
+                outcome = _after_answer(response, attempt, self.retry)
+            if not isinstance(outcome, _Wait):
+                return outcome
+            await asyncio.sleep(outcome.seconds)
             attempt += 1
 
     async def close(self) -> None:

@@ -1,0 +1,191 @@
+"""`python -m bench.search_overheads`: what a memory search spends outside the index, old
+way against new way, in one process, alternating (issue 11, "faster queries").
+
+- Query embedding: MiniLM on the query (no cache) / the per-process LRU / the Valkey
+  vector shared between workers (a process whose LRU does not have it).
+- Access statistics: the UPDATE the request used to run on its hits / the one Valkey
+  round trip that buffers them now (the flush runs in beat).
+- Serialisation of a 10-hit answer: DRF's SearchResultSerializer / `memory_data`.
+
+Each pair runs `rounds` times alternately and reports the medians and their ratio, so
+a noisy shared machine moves both sides alike. Production settings, embedded PostgreSQL
+and Valkey (bench.servers), a tenant of `memories` generated memories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+ID = "OVERHEADS"
+TITLE = "Memory search: time outside the index, before / after (in process)"
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    action()
+    return (time.perf_counter() - began) * 1000
+
+
+def _pair(rounds: int, before: Callable[[], Any], after: Callable[[], Any]) -> dict[str, float]:
+    old: list[float] = []
+    new: list[float] = []
+    for _ in range(rounds):
+        old.append(_timed(before))
+        new.append(_timed(after))
+    a, b = statistics.median(old), statistics.median(new)
+    return {"before_ms": round(a, 3), "after_ms": round(b, 3), "ratio": round(a / b, 1)}
+
+
+def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str, Any]:
+    from django.db import connection
+
+    from memory_app.api.serializers import SearchResultSerializer, memory_data
+    from memory_app.embedding import _cached_query_vector, embed_query, embedder
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import memory_search
+    from memory_app.services.access import memory_access_record
+    from memory_app.services.memories import MemoryDraft, memory_add_many
+    from sessions_app.models import Tenant
+
+    tenant = Tenant.objects.create(name=f"overheads-{time.strftime('%H%M%S')}")
+    memory_add_many(
+        tenant=tenant,
+        drafts=[
+            MemoryDraft(
+                user_id="u",
+                type="fact",
+                content=f"Order A-{1000 + n} ships from warehouse {n % 7} on day {n % 30}",
+                tags=["orders"],
+            )
+            for n in range(memories)
+        ],
+    )
+    model = embedder().model_name
+    texts = iter(f"when does order A-{1000 + n} ship, question {n}" for n in range(10**6))
+    embedder().embed(["warm up"])
+    out: dict[str, Any] = {}
+
+    log("[overheads] query embedding")
+    out["embedding_lru"] = _pair(
+        rounds,
+        lambda: embedder().embed([next(texts)]),
+        lambda: embed_query("the same question every time"),
+    )
+
+    def shared_hit() -> None:
+        text = next(texts)
+        embed_query(text)  # computed and shared ...
+        _cached_query_vector.cache_clear()  # ... then asked by a process without it
+        began = time.perf_counter()
+        embed_query(text)
+        shared_ms.append((time.perf_counter() - began) * 1000)
+
+    shared_ms: list[float] = []
+    cold_ms: list[float] = []
+    for _ in range(rounds):
+        cold_ms.append(_timed(lambda: embedder().embed([next(texts)])))
+        shared_hit()
+    cold, shared = statistics.median(cold_ms), statistics.median(shared_ms)
+    out["embedding_valkey"] = {
+        "before_ms": round(cold, 3),
+        "after_ms": round(shared, 3),
+        "ratio": round(cold / shared, 1),
+    }
+
+    outcome = memory_search(tenant=tenant, actor=Actor(user_id="u"), query="order A-1003", limit=10)
+    ids = [hit.memory.pk for hit in outcome.hits]
+
+    def update() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE memory SET access_count = access_count + 1, last_accessed_at = now() "
+                "WHERE id = ANY(%s::uuid[])",
+                [[str(pk) for pk in ids]],
+            )
+
+    log("[overheads] access statistics")
+    out["access"] = _pair(rounds, update, lambda: memory_access_record(memory_ids=ids))
+
+    body = {
+        "query": "order A-1003",
+        "results": [{"score": h.score, "parts": h.parts, "memory": h.memory} for h in outcome.hits],
+    }
+    log("[overheads] serialisation")
+    out["serialisation"] = _pair(
+        rounds,
+        lambda: SearchResultSerializer(body).data,
+        lambda: [
+            {"score": h.score, "parts": h.parts, "memory": memory_data(h.memory)}
+            for h in outcome.hits
+        ],
+    )
+    out["hits"] = len(ids)
+    out["model"] = model
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.search_overheads", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    command = " ".join(
+        ["python -m bench.search_overheads", *(argv if argv is not None else sys.argv[1:])]
+    )
+
+    from bench.harness import BenchResult, environment, log, update_results, write_json
+    from bench.run import _production_env
+    from bench.servers import data_services
+
+    with data_services(log) as (database_url, redis_url):
+        os.environ.update(_production_env(database_url, redis_url))
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0, interactive=False)
+        load_before = os.getloadavg()[0]
+        figures = measure(args.rounds, args.memories, log)
+        load_after = os.getloadavg()[0]
+        rows = [
+            ("query embedding: MiniLM / per-process LRU hit", figures["embedding_lru"]),
+            ("query embedding: MiniLM / Valkey hit (LRU empty)", figures["embedding_valkey"]),
+            ("access statistics of the hits: UPDATE / Valkey buffer", figures["access"]),
+            ("serialising the answer: DRF / memory_data", figures["serialisation"]),
+        ]
+        table = "\n".join(
+            f"| {name} | {f['before_ms']:.3f} | {f['after_ms']:.3f} | {f['ratio']:.1f}x |"
+            for name, f in rows
+        )
+        markdown = f"""
+Command: `{command}`
+
+In process, production settings, {args.memories} memories, {figures["hits"]} hits, medians
+of {args.rounds} alternating rounds; 1-minute load average {load_before:.1f} before,
+{load_after:.1f} after (2 cores shared with other jobs: read the ratios).
+
+| step of a search (before / after) | before ms | after ms | before / after |
+|---|---:|---:|---:|
+{table}
+"""
+        result = BenchResult(ID, TITLE, markdown, figures)
+        info = environment(command)
+        path = write_json(result, info)
+        if not args.no_record:
+            update_results(result, info)
+        log(f"[overheads] {figures}; raw: {path}")
+        from django.db import connections
+
+        connections.close_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
