@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from celery.signals import task_prerun
+from django.db import connection
 from rest_framework.test import APIClient
 
+from memory_app.embedding import embed_query
 from memory_app.models import TurnIndexEntry
-from memory_app.services.turn_index import turn_index_update
+from memory_app.selectors.turn_search import session_turn_search
+from memory_app.services.turn_index import turn_index_session, turn_index_update
 from memory_app.window.tokens import messages_tokens
 from sessions_app.models import ChatTurn, Tenant
 from tests.memory_app.window_helpers import new_session, record
@@ -79,3 +83,92 @@ def test_indexing_is_idempotent_and_skips_rolled_back_turns(
     assert TurnIndexEntry.objects.filter(session_id=session.pk).count() == 32
     ChatTurn.objects.filter(pk=turn.pk).update(rolled_back=True)
     assert turn_index_update(turn_id=turn.pk) == 0
+
+
+def test_the_turn_that_says_it_ranks_above_the_turns_around_it(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    """BM25F on the turn index: the turn's own words count twice, its neighbours' once.
+    The greyhound turn sits between two long turns, so its window is the longest of the
+    three that hold its words, and with the window alone it would rank last of them."""
+    turns = [
+        ("Hi.", "Hello."),
+        (
+            "We spent the whole weekend at the lake house with my sister and her boys.",
+            "That sounds like a lovely and very busy weekend with the family, with the boat.",
+        ),
+        ("I adopted a greyhound.", "Congratulations!"),
+        (
+            "The garden needs a lot of work before the neighbours come over for the barbecue.",
+            "Start with the hedge and the lawn, then the flower beds along the fence, in May.",
+        ),
+        ("Rain again.", "Yes."),
+        ("Bye.", "See you."),
+    ]
+    session = new_session(tenant)
+    for user, reply in turns:
+        with django_capture_on_commit_callbacks(execute=True):
+            record(tenant, session, user, reply)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT turn_number, length(lexical_vector) FROM memory_turn_index"
+            " WHERE session_id = %s AND thread_context ILIKE '%%greyhound%%'",
+            [session.pk],
+        )
+        lengths = dict(cursor.fetchall())
+    assert set(lengths) == {2, 3, 4}
+    assert max(lengths, key=lambda number: lengths[number]) == 3
+    query = "Did you adopt a greyhound?"
+    hits = session_turn_search(
+        session_id=session.pk, query=query, query_vector=embed_query(query), limit=5, weight=0.0
+    )
+    assert [hit.turn_number for hit in hits][:1] == [3]
+    assert {hit.turn_number for hit in hits} >= {2, 4}  # still found by its words
+
+
+def test_a_batch_indexes_a_sessions_turns_with_one_task(
+    tenant: Tenant, api: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A batch sends `turn_recorded` per turn, but the index is published once per
+    session (at its last turn there) and that task indexes every new turn with its
+    window, as a task per turn did."""
+    first, second = new_session(tenant), new_session(tenant)
+    step = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10, "output_tokens": 5}
+    turns = [
+        {
+            "session_id": str(session.pk),
+            "user_message": f"{label} question {n}",
+            "assistant_response": f"{label} answer {n}",
+            "steps": [step],
+        }
+        for n in range(1, 6)
+        for session, label in ((first, "alpha"), (second, "beta"))
+    ]
+    ran: list[tuple[str, tuple[Any, ...]]] = []
+
+    def count(sender: Any = None, args: Any = (), **kwargs: Any) -> None:
+        if sender is not None and sender.name.startswith("memory_app.index_"):
+            ran.append((sender.name, tuple(args or ())))
+
+    task_prerun.connect(count, weak=False)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/v1/turns/batch", {"turns": turns}, format="json")
+    finally:
+        task_prerun.disconnect(count)
+    assert response.status_code == 200, response.content
+    assert [r["status"] for r in response.json()["results"]] == [201] * 10
+    assert sorted(ran) == sorted(
+        [
+            ("memory_app.index_session_turns", (str(first.pk), 5)),
+            ("memory_app.index_session_turns", (str(second.pk), 5)),
+        ]
+    )
+    for session, label in ((first, "alpha"), (second, "beta")):
+        entries = {e.turn_number: e for e in TurnIndexEntry.objects.filter(session_id=session.pk)}
+        assert sorted(entries) == [1, 2, 3, 4, 5]
+        middle = entries[3].thread_context
+        assert f"{label} question 2" in middle and f"{label} answer 4" in middle
+        assert f"{label} question 1" not in middle
+    # A task for a later number finds nothing left to index.
+    assert turn_index_session(session_id=first.pk, up_to=5) == 0
