@@ -167,24 +167,48 @@ def _embeddings(seed: int, texts: list[str], progress: Progress) -> np.ndarray:
     from memory_app.embedding import embed_texts, embedder
 
     model = embedder().model_name
-    key = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:16]
-    path = CACHE_DIR / f"{model}-{seed}-{len(texts)}-{key}.npy"
+    path = _cache_path(model, seed, texts)
     if path.exists():
         progress(f"[generate] memories: {len(texts):,} embeddings from the cache ({path.name})")
         return np.load(path)
+    # A larger size's text list starts with a smaller size's (distinct_texts is a prefix
+    # for the same seed): embed only what the longest cached prefix lacks.
+    cached = _cached_prefix(model, seed, texts)
+    if len(cached):
+        progress(f"[generate] memories: {len(cached):,} of {len(texts):,} embeddings cached")
     started = time.monotonic()
     vectors: list[list[float]] = []
     batch = 256
-    for start in range(0, len(texts), batch):
+    for start in range(len(cached), len(texts), batch):
         vectors.extend(embed_texts(texts[start : start + batch]))
-        done = len(vectors)
-        if done % (batch * 8) == 0 or done == len(texts):
-            rate = done / (time.monotonic() - started)
+        done = len(cached) + len(vectors)
+        if len(vectors) % (batch * 8) == 0 or done == len(texts):
+            rate = len(vectors) / (time.monotonic() - started)
             progress(f"[generate] memories: embedded {done:,}/{len(texts):,} ({rate:,.0f}/s)")
-    array = np.asarray(vectors, dtype=np.float32)
+    fresh = np.asarray(vectors, dtype=np.float32)  # never empty: the cache was shorter
+    array = np.concatenate([cached, fresh]) if len(cached) else fresh
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     np.save(path, array)
     return array
+
+
+def _cache_path(model: str, seed: int, texts: list[str]) -> Path:
+    key = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:16]
+    return CACHE_DIR / f"{model}-{seed}-{len(texts)}-{key}.npy"
+
+
+def _cached_prefix(model: str, seed: int, texts: list[str]) -> np.ndarray:
+    """The vectors of the longest cached list that `texts` starts with (empty if none)."""
+    best = np.empty((0, 0), dtype=np.float32)
+    for candidate in CACHE_DIR.glob(f"{model}-{seed}-*.npy"):
+        try:
+            length = int(candidate.stem.rsplit("-", 2)[-2])
+        except (IndexError, ValueError):
+            continue
+        shorter = best.shape[0] < length < len(texts)
+        if shorter and candidate == _cache_path(model, seed, texts[:length]):
+            best = np.load(candidate)
+    return best
 
 
 def chunk_vectors(base: np.ndarray, seed: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
