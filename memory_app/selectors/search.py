@@ -12,9 +12,10 @@ final score.
    in memory_app.models). The
    query's English lexemes are looked up in `memory_term_stat` (document frequencies per
    user, kept by a trigger in the writing transaction) for their IDF; candidates come from
-   the GIN index, ORing the query's terms. The step is bounded: the most frequent terms
-   (lowest IDF, most postings) are dropped until the postings left fit
-   ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so a query never scans the tenant's rows.
+   the GIN index, ORing the query's terms. The step is bounded: candidates come from the
+   rarest terms whose postings fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so a query never
+   scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
+   score of every candidate either side found.
    PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
 3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
    lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
@@ -121,17 +122,22 @@ class MemoryFilters:
 
 @dataclass
 class LexicalQuery:
-    """The query's terms kept for BM25, their IDF, and the average document length."""
+    """The query's terms that occur, their IDF, the average document length, and the
+    rarest of them that find the candidates (`candidate_lexemes`, within the postings
+    bound). Every term scores a candidate: a frequent term found nothing by itself but
+    still adds its (small) IDF to a row that a rarer term or the vector side found."""
 
     lexemes: list[str]
     idfs: list[float]
     average_length: float
+    candidate_lexemes: list[str] = field(default_factory=list)
 
     @property
     def tsquery(self) -> str:
-        """The terms ORed, each quoted as a literal lexeme (tsquery input syntax)."""
+        """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
         return " | ".join(
-            "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in self.lexemes
+            "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+            for lexeme in self.candidate_lexemes or self.lexemes
         )
 
 
@@ -231,24 +237,27 @@ def bounded_lexical_query(
     frequencies: list[tuple[str, int]], documents: int, length: int
 ) -> LexicalQuery | None:
     """BM25 terms from (lexeme, document frequency) pairs of a collection of `documents`
-    documents totalling `length` lexemes: the terms that occur, rarest first, the most
-    frequent dropped until the postings left fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS."""
+    documents totalling `length` lexemes: every term that occurs, rarest first, scores;
+    the candidates come from the rarest ones whose postings fit
+    ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (at least one), so the step never reads the
+    postings of a term most rows contain, whose IDF could barely move a ranking."""
     present = sorted((df, lexeme) for lexeme, df in frequencies if df > 0)
     if not present:
         return None
     documents = max(documents, present[-1][0])
     cap = int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS)
-    kept: list[tuple[int, str]] = []
+    candidates: list[str] = []
     postings = 0
     for df, lexeme in present:  # rarest first: they carry the most weight
-        if kept and postings + df > cap:
+        if candidates and postings + df > cap:
             break
-        kept.append((df, lexeme))
+        candidates.append(lexeme)
         postings += df
     return LexicalQuery(
-        lexemes=[lexeme for _, lexeme in kept],
-        idfs=[math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df, _ in kept],
+        lexemes=[lexeme for _, lexeme in present],
+        idfs=[math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df, _ in present],
         average_length=length / documents if documents else 1.0,
+        candidate_lexemes=candidates,
     )
 
 

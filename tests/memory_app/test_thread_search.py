@@ -204,8 +204,36 @@ def test_the_lexical_step_drops_the_most_frequent_terms_past_its_bound(tenant: T
             bounded = lexical_query(
                 cursor, tenant=tenant, user_id="ben", text="lovely weather in Kyoto"
             )
-    assert bounded is not None and bounded.lexemes == ["kyoto"]
+    # Only the rarest term finds candidates; every term still scores them.
+    assert bounded is not None and bounded.candidate_lexemes == ["kyoto"]
+    assert set(bounded.lexemes) == {"love", "weather", "kyoto"}
     assert full.idfs[full.lexemes.index("kyoto")] > full.idfs[full.lexemes.index("weather")]
+
+
+def test_terms_past_the_bound_still_rank_what_the_rarer_terms_found(tenant: Tenant) -> None:
+    """Two lines name Kyoto; only one also says the query's other words, which six of the
+    37 lines say. With the bound at Kyoto's postings, those words find nothing
+    themselves but decide which Kyoto line comes first (Kyoto alone ranks the shorter
+    line first, by BM25's length normalisation)."""
+    lines = [f"Ben: bought groceries at the market on day {n}" for n in range(30)]
+    lines += [f"Ben: the weather was lovely on day {n}" for n in range(5)]
+    lines += ["Ben: the weather in Kyoto was lovely that week", "Ben: Kyoto temples"]
+    memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="ben", type="episodic", content=line) for line in lines],
+    )
+    with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=2):
+        outcome = memory_search(
+            tenant=tenant,
+            actor=Actor(user_id="ben"),
+            query="lovely weather in Kyoto",
+            user_id="ben",
+            mode="lexical",
+            limit=5,
+        )
+    contents = [hit.memory.content for hit in outcome.hits]
+    assert contents[:2] == ["Ben: the weather in Kyoto was lovely that week", "Ben: Kyoto temples"]
+    assert len(outcome.lexical_ranking) == 2  # the other weather lines were never candidates
 
 
 def test_thread_fields_through_the_api(api: APIClient) -> None:
