@@ -15,11 +15,13 @@
   derived from the trace id and the span ids, so an export retried while the first is
   still being stored is answered from the same key.
 
-All recording goes through `record_turns`, one place to switch to the batch service."""
+All recording goes through `record_turns`: the whole export in one call to the batch
+service (`sessions_app.services.turn_batches`), set-based SQL in one transaction."""
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -28,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 from integrations.otlp_decode import SpanRecord
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.turns import turn_metadata_values
-from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
+from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.sessions import session_resume_or_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_batches import BatchOutcome, BatchTurn, turns_record_batch
+from sessions_app.services.turns import StepInput, TurnFields, TurnRecorded
 from sessions_app.usage import TokenCounts, UsageError
 
 if TYPE_CHECKING:
@@ -146,41 +149,44 @@ def _key(trace_id: str, span_ids: list[str]) -> str:
 
 
 def record_turns(*, tenant: Tenant, items: list[TurnItem]) -> list[ApplicationError | None]:
-    """Every turn of the export, each on its own (one bad turn never loses the others).
-    The one place that records: when the batch service (`POST /turns/batch`) lands, this
-    becomes a single call to it."""
-    outcomes: list[ApplicationError | None] = []
-    for item in items:
-        body = {
-            "steps": [asdict(step) for step in item.steps],
-            "metadata": item.metadata,
-            "duration_ms": item.duration_ms,
-        }
+    """Every turn of the export in one call to the batch service (`POST /turns/batch`'s
+    code): one lock of the sessions, one COPY of the turns and one of the steps, with the
+    single route's pricing, budget flags and idempotency, and one bad turn never loses
+    the others. A key's scope is the single route's, so a replay of the export, or of
+    one trace of it, is answered from the key and never counted twice."""
+    batch: list[BatchTurn | None] = [
+        BatchTurn(
+            session_id=uuid.UUID(item.session_id),
+            fields=TurnFields(
+                steps=item.steps, metadata=item.metadata, duration_ms=item.duration_ms
+            ),
+            idempotency_key=item.idempotency_key,
+            request_hash=request_fingerprint(
+                {
+                    "steps": [asdict(step) for step in item.steps],
+                    "metadata": item.metadata,
+                    "duration_ms": item.duration_ms,
+                }
+            ),
+        )
+        for item in items
+    ]
+    outcomes = turns_record_batch(tenant=tenant, items=batch, render=_turn_body)
+    return [
+        None if outcome is not None and outcome.status == 201 else _error_of(outcome)
+        for outcome in outcomes
+    ]
 
-        def work(item: TurnItem = item) -> tuple[int, dict[str, Any]]:
-            result = turn_record(
-                tenant=tenant,
-                session_id=item.session_id,
-                steps=item.steps,
-                metadata=item.metadata,
-                duration_ms=item.duration_ms,
-                idempotency_key=item.idempotency_key,
-            )
-            return 201, {"turn_id": str(result.turn.pk), "turn_number": result.turn.turn_number}
 
-        try:
-            idempotent_execute(
-                tenant=tenant,
-                key=item.idempotency_key,
-                scope=f"POST /sessions/{item.session_id}/turns",
-                request_hash=request_fingerprint(body),
-                work=work,
-                session_id=item.session_id,
-            )
-            outcomes.append(None)
-        except ApplicationError as exc:
-            outcomes.append(exc)
-    return outcomes
+def _turn_body(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
+    """What a key stores for a replay: the turn it recorded."""
+    return {"turn_id": str(recorded.turn.pk), "turn_number": recorded.turn.turn_number}
+
+
+def _error_of(outcome: BatchOutcome | None) -> ApplicationError:
+    if outcome is None or outcome.error is None:  # every item is given, so never None
+        raise RuntimeError("the batch service answered an item without a result")
+    return outcome.error
 
 
 def ingest_spans(*, tenant: Tenant, spans: list[SpanRecord]) -> IngestReport:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -17,7 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from sessions_app.models import ChatSession, ChatTurn
+from integrations.otlp_decode import parse_request, spans_of
+from integrations.otlp_ingest import ingest_spans
+from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
 
 TOKENS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
@@ -255,3 +259,30 @@ def test_spans_with_impossible_counts_are_rejected_not_stored(
     assert answer.partial_success.rejected_spans == 1
     assert answer.partial_success.error_message
     assert ChatTurn.objects.count() == 0
+
+
+def test_an_export_is_recorded_by_the_batch_service(tenant: Tenant) -> None:
+    """Issue 16: the receiver records an export's turns through the batch service (one
+    COPY of the turns), not a turn at a time (the single route's INSERT per turn); the
+    totals, numbering and replays stay exact."""
+    exports = [otlp_json(f"{n:032x}", f"{n:016x}", 100 + n) for n in range(1, 4)]
+    body = {"resourceSpans": [part for export in exports for part in export["resourceSpans"]]}
+    spans = spans_of(parse_request(json.dumps(body).encode(), "application/json"))
+    statements: list[str] = []
+
+    def seen(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(seen):
+        report = ingest_spans(tenant=tenant, spans=spans)
+    assert report.turns_recorded == 3 and not report.errors
+    assert not [sql for sql in statements if re.search(r'INSERT INTO "?chat_turn"? ', sql)]
+    session = ChatSession.objects.get(tenant=tenant, external_session_id="json-conv")
+    assert session.total_input_tokens == 101 + 102 + 103
+    numbers = ChatTurn.objects.filter(session=session).values_list("turn_number", flat=True)
+    assert sorted(numbers) == [1, 2, 3]
+    again = ingest_spans(tenant=tenant, spans=spans)
+    assert again.turns_recorded == 0 and again.duplicate_spans == 3
+    session.refresh_from_db()
+    assert session.turn_count == 3 and session.total_input_tokens == 306
