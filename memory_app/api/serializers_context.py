@@ -8,10 +8,10 @@ from rest_framework import serializers
 
 from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
 from sessions_app.api.fields import ContextPolicyField
+from sessions_app.context_policy_limits import MEMORY_LIMIT_MAX
 
 MIN_BUDGET = 50
 MAX_BUDGET = 200_000
-MAX_MEMORY_LIMIT = 100
 
 
 class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -46,8 +46,8 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     memory_limit = serializers.IntegerField(
         required=False,
         min_value=0,
-        max_value=MAX_MEMORY_LIMIT,
-        help_text=f"Long-term memories searched for the context (K), 0..{MAX_MEMORY_LIMIT}; "
+        max_value=MEMORY_LIMIT_MAX,
+        help_text=f"Long-term memories searched for the context (K), 0..{MEMORY_LIMIT_MAX}; "
         f"default: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`). Their direct "
         "relations may come along.",
     )

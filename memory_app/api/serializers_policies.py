@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory_app.api.serializers_context import MAX_MEMORY_LIMIT
-from memory_app.window.policies import MAX_PREDECESSOR_DEPTH
-
-MAX_KEEP_LAST_TURNS = 1000
+from sessions_app.context_policy_limits import (
+    KEEP_LAST_TURNS_MAX,
+    MEMORY_LIMIT_MAX,
+    PREDECESSOR_DEPTH_MAX,
+)
 
 
 class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -18,16 +19,16 @@ class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type
         required=False,
         allow_null=True,
         min_value=0,
-        max_value=MAX_KEEP_LAST_TURNS,
-        help_text=f"Newest turns reserved verbatim (the window), 0..{MAX_KEEP_LAST_TURNS}; "
+        max_value=KEEP_LAST_TURNS_MAX,
+        help_text=f"Newest turns reserved verbatim (the window), 0..{KEEP_LAST_TURNS_MAX}; "
         "null: ENGRAM_COMPACT_KEEP_LAST_TURNS.",
     )
     memory_limit = serializers.IntegerField(
         required=False,
         allow_null=True,
         min_value=0,
-        max_value=MAX_MEMORY_LIMIT,
-        help_text=f"K: long-term memories searched, 0..{MAX_MEMORY_LIMIT}; null: 12.",
+        max_value=MEMORY_LIMIT_MAX,
+        help_text=f"K: long-term memories searched, 0..{MEMORY_LIMIT_MAX}; null: 12.",
     )
     compression = serializers.BooleanField(
         required=False,
@@ -39,8 +40,8 @@ class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type
         required=False,
         allow_null=True,
         min_value=0,
-        max_value=MAX_PREDECESSOR_DEPTH,
-        help_text=f"Rotated sessions walked back for context, 0..{MAX_PREDECESSOR_DEPTH}; "
+        max_value=PREDECESSOR_DEPTH_MAX,
+        help_text=f"Rotated sessions walked back for context, 0..{PREDECESSOR_DEPTH_MAX}; "
         "null: ENGRAM_CONTEXT_PREDECESSOR_DEPTH.",
     )
 

@@ -130,14 +130,14 @@ class LexicalQuery:
     lexemes: list[str]
     idfs: list[float]
     average_length: float
-    candidate_lexemes: list[str] = field(default_factory=list)
+    candidate_lexemes: list[str]
 
     @property
     def tsquery(self) -> str:
         """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
         return " | ".join(
             "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-            for lexeme in self.candidate_lexemes or self.lexemes
+            for lexeme in self.candidate_lexemes
         )
 
 
@@ -188,7 +188,7 @@ BM25_SQL = """
 
 
 def bm25_params(lexical: LexicalQuery | None) -> dict[str, Any]:
-    lexical = lexical or LexicalQuery([], [], 1.0)
+    lexical = lexical or LexicalQuery([], [], 1.0, [])
     return {
         "lexemes": lexical.lexemes,
         "idfs": lexical.idfs,

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
+from sessions_app.context_policy_limits import PREDECESSOR_DEPTH_MAX
 from sessions_app.errors import InvalidInput
 from sessions_app.selectors.context_policies import (
     DEFAULT_POLICY,
@@ -29,7 +30,6 @@ from sessions_app.selectors.context_policies import (
 )
 
 KNOWN_KEYS = set(POLICY_KEYS)
-MAX_PREDECESSOR_DEPTH = 20  # rotated sessions walked back, at most, whatever the policy
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _default(memory_limit: int) -> ContextPolicy:
 
 
 def _depth(value: Any) -> int:
-    return max(0, min(MAX_PREDECESSOR_DEPTH, int(value)))
+    return max(0, min(PREDECESSOR_DEPTH_MAX, int(value)))
 
 
 def _resolve(name: str, origin: str, values: dict[str, Any], base: ContextPolicy) -> ContextPolicy:

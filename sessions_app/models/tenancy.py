@@ -4,6 +4,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from sessions_app.context_policy_limits import (
+    KEEP_LAST_TURNS_MAX,
+    MEMORY_LIMIT_MAX,
+    PREDECESSOR_DEPTH_MAX,
+)
 from sessions_app.models.fields import money_field
 
 
@@ -76,13 +81,13 @@ class TenantContextPolicy(models.Model):
     keep_last_turns = models.IntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(0), MaxValueValidator(1000)],
+        validators=[MinValueValidator(0), MaxValueValidator(KEEP_LAST_TURNS_MAX)],
         help_text="Turns kept verbatim as the window; null: default's.",
     )
     memory_limit = models.IntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        validators=[MinValueValidator(0), MaxValueValidator(MEMORY_LIMIT_MAX)],
         help_text="Long-term memories searched (K); null: default's.",
     )
     compression = models.BooleanField(
@@ -94,7 +99,7 @@ class TenantContextPolicy(models.Model):
     predecessor_depth = models.IntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(0), MaxValueValidator(20)],
+        validators=[MinValueValidator(0), MaxValueValidator(PREDECESSOR_DEPTH_MAX)],
         help_text="Rotated sessions walked back for context; null: "
         "ENGRAM_CONTEXT_PREDECESSOR_DEPTH.",
     )
