@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("ENGRAM_PUBLIC_BASE_URL", f"http://{host}:{web_port}")
         _manage("migrate", "--no-input", "-v", "0")
         _manage("sync_schedules")
+        _manage("prepare_embedder")  # exports MiniLM to ONNX on the first run (~10 s)
         _manage("load_demo")
         web_argv, web_env = web_command(dev, host, web_port)
         commands = {

@@ -35,7 +35,8 @@ def _check_embedder() -> str:
 
     backend = embedder()
     vector = backend.embed(["health check"])[0]
-    return f"{backend.model_name} ({len(vector)} dimensions)"
+    runtime = getattr(backend, "runtime", "remote")  # onnx, torch (its fallback) or remote
+    return f"{backend.model_name} on {runtime} ({len(vector)} dimensions)"
 
 
 CHECKS: dict[str, Callable[[], str]] = {

