@@ -43,10 +43,10 @@ if TYPE_CHECKING:
 CHUNK = 5000  # rows per transaction; fixed, so that chunk i's noise never depends on N
 NOISE_NORM = 0.35  # expected norm of the perturbation of a unit vector (cosine ≈ 0.94)
 INDEX_NAME = "memory_embedding_hnsw"
-# The migration's definition (memory_app/migrations/0002_memory.py), to rebuild it.
+# The migrations' definition (memory_app/migrations/0252_issue11_hnsw_m32.py), to rebuild it.
 INDEX_SQL = (
     f"CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON memory USING hnsw "
-    "((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)"
+    "((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 32, ef_construction = 128)"
 )
 # Loading more than this many rows (and more than the table holds) drops the HNSW index
 # and builds it again afterwards: faster than maintaining it row by row (bench/RESULTS.md,

@@ -33,9 +33,9 @@ QUERIES = 200
 K = 10
 INDEXES = {
     "vector": "CREATE INDEX bench_hnsw ON memory USING hnsw (embedding vector_cosine_ops) "
-    "WITH (m = 16, ef_construction = 64)",
+    "WITH (m = 32, ef_construction = 128)",
     "halfvec": "CREATE INDEX bench_hnsw ON memory USING hnsw "
-    "((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)",
+    "((embedding::halfvec(384)) halfvec_cosine_ops) WITH (m = 32, ef_construction = 128)",
 }
 ORDER = {
     "vector": "embedding <=> %s::vector",
@@ -140,7 +140,7 @@ def main(rows: int) -> None:
             results[name] = (build, size, statistics.median(latencies), statistics.mean(recalls),
                              filtered)  # fmt: skip
     vector_build, vector_size, vector_p50, _, _ = results["vector"]
-    print(f"\n{rows} rows x 384 dims, {QUERIES} queries, k={K}, m=16, ef_construction=64,"
+    print(f"\n{rows} rows x 384 dims, {QUERIES} queries, k={K}, m=32, ef_construction=128,"
           " ef_search=40\n")  # fmt: skip
     print("| index | build (x vector) | size MB | p50 query (x vector) | recall@10 |"
           " rows back, 1% filter, iterative off | … relaxed_order |")  # fmt: skip

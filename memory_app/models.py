@@ -196,8 +196,9 @@ class Memory(models.Model):
                 condition=~Q(thread_key=""),
                 name="memory_thread_order",
             ),
-            # The HNSW index on embedding::halfvec(384) is created in the migration with
-            # RunSQL: Django cannot express an expression index with an operator class.
+            # The HNSW index on embedding::halfvec(384) is created in migrations with
+            # RunSQL (0002; m = 32 since 0252): Django cannot express an expression index
+            # with an operator class.
         ]
 
     def __str__(self) -> str:
