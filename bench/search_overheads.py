@@ -1,8 +1,9 @@
 """`python -m bench.search_overheads`: what a memory search spends outside the index, old
 way against new way, in one process, alternating (issue 11, "faster queries").
 
-- Query embedding: MiniLM on the query (no cache) / the per-process LRU / the Valkey
-  vector shared between workers (a process whose LRU does not have it).
+- Query embedding: MiniLM on torch (sentence-transformers) / the same weights on ONNX
+  Runtime (the default runtime); MiniLM on the query (no cache) / the per-process LRU /
+  the Valkey vector shared between workers (a process whose LRU does not have it).
 - Access statistics: the UPDATE the request used to run on its hits / the one Valkey
   round trip that buffers them now (the flush runs in beat).
 - Serialisation of a 10-hit answer: DRF's SearchResultSerializer / `memory_data`.
@@ -46,7 +47,7 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
     from django.db import connection
 
     from memory_app.api.serializers import SearchResultSerializer, memory_data
-    from memory_app.embedding import _cached_query_vector, embed_query, embedder
+    from memory_app.embedding import LocalEmbedder, _cached_query_vector, embed_query, embedder
     from memory_app.selectors.memories import Actor
     from memory_app.selectors.search import memory_search
     from memory_app.services.access import memory_access_record
@@ -70,6 +71,17 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
     texts = iter(f"when does order A-{1000 + n} ship, question {n}" for n in range(10**6))
     embedder().embed(["warm up"])
     out: dict[str, Any] = {}
+
+    log("[overheads] query embedding: torch / ONNX Runtime")
+    torch_model = LocalEmbedder(model, 1)
+    torch_model.embed(["warm up"])
+    onnx_model = embedder()
+    out["runtime"] = getattr(onnx_model, "runtime", "remote")
+    out["embedding_onnx"] = _pair(
+        rounds,
+        lambda: torch_model.embed([next(texts)]),
+        lambda: onnx_model.embed([next(texts)]),
+    )
 
     log("[overheads] query embedding")
     out["embedding_lru"] = _pair(
@@ -155,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         figures = measure(args.rounds, args.memories, log)
         load_after = os.getloadavg()[0]
         rows = [
+            (
+                f"query embedding: MiniLM on torch / on {figures['runtime']}",
+                figures["embedding_onnx"],
+            ),
             ("query embedding: MiniLM / per-process LRU hit", figures["embedding_lru"]),
             ("query embedding: MiniLM / Valkey hit (LRU empty)", figures["embedding_valkey"]),
             ("access statistics of the hits: UPDATE / Valkey buffer", figures["access"]),

@@ -210,6 +210,35 @@ def test_the_lexical_step_drops_the_most_frequent_terms_past_its_bound(tenant: T
     assert full.idfs[full.lexemes.index("kyoto")] > full.idfs[full.lexemes.index("weather")]
 
 
+def test_a_term_in_most_rows_finds_no_candidates(tenant: Tenant) -> None:
+    """A speaker's name is in every line: it still scores, but only the rarer terms (or
+    the vector side) find rows, so a name does not make every row a candidate."""
+    lines = [f"Ben: bought groceries at the market on day {n}" for n in range(8)]
+    lines += ["Ben: the museum in Kyoto was closed", "Ana: Kyoto again?"]
+    memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="ben", type="episodic", content=line) for line in lines],
+    )
+    with connection.cursor() as cursor:
+        query = lexical_query(cursor, tenant=tenant, user_id="ben", text="Ben in Kyoto")
+        only_common = lexical_query(cursor, tenant=tenant, user_id="ben", text="Ben")
+    assert query is not None and set(query.lexemes) == {"ben", "kyoto"}
+    assert query.candidate_lexemes == ["kyoto"]
+    # The rarest term a query has always finds candidates, however common.
+    assert only_common is not None and only_common.candidate_lexemes == ["ben"]
+    outcome = memory_search(
+        tenant=tenant,
+        actor=Actor(user_id="ben"),
+        query="Ben in Kyoto",
+        user_id="ben",
+        mode="lexical",
+    )
+    assert [hit.memory.content for hit in outcome.hits][:1] == [
+        "Ben: the museum in Kyoto was closed"
+    ]
+    assert len(outcome.lexical_ranking) == 2
+
+
 def test_terms_past_the_bound_still_rank_what_the_rarer_terms_found(tenant: Tenant) -> None:
     """Two lines name Kyoto; only one also says the query's other words, which six of the
     37 lines say. With the bound at Kyoto's postings, those words find nothing
