@@ -222,6 +222,11 @@ class OnnxSentenceModel:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # ONNX Runtime's pool threads spin for a while after each run by default: in a
+        # web worker that embeds one query between database calls, on a machine with a
+        # gunicorn process per core, that spinning takes the core the other requests and
+        # PostgreSQL need (bench/RESULTS.md, "Search latency notes", session 6).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(path), options, providers=["CPUExecutionProvider"]
         )
