@@ -42,7 +42,8 @@ EF_SEARCH = [40, 200]
 
 
 def _vectors(base: np.ndarray, shape: Shape, rows: int) -> np.ndarray:
-    bases = max(1, rows // shape.group_size)
+    # At most one group per distinct sentence: a small group size gives fewer rows.
+    bases = max(1, min(len(base), rows // shape.group_size))
     rng = np.random.default_rng(7)
     source = np.arange(bases * shape.group_size) % bases
     noise = rng.normal(0.0, shape.noise / np.sqrt(base.shape[1]), (len(source), base.shape[1]))

@@ -337,11 +337,11 @@ ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
 ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT", 0.5)
 # Bound of the lexical step: candidates come from the query's rarest terms whose postings
 # fit this, and no more rows than this are read; every term still scores them. Each row
-# read is scored (BM25 in SQL, a few microseconds each): at 8,000 the step was the search's tail (B2 tenant
-# shape at 100k, in process: lexical step p95 25-36 ms, the search's 40-53 ms); at 2,000
-# 11-12 and 25-31 ms. A term in 2% of a 100k tenant's rows has an IDF under 4 (a rare
-# one ~10), so what the bound drops from the candidates barely ranks; a user's own
-# collection rarely comes near it.
+# read is scored (BM25 in SQL, a few microseconds each): at 8,000 the step was the
+# search's tail (B2 tenant shape at 100k, in process: lexical step p95 25-36 ms, the
+# search's 40-53 ms); at 2,000 11-12 and 25-31 ms. A term in 2% of a 100k tenant's rows
+# has an IDF under 4 (a rare one ~10), so what the bound drops from the candidates barely
+# ranks; a user's own collection rarely comes near it.
 ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS", 2000)
 # Recency part of the search score halves every this many days since the last update.
 ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)

@@ -27,6 +27,9 @@ final score.
    reciprocal rank fusion of the two lists, kept for comparison), recency, importance,
    access.
 
+Steps 1-3's SQL is one statement (`_pool_sql`), after the IDF lookup: two round trips
+and a SET LOCAL per search.
+
 Access statistics are recorded by the caller (`memory_record_access`) for the hits it
 uses.
 """
@@ -300,8 +303,6 @@ def memory_search(
         filters=filters,
     )
     params["k"] = candidates
-    vector_ranking: list[uuid.UUID] = []
-    lexical_ranking: list[uuid.UUID] = []
     vector: list[float] | None = None
     if mode in ("hybrid", "vector"):
         vector = query_embedding if query_embedding is not None else embed_query(query)
@@ -309,51 +310,36 @@ def memory_search(
     lexical: LexicalQuery | None = None
 
     with transaction.atomic(), connection.cursor() as cursor:
+        if mode in ("hybrid", "lexical"):
+            lexical = lexical_query(cursor, tenant=tenant, user_id=user_id, text=query)
+        if vector is None and lexical is None:
+            return SearchOutcome([], [], [])
         if vector is not None:
             cursor.execute(
                 "SET LOCAL hnsw.iterative_scan = relaxed_order; "
                 f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}"
             )
-            cursor.execute(
-                f"""
-                WITH nearest AS MATERIALIZED (
-                    SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance
-                    FROM memory m WHERE {where}
-                    ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384)
-                    LIMIT %(k)s
-                )
-                SELECT id FROM nearest ORDER BY distance
-                """,  # noqa: S608 - `where` is built from fixed clauses; values are params
-                params,
-            )
-            vector_ranking = [row[0] for row in cursor.fetchall()]
-        if mode in ("hybrid", "lexical"):
-            lexical = lexical_query(cursor, tenant=tenant, user_id=user_id, text=query)
         if lexical is not None:
-            cursor.execute(
-                f"""
-                WITH hits AS MATERIALIZED (
-                    SELECT m.id, m.lexical_vector, m.created_at FROM memory m
-                    WHERE {where} AND m.lexical_vector @@ %(tsquery)s::tsquery
-                    LIMIT %(cap)s
-                )
-                SELECT m.id, bm25.score FROM hits m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
-                ORDER BY bm25.score DESC, m.created_at DESC, m.id
-                LIMIT %(k)s
-                """,  # noqa: S608
-                {
-                    **params,
-                    **bm25_params(lexical),
-                    "tsquery": lexical.tsquery,
-                    "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
-                },
-            )
-            lexical_ranking = [row[0] for row in cursor.fetchall()]
-
-        pool = list(dict.fromkeys([*vector_ranking, *lexical_ranking]))
-        if not pool:
+            params |= bm25_params(lexical) | {
+                "tsquery": lexical.tsquery,
+                "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
+            }
+        cursor.execute(
+            _pool_sql(where, vector=vector is not None, lexical=lexical is not None), params
+        )
+        rows = cursor.fetchall()
+        vector_ranking = [row[0] for row in sorted(
+            (row for row in rows if row[1] is not None), key=lambda row: row[1]
+        )]  # fmt: skip
+        lexical_ranking = [row[0] for row in sorted(
+            (row for row in rows if row[2] is not None), key=lambda row: row[2]
+        )]  # fmt: skip
+        candidates_of_pool = {
+            row[0]: _Candidate(float(row[3]), float(row[4]), row[5], float(row[6]), int(row[7]))
+            for row in rows
+        }
+        if not candidates_of_pool:
             return SearchOutcome([], vector_ranking, lexical_ranking)
-        candidates_of_pool = _signals(cursor, pool, vector, lexical)
         weight = float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT)
         if mode == "vector":
             weight = 1.0
@@ -430,27 +416,58 @@ class _Candidate:
     access_count: int
 
 
-def _signals(
-    cursor: Any,
-    ids: list[uuid.UUID],
-    vector: list[float] | None,
-    lexical: LexicalQuery | None,
-) -> dict[uuid.UUID, _Candidate]:
-    """Full-precision cosine and BM25 of every candidate of the pool, with the fields
-    the final score reads. A row deleted since the rankings is simply absent."""
-    semantic_sql = "1 - (m.embedding <=> %(q)s::vector)" if vector is not None else "0"
-    cursor.execute(
-        f"""
-        SELECT m.id, {semantic_sql}, bm25.score, m.updated_at, m.importance, m.access_count
-        FROM memory m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
-        WHERE m.id = ANY(%(ids)s::uuid[])
-        """,  # noqa: S608
-        {"q": str(vector), "ids": [str(pk) for pk in ids], **bm25_params(lexical)},
-    )
-    return {
-        row[0]: _Candidate(float(row[1]), float(row[2]), row[3], float(row[4]), int(row[5]))
-        for row in cursor.fetchall()
-    }
+def _pool_sql(where: str, *, vector: bool, lexical: bool) -> str:
+    """One statement for the whole candidate pool: the vector top-k (HNSW, then exact
+    distance order), the BM25 top-k, and for each member of their union its rank in
+    either list, its full-precision cosine and BM25, and the fields of the final score.
+    One round trip instead of three, and a lexical hit's BM25 is not computed twice."""
+    if vector:
+        vector_ranked = f"""
+            nearest AS MATERIALIZED (
+                SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance
+                FROM memory m WHERE {where}
+                ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384)
+                LIMIT %(k)s
+            ),
+            vector_ranked AS MATERIALIZED (
+                SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM nearest
+            )"""  # noqa: S608 - `where` is built from fixed clauses; values are params
+    else:
+        vector_ranked = """
+            vector_ranked AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false)"""
+    if lexical:
+        lexical_ranked = f"""
+            hits AS MATERIALIZED (
+                SELECT m.id, m.lexical_vector, m.created_at FROM memory m
+                WHERE {where} AND m.lexical_vector @@ %(tsquery)s::tsquery
+                LIMIT %(cap)s
+            ),
+            lexical_ranked AS MATERIALIZED (
+                SELECT id, score, rank FROM (
+                    SELECT m.id, bm25.score, row_number() OVER (
+                        ORDER BY bm25.score DESC, m.created_at DESC, m.id
+                    ) AS rank
+                    FROM hits m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
+                ) AS scored
+                WHERE rank <= %(k)s
+            )"""  # noqa: S608
+        bm25 = f"coalesce(l.score, ({BM25_SQL}))"
+    else:
+        lexical_ranked = """
+            lexical_ranked AS (
+                SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
+            )"""
+        bm25 = "0"
+    semantic = "1 - (m.embedding <=> %(q)s::vector)" if vector else "0"
+    return f"""
+        WITH {vector_ranked}, {lexical_ranked},
+        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
+        SELECT m.id, v.rank, l.rank, {semantic}, {bm25},
+               m.updated_at, m.importance, m.access_count
+        FROM pool JOIN memory m ON m.id = pool.id
+        LEFT JOIN vector_ranked v ON v.id = m.id
+        LEFT JOIN lexical_ranked l ON l.id = m.id
+    """  # noqa: S608
 
 
 def _score(
