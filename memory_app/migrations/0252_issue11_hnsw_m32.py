@@ -3,10 +3,11 @@
 With 16 links, a group of more than ~32 memories close to each other (one topic said many
 ways, a user's repeated preference) keeps every base-layer link inside the group, so the
 graph falls apart into islands and a search that lands in the wrong one cannot leave it:
-on 200k vectors in groups of 50 (cosine 0.8-0.94 to their centre) recall@10 against an
-exact scan was 0.40-0.73 at ef_search 200; with m = 32 and ef_construction = 128 it is
-0.965 (a higher ef_construction alone: 0.50). bench/RESULTS.md, "HNSW shape notes". On
-B2's million memories (groups of 50) the tenant-wide recall@10 went from 0.197 to 0.915.
+on 200k vectors in groups of 50 (cosine 0.80-0.94 to their centre) recall@10 against an
+exact scan was 0.51-0.59 at ef_search 200; with m = 32 and ef_construction = 128 it is
+0.95-0.99 (a higher ef_construction alone: 0.58-0.67); bench/RESULTS.md, "HNSW shape
+notes". On B2's million memories (groups of 50) the tenant-wide recall@10 went from 0.197
+to 0.915.
 
 Built CONCURRENTLY under a new name and swapped in, so writes continue during the build
 on a large table. The build costs more: 1,260 s for B2's million memories on 2 cores
