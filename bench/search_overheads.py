@@ -76,7 +76,7 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
     torch_model = LocalEmbedder(model, 1)
     torch_model.embed(["warm up"])
     onnx_model = embedder()
-    out["runtime"] = getattr(onnx_model, "runtime", "remote")
+    out["runtime"] = onnx_model.runtime
     out["embedding_onnx"] = _pair(
         rounds,
         lambda: torch_model.embed([next(texts)]),

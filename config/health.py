@@ -35,8 +35,7 @@ def _check_embedder() -> str:
 
     backend = embedder()
     vector = backend.embed(["health check"])[0]
-    runtime = getattr(backend, "runtime", "remote")  # onnx, torch (its fallback) or remote
-    return f"{backend.model_name} on {runtime} ({len(vector)} dimensions)"
+    return f"{backend.model_name} on {backend.runtime} ({len(vector)} dimensions)"
 
 
 CHECKS: dict[str, Callable[[], str]] = {

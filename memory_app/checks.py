@@ -10,25 +10,20 @@ from django.core import checks
 
 EMBEDDING_BACKENDS = ("local", "openai")
 EMBEDDING_RUNTIMES = ("onnx", "torch")
+# (setting, accepted values, check id)
+CHOICES = [
+    ("ENGRAM_EMBEDDING_BACKEND", EMBEDDING_BACKENDS, "engram.E010"),
+    ("ENGRAM_EMBEDDING_RUNTIME", EMBEDDING_RUNTIMES, "engram.E011"),
+]
 
 
 @checks.register(checks.Tags.compatibility)
 def check_embedding_settings(**kwargs: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
-    if settings.ENGRAM_EMBEDDING_BACKEND not in EMBEDDING_BACKENDS:
-        errors.append(
-            checks.Error(
-                f"ENGRAM_EMBEDDING_BACKEND={settings.ENGRAM_EMBEDDING_BACKEND!r} is not one of "
-                f"{', '.join(EMBEDDING_BACKENDS)}",
-                id="engram.E010",
+    for name, accepted, check_id in CHOICES:
+        value = getattr(settings, name)
+        if value not in accepted:
+            errors.append(
+                checks.Error(f"{name}={value!r} is not one of {', '.join(accepted)}", id=check_id)
             )
-        )
-    if settings.ENGRAM_EMBEDDING_RUNTIME not in EMBEDDING_RUNTIMES:
-        errors.append(
-            checks.Error(
-                f"ENGRAM_EMBEDDING_RUNTIME={settings.ENGRAM_EMBEDDING_RUNTIME!r} is not one of "
-                f"{', '.join(EMBEDDING_RUNTIMES)}",
-                id="engram.E011",
-            )
-        )
     return errors

@@ -38,6 +38,7 @@ QUERY_CACHE_SIZE = 4096  # ~6 MB of 384-float tuples
 class Embedder(Protocol):
     model_name: str
     dimensions: int
+    runtime: str  # where the vectors are computed: onnx, torch or remote (health, logs)
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -98,6 +99,7 @@ class OpenAIEmbedder:
     """Any server speaking OpenAI's embeddings protocol (OpenAI, Ollama, vLLM…)."""
 
     dimensions = 384
+    runtime = "remote"
 
     def __init__(self, model_name: str, url: str, api_key: str, batch_size: int) -> None:
         self.model_name = model_name

@@ -12,7 +12,7 @@ downloaded): on first use, or ahead of time with `manage.py prepare_embedder` (w
 PyTorch on probe texts before it is published, so a vector from this runtime and one from
 PyTorch are the same vector (cosine ≥ 0.99999; stored vectors do not change model).
 
-The file is keyed by a digest of the weights and the exporter's versions, written to a
+The file is keyed by a digest of the weights and the runtime's version, written to a
 temporary name and renamed into place under an exclusive file lock: gunicorn workers and
 Celery starting together export it once. Tokenisation uses the fast tokenizer's own
 `tokenizer.json` through `tokenizers` with sentence-transformers' settings (strip, truncate
@@ -65,8 +65,9 @@ def _max_seq_length(folder: Path) -> int:
 
 
 def export_key(folder: Path) -> str:
-    """Digest of the weights, tokenizer and the exporter's versions: a new wheel or a new
-    torch/onnxruntime gets a new file, never a stale one."""
+    """Digest of the weights, tokenizer, model config and the ONNX Runtime version: a new
+    wheel or a new onnxruntime gets a new file, never a stale one (torch is not in the
+    key: whatever exported the file, it was verified against PyTorch before use)."""
     import onnxruntime
 
     digest = hashlib.sha256()

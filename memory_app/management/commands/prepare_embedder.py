@@ -19,8 +19,7 @@ class Command(BaseCommand):
         current = embedder()
         began = time.monotonic()
         vector = current.embed(["prepare the embedder"])[0]
-        runtime = getattr(current, "runtime", "remote")
         self.stdout.write(
-            f"{current.model_name} ready on {runtime} ({len(vector)} dimensions, "
+            f"{current.model_name} ready on {current.runtime} ({len(vector)} dimensions, "
             f"{time.monotonic() - began:.1f} s)"
         )
