@@ -138,10 +138,7 @@ class LexicalQuery:
     @property
     def tsquery(self) -> str:
         """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
-        return " | ".join(
-            "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-            for lexeme in self.candidate_lexemes
-        )
+        return " | ".join(quote_lexeme(lexeme) for lexeme in self.candidate_lexemes)
 
 
 def _filters_sql(
@@ -174,32 +171,65 @@ def _filters_sql(
     return " AND ".join(clauses), params
 
 
-# BM25 of one memory `m` for the terms in `w(lexeme, idf)`: tf = positions of the lexeme
-# in the memory's lexical_vector (its own text's positions are there twice, as field A and
-# within the window B: BM25F with the own field weighted 2), document length = its
-# distinct lexemes. Shared with the turn index (memory_app.selectors.turn_search).
-BM25_SQL = """
-    SELECT coalesce(sum(
-        w.idf * coalesce(cardinality(u.positions), 1) * %(k1_plus_one)s::float8
-        / (coalesce(cardinality(u.positions), 1) + %(k1)s::float8
-           * (1 - %(b)s::float8 + %(b)s::float8 * length(m.lexical_vector) / %(avgdl)s::float8))
-    ), 0) AS score
-    FROM unnest(m.lexical_vector) AS u
-    JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS w(lexeme, idf)
-      ON w.lexeme = u.lexeme
-"""
+# tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
+# the own text (A) and the window (B) count alike and a word of the own text, which is in
+# both, counts twice (BM25F with the own field weighted 2).
+_FLAT_WEIGHTS = "'{1,1,1,1}'::float4[]"
+# ts_rank's normaliser: the limit of sum(1/i^2), pi^2/6, as tsrank.c writes it.
+_RANK_LIMIT = "1.64493406685"
+
+
+def bm25_sql(alias: str, terms: int) -> str:
+    """BM25 of row `alias` for the query's first `terms` lexemes (`bm25_params`), as one
+    scalar expression: term frequency = positions of the lexeme in `lexical_vector`,
+    document length = its distinct lexemes. Shared with the turn index
+    (memory_app.selectors.turn_search).
+
+    The term frequency comes from `ts_rank` of the one-lexeme query with every weight 1,
+    which is sum(1/i^2, i = 1..tf) / 1.64493406685 (tsrank.c's calc_rank_or): inverted,
+    tf = round(1 / (1.64493406685 - rank * 1.64493406685) - 1/2), exact to tf = 256, the
+    most positions a tsvector keeps. The plain reading of the same numbers, unnest() of the
+    tsvector joined to the query's lexemes, is a set-returning function per row: 18 us a
+    row against 4 here, which was most of the lexical step on a few thousand candidates.
+    tests/memory_app/test_bm25.py holds this to the definition, computed from unnest()."""
+    if terms == 0:
+        return "0::float8"
+    vector = f"{alias}.lexical_vector"
+    length_norm = (
+        f"%(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length({vector}) "
+        "/ %(avgdl)s::float8)"
+    )
+    parts = []
+    for index in range(terms):
+        rank = f"ts_rank({_FLAT_WEIGHTS}, {vector}, %(bm25_q{index})s::tsquery)::float8"
+        tf = f"round(1 / ({_RANK_LIMIT} - {_RANK_LIMIT} * {rank}) - 0.5)"
+        # idf * tf * (k1 + 1) / (tf + K), written with tf once: idf * (k1 + 1) / (1 + K / tf);
+        # NULL (then 0) when the row does not hold the term.
+        parts.append(
+            f"coalesce(%(bm25_idf{index})s::float8 * %(k1_plus_one)s::float8 "
+            f"/ (1 + {length_norm} / nullif({tf}, 0)), 0)"
+        )
+    return "(" + " + ".join(parts) + ")"
 
 
 def bm25_params(lexical: LexicalQuery | None) -> dict[str, Any]:
+    """The parameters of `bm25_sql(alias, len(lexical.lexemes))`."""
     lexical = lexical or LexicalQuery([], [], 1.0, [])
-    return {
-        "lexemes": lexical.lexemes,
-        "idfs": lexical.idfs,
+    params: dict[str, Any] = {
         "avgdl": max(lexical.average_length, 1.0),
         "k1_plus_one": BM25_K1 + 1,
         "k1": BM25_K1,
         "b": BM25_B,
     }
+    for index, (lexeme, idf) in enumerate(zip(lexical.lexemes, lexical.idfs, strict=True)):
+        params[f"bm25_q{index}"] = quote_lexeme(lexeme)
+        params[f"bm25_idf{index}"] = idf
+    return params
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """One lexeme as a tsquery literal: quoted, so that nothing in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def lexical_query(
@@ -325,7 +355,13 @@ def memory_search(
                 "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
             }
         cursor.execute(
-            _pool_sql(where, vector=vector is not None, lexical=lexical is not None), params
+            _pool_sql(
+                where,
+                vector=vector is not None,
+                lexical=lexical is not None,
+                terms=len(lexical.lexemes) if lexical is not None else 0,
+            ),
+            params,
         )
         rows = cursor.fetchall()
         vector_ranking = [row[0] for row in sorted(
@@ -356,15 +392,31 @@ def memory_search(
             ),
             key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])),
         )[:limit]
-        # Whole rows for the hits returned only, not for the pool (3x larger): building
-        # model instances was most of a search's Python time.
-        memories = Memory.objects.defer("search_vector", "lexical_vector", "embedding").in_bulk(
-            [pk for pk, _, _ in scored]
-        )
+        memories = _hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
     # The response lists each hit's edges: one query for all of them, not one per hit.
     prefetch_related_objects([hit.memory for hit in hits], "relations")
     return SearchOutcome(hits, vector_ranking, lexical_ranking)
+
+
+# A hit's columns: all but the two tsvectors and the embedding, which no caller reads
+# from a search hit (a deferred field still loads on access).
+_HIT_COLUMNS = ", ".join(
+    connection.ops.quote_name(field.column)
+    for field in Memory._meta.concrete_fields
+    if field.column and field.name not in ("search_vector", "lexical_vector", "embedding")
+)
+
+
+def _hit_rows(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
+    """Whole rows for the hits returned only, not for the pool (3x larger), in one
+    hand-written SELECT: compiling the ORM's in_bulk() for a model of 30 fields cost more
+    than the query itself (1.3 of 3 ms a search, py-spy on LoCoMo questions)."""
+    rows = Memory.objects.raw(
+        f"SELECT {_HIT_COLUMNS} FROM memory WHERE id = ANY(%s::uuid[])",  # noqa: S608
+        [ids],
+    )
+    return {row.pk: row for row in rows}
 
 
 def fuse_scores(
@@ -416,7 +468,7 @@ class _Candidate:
     access_count: int
 
 
-def _pool_sql(where: str, *, vector: bool, lexical: bool) -> str:
+def _pool_sql(where: str, *, vector: bool, lexical: bool, terms: int) -> str:
     """One statement for the whole candidate pool: the vector top-k (HNSW, then exact
     distance order), the BM25 top-k, and for each member of their union its rank in
     either list, its full-precision cosine and BM25, and the fields of the final score.
@@ -447,11 +499,11 @@ def _pool_sql(where: str, *, vector: bool, lexical: bool) -> str:
                     SELECT m.id, bm25.score, row_number() OVER (
                         ORDER BY bm25.score DESC, m.created_at DESC, m.id
                     ) AS rank
-                    FROM hits m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
+                    FROM hits m CROSS JOIN LATERAL (SELECT {bm25_sql("m", terms)} AS score) AS bm25
                 ) AS scored
                 WHERE rank <= %(k)s
             )"""  # noqa: S608
-        bm25 = f"coalesce(l.score, ({BM25_SQL}))"
+        bm25 = f"coalesce(l.score, {bm25_sql('m', terms)})"
     else:
         lexical_ranked = """
             lexical_ranked AS (

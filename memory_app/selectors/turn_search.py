@@ -16,9 +16,9 @@ from typing import Any
 from django.db import connection
 
 from memory_app.selectors.search import (
-    BM25_SQL,
     LexicalQuery,
     bm25_params,
+    bm25_sql,
     bounded_lexical_query,
     fuse_scores,
 )
@@ -56,9 +56,9 @@ def session_turn_search(
             cursor.execute(
                 f"""
                 SELECT m.turn_id FROM memory_turn_index m
-                CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
                 WHERE m.session_id = %(session)s AND m.lexical_vector @@ %(tsquery)s::tsquery
-                ORDER BY bm25.score DESC, m.turn_number DESC LIMIT %(k)s
+                ORDER BY {bm25_sql("m", len(lexical.lexemes))} DESC, m.turn_number DESC
+                LIMIT %(k)s
                 """,  # noqa: S608 - fixed SQL; values are params
                 {
                     **bm25_params(lexical),
@@ -73,12 +73,13 @@ def session_turn_search(
             return []
         cursor.execute(
             f"""
-            SELECT m.turn_id, m.turn_number, 1 - (m.embedding <=> %(q)s::vector), bm25.score,
+            SELECT m.turn_id, m.turn_number, 1 - (m.embedding <=> %(q)s::vector),
+                   {bm25_sql("m", len(lexical.lexemes) if lexical else 0)},
                    (SELECT max(1 - (n.embedding <=> %(q)s::vector)) FROM memory_turn_index n
                     WHERE n.session_id = m.session_id
                       AND n.turn_number BETWEEN m.turn_number - %(before)s
                                             AND m.turn_number + %(after)s)
-            FROM memory_turn_index m CROSS JOIN LATERAL ({BM25_SQL}) AS bm25
+            FROM memory_turn_index m
             WHERE m.turn_id = ANY(%(ids)s::bigint[])
             """,  # noqa: S608
             {

@@ -1,0 +1,130 @@
+"""BM25 as the search computes it in SQL (`bm25_sql`, term frequencies read through
+ts_rank) against the definition, computed here in Python from the tsvector's own
+positions (`unnest`): the same number for every document and term, from tf 1 to the 256
+positions a tsvector keeps, in both fields, and for lexemes that need quoting."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import (
+    BM25_B,
+    BM25_K1,
+    LexicalQuery,
+    bm25_params,
+    bm25_sql,
+    lexical_query,
+    memory_search,
+)
+from memory_app.services.memories import MemoryDraft, memory_add_many
+from sessions_app.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def _positions(vector_sql: str, params: list[object]) -> dict[str, int]:
+    """Each lexeme of a tsvector and its number of positions, as PostgreSQL stores them."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT lexeme, cardinality(positions) FROM unnest({vector_sql})",  # noqa: S608
+            params,
+        )
+        return {lexeme: int(count) for lexeme, count in cursor.fetchall()}
+
+
+def _reference(tf: dict[str, int], query: LexicalQuery) -> float:
+    """BM25 by its definition: sum over the query's terms of
+    idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)), |d| = distinct lexemes."""
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * len(tf) / query.average_length)
+    return sum(
+        idf * tf[lexeme] * (BM25_K1 + 1) / (tf[lexeme] + norm)
+        for lexeme, idf in zip(query.lexemes, query.idfs, strict=True)
+        if lexeme in tf
+    )
+
+
+def _sql_score(vector_sql: str, params: list[object], query: LexicalQuery) -> float:
+    named = bm25_params(query) | {f"v{index}": value for index, value in enumerate(params)}
+    vector_named = vector_sql
+    for index in range(len(params)):
+        vector_named = vector_named.replace("%s", f"%(v{index})s", 1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {bm25_sql('d', len(query.lexemes))} "  # noqa: S608
+            f"FROM (SELECT {vector_named} AS lexical_vector) AS d",
+            named,
+        )
+        return float(cursor.fetchone()[0])
+
+
+@pytest.mark.parametrize("repeat", [1, 2, 3, 7, 20, 64, 150, 256, 300])
+def test_term_frequency_is_read_exactly_up_to_the_positions_a_tsvector_keeps(
+    repeat: int,
+) -> None:
+    # "kyoto" repeat times in the own field (A) and once more in the window (B); "rain"
+    # once; "trip" not at all. Past 256 positions PostgreSQL keeps 256.
+    own = " ".join(["kyoto"] * repeat) + " rain"
+    vector_sql = (
+        "setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
+    )
+    params: list[object] = [own, "we flew to kyoto last spring"]
+    tf = _positions(vector_sql, params)
+    assert tf["kyoto"] == min(repeat + 1, 256)
+    query = LexicalQuery(
+        lexemes=["kyoto", "rain", "trip"],
+        idfs=[2.5, 1.25, 4.0],
+        average_length=5.0,
+        candidate_lexemes=["kyoto"],
+    )
+    assert _sql_score(vector_sql, params, query) == pytest.approx(_reference(tf, query), rel=1e-12)
+
+
+def test_a_document_without_the_query_terms_scores_zero() -> None:
+    query = LexicalQuery(["kyoto"], [3.0], 4.0, ["kyoto"])
+    assert _sql_score("to_tsvector('english', %s)", ["rain all week"], query) == 0.0
+    nothing = LexicalQuery([], [], 1.0, [])
+    assert _sql_score("to_tsvector('english', %s)", ["rain all week"], nothing) == 0.0
+
+
+def test_lexemes_that_need_quoting_are_scored_as_literals() -> None:
+    # The English parser keeps such tokens whole; quoted, "'" and "\\" are no operators.
+    text = "o'brien said c:\\temp and a-73812 twice: a-73812"
+    tf = _positions("to_tsvector('english', %s)", [text])
+    odd = sorted(lexeme for lexeme in tf if not lexeme.isalnum())
+    assert odd, tf
+    query = LexicalQuery(odd, [1.5 + index for index in range(len(odd))], 6.0, odd)
+    assert _sql_score("to_tsvector('english', %s)", [text], query) == pytest.approx(
+        _reference(tf, query), rel=1e-12
+    )
+
+
+def test_search_reports_the_bm25_of_its_definition(tenant: Tenant) -> None:
+    """Through memory_search: the lexical part of every hit equals BM25 recomputed from
+    the stored tsvectors and the statistics the search used."""
+    lines = [
+        "Ana: The pottery class pottery teacher said pottery is patience.",
+        "Ben: I signed up for pottery on Tuesdays.",
+        "Ana: How was the pottery class, and the new puppy?",
+        "Ben: The puppy chewed my pottery bowl.",
+        "Ana: Rain all week here.",
+    ]
+    drafts = [
+        MemoryDraft(
+            user_id="ben", type="episodic", content=line, thread_key="chat", thread_order=order
+        )
+        for order, line in enumerate(lines)
+    ]
+    memory_add_many(tenant=tenant, drafts=drafts)
+    text = "pottery class puppy"
+    with connection.cursor() as cursor:
+        query = lexical_query(cursor, tenant=tenant, user_id="ben", text=text)
+    assert query is not None and len(query.lexemes) == 3
+    outcome = memory_search(
+        tenant=tenant, actor=Actor("ben"), query=text, user_id="ben", mode="lexical", limit=10
+    )
+    assert len(outcome.hits) >= 3
+    for hit in outcome.hits:
+        tf = _positions("(SELECT lexical_vector FROM memory WHERE id = %s)", [hit.memory.pk])
+        assert hit.parts["lexical"] == pytest.approx(_reference(tf, query), abs=1e-6)
