@@ -27,8 +27,8 @@ final score.
    reciprocal rank fusion of the two lists, kept for comparison), recency, importance,
    access.
 
-Steps 1-3's SQL is one statement (`_pool_sql`), after the IDF lookup: two round trips
-and a SET LOCAL per search.
+Steps 1-3's SQL is one statement (`_pool_sql`, sent with its SET LOCALs), after the IDF
+lookup; then the hits' rows and their edges: four round trips per search.
 
 Access statistics are recorded by the caller (`memory_record_access`) for the hits it
 uses.
@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
@@ -191,7 +191,7 @@ def bm25_sql(alias: str, terms: int) -> str:
     most positions a tsvector keeps. The plain reading of the same numbers, unnest() of the
     tsvector joined to the query's lexemes, is a set-returning function per row: 18 us a
     row against 4 here, which was most of the lexical step on a few thousand candidates.
-    tests/memory_app/test_bm25.py holds this to the definition, computed from unnest()."""
+    tests/memory_app/test_search_sql.py holds this to the definition, computed from unnest()."""
     if terms == 0:
         return "0::float8"
     vector = f"{alias}.lexical_vector"
@@ -339,30 +339,38 @@ def memory_search(
         params["q"] = str(vector)
     lexical: LexicalQuery | None = None
 
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         if mode in ("hybrid", "lexical"):
             lexical = lexical_query(cursor, tenant=tenant, user_id=user_id, text=query)
         if vector is None and lexical is None:
             return SearchOutcome([], [], [])
-        if vector is not None:
-            cursor.execute(
-                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}"
-            )
         if lexical is not None:
             params |= bm25_params(lexical) | {
                 "tsquery": lexical.tsquery,
                 "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
             }
-        cursor.execute(
-            _pool_sql(
-                where,
-                vector=vector is not None,
-                lexical=lexical is not None,
-                terms=len(lexical.lexemes) if lexical is not None else 0,
-            ),
-            params,
+        pool = _pool_sql(
+            where,
+            vector=vector is not None,
+            lexical=lexical is not None,
+            terms=len(lexical.lexemes) if lexical is not None else 0,
         )
+        settings_first = 0
+        if vector is not None:
+            # The HNSW settings for this statement only, in the same query string: several
+            # statements in one simple query run as one implicit transaction, so SET LOCAL
+            # holds for the SELECT after it and ends with it (inside a caller's transaction,
+            # with that). No BEGIN and COMMIT round trips of an atomic() block around it.
+            # Django's psycopg cursors bind client-side (DATABASES' server_side_binding is
+            # off), which is what lets one execute() carry the three statements.
+            pool = (
+                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, candidates)}; {pool}"
+            )
+            settings_first = 2
+        cursor.execute(pool, params)
+        for _ in range(settings_first):
+            cursor.nextset()  # past the SETs' results, to the SELECT's
         rows = cursor.fetchall()
         vector_ranking = [row[0] for row in sorted(
             (row for row in rows if row[1] is not None), key=lambda row: row[1]

@@ -1,7 +1,8 @@
-"""BM25 as the search computes it in SQL (`bm25_sql`, term frequencies read through
-ts_rank) against the definition, computed here in Python from the tsvector's own
+"""The search's SQL. BM25 as the search computes it (`bm25_sql`, term frequencies read
+through ts_rank) against the definition, computed here in Python from the tsvector's own
 positions (`unnest`): the same number for every document and term, from tf 1 to the 256
-positions a tsvector keeps, in both fields, and for lexemes that need quoting."""
+positions a tsvector keeps, in both fields, and for lexemes that need quoting. And the
+HNSW settings, sent with the statement they are for."""
 
 from __future__ import annotations
 
@@ -128,3 +129,35 @@ def test_search_reports_the_bm25_of_its_definition(tenant: Tenant) -> None:
     for hit in outcome.hits:
         tf = _positions("(SELECT lexical_vector FROM memory WHERE id = %s)", [hit.memory.pk])
         assert hit.parts["lexical"] == pytest.approx(_reference(tf, query), abs=1e-6)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_hnsw_settings_hold_for_the_search_statement_only(tenant: Tenant) -> None:
+    """Outside any transaction (a request in autocommit), the search sends its SET LOCALs
+    in the same query string as its SELECT: PostgreSQL runs them as one implicit
+    transaction, so they apply (no "SET LOCAL can only be used in transaction blocks"
+    warning, which a SET sent on its own would raise and then do nothing) and end with
+    it (the connection's settings are unchanged afterwards)."""
+    memory_add_many(
+        tenant=tenant,
+        drafts=[
+            MemoryDraft(user_id="ben", type="episodic", content=line)
+            for line in ("I booked the Kyoto trip.", "The puppy chewed a cable.")
+        ],
+    )
+    connection.ensure_connection()
+    notices: list[str] = []
+    connection.connection.add_notice_handler(lambda notice: notices.append(notice.message_primary))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
+        before = cursor.fetchone()[0]
+    assert connection.get_autocommit() and not connection.in_atomic_block
+    outcome = memory_search(
+        tenant=tenant, actor=Actor("ben"), query="Kyoto trip", user_id="ben", mode="hybrid"
+    )
+    assert outcome.hits and "Kyoto" in outcome.hits[0].memory.content
+    assert outcome.vector_ranking
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
+        assert cursor.fetchone()[0] == before
+    assert not [notice for notice in notices if "SET LOCAL" in notice], notices
