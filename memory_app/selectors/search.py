@@ -12,10 +12,12 @@ final score.
    in memory_app.models). The
    query's English lexemes are looked up in `memory_term_stat` (document frequencies per
    user, kept by a trigger in the writing transaction) for their IDF; candidates come from
-   the GIN index, ORing the query's terms. The step is bounded: candidates come from the
-   rarest terms whose postings fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so a query never
-   scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
-   score of every candidate either side found.
+   the GIN index on (tenant, user, lexemes), ORing the query's terms. The step is
+   bounded: candidates come from the rarest terms whose postings fit
+   ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (none if even the rarest does not), and at most that
+   many rows are read in the searched scope before the actor's visibility is applied, so
+   a query never scans the tenant's rows; the frequent terms left out (lowest IDF) still
+   add to the score of every candidate either side found.
    PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
 3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
    lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
@@ -141,7 +143,22 @@ class LexicalQuery:
         return " | ".join(quote_lexeme(lexeme) for lexeme in self.candidate_lexemes)
 
 
-def _filters_sql(
+@dataclass(frozen=True)
+class SearchWhere:
+    """A search's hard filters in two parts: `scope`, what the caller asked for (tenant,
+    user, agent, types, tags, MemoryFilters), and `visible`, what the actor may see. The
+    lexical step bounds the rows it reads on `scope` and applies `visible` to those: in a
+    tenant-wide search most of a common term's rows are other users' private memories."""
+
+    scope: str
+    visible: str
+
+    @property
+    def sql(self) -> str:
+        return f"{self.scope} AND {self.visible}"
+
+
+def search_where(
     *,
     tenant: Tenant,
     actor: Actor,
@@ -150,9 +167,9 @@ def _filters_sql(
     types: Sequence[str] | None,
     tags: Sequence[str] | None,
     filters: MemoryFilters | None = None,
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[SearchWhere, dict[str, Any]]:
     visible, params = visibility_sql(actor)
-    clauses = ["m.tenant_id = %(tenant)s", visible]
+    clauses = ["m.tenant_id = %(tenant)s"]
     params["tenant"] = tenant.pk
     if user_id:
         clauses.append("m.user_id = %(user_id)s")
@@ -168,7 +185,30 @@ def _filters_sql(
         params["tags"] = list(tags)
     if filters is not None:
         clauses += filters.clauses(params)
-    return " AND ".join(clauses), params
+    return SearchWhere(" AND ".join(clauses), visible), params
+
+
+def _filters_sql(
+    *,
+    tenant: Tenant,
+    actor: Actor,
+    user_id: str | None,
+    agent_id: str | None,
+    types: Sequence[str] | None,
+    tags: Sequence[str] | None,
+    filters: MemoryFilters | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """All of a search's filters as one WHERE clause (the vector step's; bench/b2 uses it)."""
+    where, params = search_where(
+        tenant=tenant,
+        actor=actor,
+        user_id=user_id,
+        agent_id=agent_id,
+        types=types,
+        tags=tags,
+        filters=filters,
+    )
+    return where.sql, params
 
 
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
@@ -275,15 +315,22 @@ def bounded_lexical_query(
 ) -> LexicalQuery | None:
     """BM25 terms from (lexeme, document frequency) pairs of a collection of `documents`
     documents totalling `length` lexemes: every term that occurs, rarest first, scores;
-    the candidates come from the rarest ones whose postings fit
-    ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (at least one), so the step never reads the
-    postings of a term most rows contain, whose IDF could barely move a ranking.
+    the candidates come from the rarest ones whose postings together fit
+    ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so the step never reads the postings of a term
+    many rows contain, whose IDF could barely move a ranking.
+
+    Even the query's rarest term finds no candidates when its postings alone are past the
+    bound: the step could only read an arbitrary `bound` of its rows (in table order, not
+    by score), which in a tenant-wide search of a million memories was ~37,000 rows read
+    to keep 2,000 the actor may see, 270 ms, for a sample no better than chance. The
+    vector side still proposes, and every term still scores what it proposes.
 
     A term in more than half of the documents finds no candidates either (unless it is
-    the rarest the query has): in a conversation the speakers' names are in every
-    thread window, so such a term would make every row a candidate while its IDF (below
-    log 2, against log N for a rare term) cannot lift a row that nothing else found
-    above one a rare term or the vector side found."""
+    the rarest the query has and within the bound: a user's three memories and a word
+    two of them say): in a conversation the speakers' names are in every thread window,
+    so such a term would make every row a candidate while its IDF (below log 2, against
+    log N for a rare term) cannot lift a row that nothing else found above one a rare
+    term or the vector side found."""
     present = sorted((df, lexeme) for lexeme, df in frequencies if df > 0)
     if not present:
         return None
@@ -292,7 +339,7 @@ def bounded_lexical_query(
     candidates: list[str] = []
     postings = 0
     for df, lexeme in present:  # rarest first: they carry the most weight
-        if candidates and (postings + df > cap or 2 * df > documents):
+        if postings + df > cap or (candidates and 2 * df > documents):
             break
         candidates.append(lexeme)
         postings += df
@@ -323,7 +370,7 @@ def memory_search(
     only: the caller records the access (`memory_record_access`) for the hits it uses."""
     now = now or timezone.now()
     candidates = max(3 * limit, 30)
-    where, params = _filters_sql(
+    where, params = search_where(
         tenant=tenant,
         actor=actor,
         user_id=user_id,
@@ -352,7 +399,7 @@ def memory_search(
         pool = _pool_sql(
             where,
             vector=vector is not None,
-            lexical=lexical is not None,
+            lexical=lexical is not None and bool(lexical.candidate_lexemes),
             terms=len(lexical.lexemes) if lexical is not None else 0,
         )
         settings_first = 0
@@ -476,16 +523,21 @@ class _Candidate:
     access_count: int
 
 
-def _pool_sql(where: str, *, vector: bool, lexical: bool, terms: int) -> str:
+def _pool_sql(where: SearchWhere, *, vector: bool, lexical: bool, terms: int) -> str:
     """One statement for the whole candidate pool: the vector top-k (HNSW, then exact
     distance order), the BM25 top-k, and for each member of their union its rank in
     either list, its full-precision cosine and BM25, and the fields of the final score.
-    One round trip instead of three, and a lexical hit's BM25 is not computed twice."""
+    One round trip instead of three, and a lexical hit's BM25 is not computed twice.
+
+    The lexical step reads at most `cap` rows of the scope (tenant, user, agent, types,
+    tags, filters) that hold a candidate term, then keeps those the actor may see: a
+    bound on the rows read, not on the rows kept, which in a tenant-wide search of
+    mostly private memories were twenty times fewer."""
     if vector:
         vector_ranked = f"""
             nearest AS MATERIALIZED (
                 SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance
-                FROM memory m WHERE {where}
+                FROM memory m WHERE {where.sql}
                 ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384)
                 LIMIT %(k)s
             ),
@@ -495,12 +547,17 @@ def _pool_sql(where: str, *, vector: bool, lexical: bool, terms: int) -> str:
     else:
         vector_ranked = """
             vector_ranked AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false)"""
-    if lexical:
+    if lexical:  # the BM25 top-k of the rows the candidate terms find
         lexical_ranked = f"""
             hits AS MATERIALIZED (
-                SELECT m.id, m.lexical_vector, m.created_at FROM memory m
-                WHERE {where} AND m.lexical_vector @@ %(tsquery)s::tsquery
-                LIMIT %(cap)s
+                SELECT m.id, m.lexical_vector, m.created_at FROM (
+                    SELECT m.id, m.lexical_vector, m.created_at,
+                           m.scope, m.user_id, m.allowed_roles, m.allowed_users
+                    FROM memory m
+                    WHERE {where.scope} AND m.lexical_vector @@ %(tsquery)s::tsquery
+                    LIMIT %(cap)s
+                ) AS m
+                WHERE {where.visible}
             ),
             lexical_ranked AS MATERIALIZED (
                 SELECT id, score, rank FROM (
@@ -511,13 +568,12 @@ def _pool_sql(where: str, *, vector: bool, lexical: bool, terms: int) -> str:
                 ) AS scored
                 WHERE rank <= %(k)s
             )"""  # noqa: S608
-        bm25 = f"coalesce(l.score, {bm25_sql('m', terms)})"
-    else:
+    else:  # no lexical step, or every term past the bound: the terms still score
         lexical_ranked = """
             lexical_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
             )"""
-        bm25 = "0"
+    bm25 = f"coalesce(l.score, {bm25_sql('m', terms)})"
     semantic = "1 - (m.embedding <=> %(q)s::vector)" if vector else "0"
     return f"""
         WITH {vector_ranked}, {lexical_ranked},

@@ -52,7 +52,7 @@ def session_turn_search(
         vector_ranking = [row[0] for row in cursor.fetchall()]
         lexical = _lexical_query(cursor, session_id, query)
         lexical_ranking: list[int] = []
-        if lexical is not None:
+        if lexical is not None and lexical.candidate_lexemes:
             cursor.execute(
                 f"""
                 SELECT m.turn_id FROM memory_turn_index m

@@ -224,7 +224,7 @@ def test_a_term_in_most_rows_finds_no_candidates(tenant: Tenant) -> None:
         only_common = lexical_query(cursor, tenant=tenant, user_id="ben", text="Ben")
     assert query is not None and set(query.lexemes) == {"ben", "kyoto"}
     assert query.candidate_lexemes == ["kyoto"]
-    # The rarest term a query has always finds candidates, however common.
+    # The rarest term a query has finds candidates however common, within the bound.
     assert only_common is not None and only_common.candidate_lexemes == ["ben"]
     outcome = memory_search(
         tenant=tenant,
@@ -263,6 +263,55 @@ def test_terms_past_the_bound_still_rank_what_the_rarer_terms_found(tenant: Tena
     contents = [hit.memory.content for hit in outcome.hits]
     assert contents[:2] == ["Ben: the weather in Kyoto was lovely that week", "Ben: Kyoto temples"]
     assert len(outcome.lexical_ranking) == 2  # the other weather lines were never candidates
+
+
+def test_a_rarest_term_past_the_bound_finds_nothing_but_still_scores(tenant: Tenant) -> None:
+    """ "Kyoto" is the query's rarest term, in 4 lines; with the bound at 3 rows it could
+    only have read an arbitrary 3 of them (table order, not score), so it finds none.
+    The vector side still proposes the Kyoto lines, and their BM25 still counts."""
+    lines = [f"Ben: the Kyoto trip, day {n}" for n in range(4)]
+    lines += [f"Ben: groceries at the market on day {n}" for n in range(6)]
+    memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id="ben", type="episodic", content=line) for line in lines],
+    )
+    with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=3):
+        with connection.cursor() as cursor:
+            query = lexical_query(cursor, tenant=tenant, user_id="ben", text="Kyoto")
+        lexical = memory_search(
+            tenant=tenant, actor=Actor("ben"), query="Kyoto", user_id="ben", mode="lexical"
+        )
+        hybrid = memory_search(
+            tenant=tenant, actor=Actor("ben"), query="Kyoto", user_id="ben", mode="hybrid"
+        )
+    assert query is not None and query.lexemes == ["kyoto"] and query.candidate_lexemes == []
+    assert lexical.hits == [] and lexical.lexical_ranking == []
+    assert hybrid.lexical_ranking == [] and hybrid.vector_ranking
+    kyoto = [hit for hit in hybrid.hits if "Kyoto" in hit.memory.content]
+    assert len(kyoto) == 4 and all(hit.parts["lexical"] > 0 for hit in kyoto)
+    assert all(hit.parts["lexical"] == 0 for hit in hybrid.hits if hit not in kyoto)
+
+
+def test_a_tenant_wide_bound_counts_the_rows_the_actor_cannot_see(tenant: Tenant) -> None:
+    """A tenant-wide search's lexical step reads the tenant's rows that hold a candidate
+    term, then keeps those the actor may see, so the bound is on the tenant's postings,
+    other users' private rows included. Eight private Kyoto lines of eight users and one
+    public one: with the bound at 9 Ann finds the public line; at 8 the term's nine
+    postings are past it and nothing is read."""
+    drafts = [
+        MemoryDraft(user_id=f"user-{n}", type="episodic", content=f"My Kyoto trip, take {n}")
+        for n in range(8)
+    ]
+    drafts.append(
+        MemoryDraft(user_id="ops", type="semantic", content="Kyoto office hours", scope="public")
+    )
+    memory_add_many(tenant=tenant, drafts=drafts)
+    for bound, expected in ((9, ["Kyoto office hours"]), (8, [])):
+        with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=bound):
+            outcome = memory_search(
+                tenant=tenant, actor=Actor(user_id="ann"), query="Kyoto", mode="lexical"
+            )
+        assert [hit.memory.content for hit in outcome.hits] == expected, bound
 
 
 def test_thread_fields_through_the_api(api: APIClient) -> None:
