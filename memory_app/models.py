@@ -191,7 +191,7 @@ class Memory(models.Model):
             GinIndex(fields=["tags"], name="memory_tags"),
             GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
             # The lexical step's index: tenant and user as btree_gin keys next to the
-            # lexemes, so that GIN intersects them itself (migration 0254).
+            # lexemes, so that GIN intersects them itself (migration 0253).
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
             models.Index(
                 fields=["tenant", "user_id", "thread_key", "thread_order"],

@@ -161,33 +161,3 @@ def test_the_hnsw_settings_hold_for_the_search_statement_only(tenant: Tenant) ->
         cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
         assert cursor.fetchone()[0] == before
     assert not [notice for notice in notices if "SET LOCAL" in notice], notices
-
-
-def test_a_memory_keeps_its_embedding_in_its_row(tenant: Tenant) -> None:
-    """Migration 0253: a row a search visits is one page, not a page plus a TOAST lookup
-    for its vector. pgvector's EXTERNAL storage would send the embedding, a row's largest
-    attribute, to TOAST in any row over the default 2 kB, which a memory in a thread is.
-    A memory with long text still fits the page by moving the text out, not the vector."""
-    lines = [
-        f"Ana: line {index} about the Kyoto trip, the flights and the hotel." for index in range(4)
-    ]
-    long_text = "Ben: " + " ".join(f"word{index}" for index in range(1500))
-    drafts = [
-        MemoryDraft(
-            user_id="ben", type="episodic", content=line, thread_key="chat", thread_order=order
-        )
-        for order, line in enumerate([*lines, long_text])
-    ]
-    memory_add_many(tenant=tenant, drafts=drafts)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT length(content) > 5000, pg_column_size(memory.*) > 2100,"
-            " pg_column_toast_chunk_id(embedding) IS NULL"
-            " FROM memory WHERE user_id = 'ben' ORDER BY thread_order"
-        )
-        rows = cursor.fetchall()
-    assert len(rows) == 5
-    for is_long, over_default_target, embedding_inline in rows[:4]:
-        assert not is_long and over_default_target and embedding_inline
-    is_long, _, embedding_inline = rows[4]
-    assert is_long and embedding_inline

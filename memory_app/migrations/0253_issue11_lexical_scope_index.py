@@ -26,7 +26,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
     atomic = False  # CREATE/DROP INDEX CONCURRENTLY cannot run in a transaction
 
-    dependencies = [("memory_app", "0253_issue11_inline_embeddings")]
+    dependencies = [("memory_app", "0252_issue11_hnsw_m32")]
 
     operations = [
         BtreeGinExtension(),
