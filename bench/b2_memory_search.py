@@ -117,9 +117,9 @@ def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[
     from django.db import connection, transaction
 
     from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import _filters_sql  # the search's own filters
+    from memory_app.selectors.search import search_where  # the search's own filters
 
-    where, params = _filters_sql(
+    filters, params = search_where(
         tenant=tenant,
         actor=Actor(user_id=user),
         user_id=user if shape == "user" else None,
@@ -130,7 +130,7 @@ def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")  # belt and braces: no HNSW
         cursor.execute(
-            f"SELECT m.id FROM memory m WHERE {where} "
+            f"SELECT m.id FROM memory m WHERE {filters.sql} "
             "ORDER BY m.embedding <=> %(q)s::vector, m.id LIMIT %(k)s",
             {**params, "q": str(vector), "k": K},
         )
@@ -179,9 +179,9 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
     from django.db import connection, transaction
 
     from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import EF_SEARCH, _filters_sql
+    from memory_app.selectors.search import EF_SEARCH, search_where
 
-    where, params = _filters_sql(
+    filters, params = search_where(
         tenant=tenant,
         actor=Actor(user_id=user),
         user_id=user if shape == "user" else None,
@@ -194,7 +194,7 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
         cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
         cursor.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) "
-            f"SELECT m.id FROM memory m WHERE {where} "
+            f"SELECT m.id FROM memory m WHERE {filters.sql} "
             "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT 30",
             {**params, "q": str(vector)},
         )

@@ -188,29 +188,6 @@ def search_where(
     return SearchWhere(" AND ".join(clauses), visible), params
 
 
-def _filters_sql(
-    *,
-    tenant: Tenant,
-    actor: Actor,
-    user_id: str | None,
-    agent_id: str | None,
-    types: Sequence[str] | None,
-    tags: Sequence[str] | None,
-    filters: MemoryFilters | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """All of a search's filters as one WHERE clause (the vector step's; bench/b2 uses it)."""
-    where, params = search_where(
-        tenant=tenant,
-        actor=actor,
-        user_id=user_id,
-        agent_id=agent_id,
-        types=types,
-        tags=tags,
-        filters=filters,
-    )
-    return where.sql, params
-
-
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
 # the own text (A) and the window (B) count alike and a word of the own text, which is in
 # both, counts twice (BM25F with the own field weighted 2).
