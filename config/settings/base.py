@@ -336,7 +336,8 @@ ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
 # Search fusion: weight of the z-normalised cosine (the z-normalised BM25 gets the rest).
 ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT", 0.5)
 # Bound of the lexical step: candidates come from the query's rarest terms whose postings
-# fit this, and no more rows than this are read; every term still scores them. Each row
+# fit this (none if even the rarest does not), and no more rows than this are read in the
+# searched scope, before the actor's visibility filter; every term still scores them. Each row
 # read is scored (BM25 in SQL, a few microseconds each): at 8,000 the step was the
 # search's tail (B2 tenant shape at 100k, in process: lexical step p95 25-36 ms, the
 # search's 40-53 ms); at 2,000 11-12 and 25-31 ms. A term in 2% of a 100k tenant's rows
