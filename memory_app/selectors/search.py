@@ -196,11 +196,11 @@ _FLAT_WEIGHTS = "'{1,1,1,1}'::float4[]"
 _RANK_LIMIT = "1.64493406685"
 
 
-def bm25_sql(alias: str, terms: int) -> str:
-    """BM25 of row `alias` for the query's first `terms` lexemes (`bm25_params`), as one
-    scalar expression: term frequency = positions of the lexeme in `lexical_vector`,
-    document length = its distinct lexemes. Shared with the turn index
-    (memory_app.selectors.turn_search).
+def bm25_sql(alias: str, lexical: LexicalQuery | None) -> str:
+    """BM25 of row `alias` for the query's lexemes (parameters: `bm25_params(lexical)`;
+    0 without a lexical query), as one scalar expression: term frequency = positions of
+    the lexeme in `lexical_vector`, document length = its distinct lexemes. Shared with
+    the turn index (memory_app.selectors.turn_search).
 
     The term frequency comes from `ts_rank` of the one-lexeme query with every weight 1,
     which is sum(1/i^2, i = 1..tf) / 1.64493406685 (tsrank.c's calc_rank_or): inverted,
@@ -209,6 +209,7 @@ def bm25_sql(alias: str, terms: int) -> str:
     tsvector joined to the query's lexemes, is a set-returning function per row: 18 us a
     row against 4 here, which was most of the lexical step on a few thousand candidates.
     tests/memory_app/test_search_sql.py holds this to the definition, computed from unnest()."""
+    terms = len(lexical.lexemes) if lexical is not None else 0
     if terms == 0:
         return "0::float8"
     vector = f"{alias}.lexical_vector"
@@ -230,7 +231,7 @@ def bm25_sql(alias: str, terms: int) -> str:
 
 
 def bm25_params(lexical: LexicalQuery | None) -> dict[str, Any]:
-    """The parameters of `bm25_sql(alias, len(lexical.lexemes))`."""
+    """The parameters of `bm25_sql(alias, lexical)`."""
     lexical = lexical or LexicalQuery([], [], 1.0, [])
     params: dict[str, Any] = {
         "avgdl": max(lexical.average_length, 1.0),
@@ -373,12 +374,7 @@ def memory_search(
                 "tsquery": lexical.tsquery,
                 "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
             }
-        pool = _pool_sql(
-            where,
-            vector=vector is not None,
-            lexical=lexical is not None and bool(lexical.candidate_lexemes),
-            terms=len(lexical.lexemes) if lexical is not None else 0,
-        )
+        pool = _pool_sql(where, vector=vector is not None, lexical=lexical)
         settings_first = 0
         if vector is not None:
             # The HNSW settings for this statement only, in the same query string: several
@@ -500,7 +496,7 @@ class _Candidate:
     access_count: int
 
 
-def _pool_sql(where: SearchWhere, *, vector: bool, lexical: bool, terms: int) -> str:
+def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) -> str:
     """One statement for the whole candidate pool: the vector top-k (HNSW, then exact
     distance order), the BM25 top-k, and for each member of their union its rank in
     either list, its full-precision cosine and BM25, and the fields of the final score.
@@ -524,7 +520,7 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: bool, terms: int) ->
     else:
         vector_ranked = """
             vector_ranked AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false)"""
-    if lexical:  # the BM25 top-k of the rows the candidate terms find
+    if lexical is not None and lexical.candidate_lexemes:  # BM25 top-k of what they find
         lexical_ranked = f"""
             hits AS MATERIALIZED (
                 SELECT m.id, m.lexical_vector, m.created_at FROM (
@@ -541,7 +537,8 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: bool, terms: int) ->
                     SELECT m.id, bm25.score, row_number() OVER (
                         ORDER BY bm25.score DESC, m.created_at DESC, m.id
                     ) AS rank
-                    FROM hits m CROSS JOIN LATERAL (SELECT {bm25_sql("m", terms)} AS score) AS bm25
+                    FROM hits m
+                    CROSS JOIN LATERAL (SELECT {bm25_sql("m", lexical)} AS score) AS bm25
                 ) AS scored
                 WHERE rank <= %(k)s
             )"""  # noqa: S608
@@ -550,7 +547,7 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: bool, terms: int) ->
             lexical_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
             )"""
-    bm25 = f"coalesce(l.score, {bm25_sql('m', terms)})"
+    bm25 = f"coalesce(l.score, {bm25_sql('m', lexical)})"
     semantic = "1 - (m.embedding <=> %(q)s::vector)" if vector else "0"
     return f"""
         WITH {vector_ranked}, {lexical_ranked},

@@ -57,7 +57,7 @@ def session_turn_search(
                 f"""
                 SELECT m.turn_id FROM memory_turn_index m
                 WHERE m.session_id = %(session)s AND m.lexical_vector @@ %(tsquery)s::tsquery
-                ORDER BY {bm25_sql("m", len(lexical.lexemes))} DESC, m.turn_number DESC
+                ORDER BY {bm25_sql("m", lexical)} DESC, m.turn_number DESC
                 LIMIT %(k)s
                 """,  # noqa: S608 - fixed SQL; values are params
                 {
@@ -74,7 +74,7 @@ def session_turn_search(
         cursor.execute(
             f"""
             SELECT m.turn_id, m.turn_number, 1 - (m.embedding <=> %(q)s::vector),
-                   {bm25_sql("m", len(lexical.lexemes) if lexical else 0)},
+                   {bm25_sql("m", lexical)},
                    (SELECT max(1 - (n.embedding <=> %(q)s::vector)) FROM memory_turn_index n
                     WHERE n.session_id = m.session_id
                       AND n.turn_number BETWEEN m.turn_number - %(before)s

@@ -53,7 +53,7 @@ def _sql_score(vector_sql: str, params: list[object], query: LexicalQuery) -> fl
         vector_named = vector_named.replace("%s", f"%(v{index})s", 1)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {bm25_sql('d', len(query.lexemes))} "  # noqa: S608
+            f"SELECT {bm25_sql('d', query)} "  # noqa: S608
             f"FROM (SELECT {vector_named} AS lexical_vector) AS d",
             named,
         )
