@@ -5,10 +5,11 @@ recall@10 of its vector step against an exact scan.
   nproc, gthread), query embedding included (the worker embeds the query with MiniLM),
   from `threads` client threads, at each size; p50/p95 per size and the ratio of the
   largest size's p95 to the 10k one's.
-- Two request shapes, both in the largest tenant: "user" (`user_id` = one user: the
-  planner filters by the (tenant, user) index, HNSW is not involved) and "tenant"
-  (`acting_user_id` only: the tenant's public memories plus the user's own, ~10% of the
-  tenant, which is where HNSW with iterative scans does the work).
+- Two request shapes, both in the largest tenant: "user" (`user_id` = one user: an
+  exact order of the user's rows, read from the covering (tenant, user) index; HNSW is
+  not involved) and "tenant" (`acting_user_id` only: the tenant's public memories plus
+  the user's own and those shared with them, ~10% of the tenant; the search looks in
+  each of those branches on its own, the public one in its partial HNSW graph).
 - Cold and repeated queries: the "user" and "tenant" shapes send queries no earlier
   request of the run sent (their own generated set per size and shape), so the query
   embedding is computed in every request, caches notwithstanding; "user, repeated"
@@ -19,7 +20,7 @@ recall@10 of its vector step against an exact scan.
   `embedding <=> q` (an expression no index covers: a sequential scan).
 
 The data grows in place (10k ⊂ 100k ⊂ 1M, bench.memory_data), so sizes run in order and
-cannot alternate; each size's figures are taken right after its load and ANALYZE.
+cannot alternate; each size's figures are taken right after its load and VACUUM ANALYZE.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
     from django.db import connection, transaction
 
     from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import EF_SEARCH, search_where
+    from memory_app.selectors.search import EF_SEARCH, nearest_sql, search_where
 
     filters, params = search_where(
         tenant=tenant,
@@ -193,22 +194,20 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
         cursor.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) "
-            f"SELECT m.id FROM memory m WHERE {filters.sql} "
-            "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT 30",
-            {**params, "q": str(vector)},
+            f"EXPLAIN (ANALYZE, FORMAT JSON) {nearest_sql(filters)}",
+            {**params, "q": str(vector), "k": 30},
         )
         plan = cursor.fetchone()[0][0]
-    nodes: list[str] = []
 
-    def walk(node: dict[str, Any]) -> None:
+    def render(node: dict[str, Any]) -> str:
+        """A node and what is under it: `A → B`, and `Append [x; y]` for branches."""
         name = node["Node Type"] + (f" on {node['Index Name']}" if "Index Name" in node else "")
-        nodes.append(name)
-        for child in node.get("Plans", []):
-            walk(child)
+        children = [render(child) for child in node.get("Plans", [])]
+        if len(children) > 1:
+            return f"{name} [{'; '.join(children)}]"
+        return f"{name} → {children[0]}" if children else name
 
-    walk(plan["Plan"])
-    return {"nodes": nodes, "execution_ms": round(plan["Execution Time"], 2)}
+    return {"nodes": [render(plan["Plan"])], "execution_ms": round(plan["Execution Time"], 2)}
 
 
 # --- Context assembly ------------------------------------------------------------------
@@ -468,8 +467,9 @@ Recall@10: the selector's vector ranking (`memory_search(mode="vector")`) agains
 exact full-precision scan under the same filters, same {size.queries} queries; "vector
 ms" is that whole vector-mode search in-process (median; the HNSW step plus fetching and
 scoring the candidates), "exact ms" the exact scan. Plan: EXPLAIN ANALYZE of the vector
-step for the first query (at 10k the planner often prefers an exact scan of the
-tenant's rows to HNSW).
+step for the first query (`Append [a; b; c]`: the tenant-wide search's visibility
+branches, public, own, shared with the actor; at 10k the planner often prefers an exact
+scan of the tenant's public rows to HNSW).
 
 {TABLE_HEAD}
 {chr(10).join(rows)}

@@ -183,7 +183,14 @@ class Memory(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["tenant", "user_id", "-created_at"], name="memory_tenant_user"),
+            # A user's memories, newest first, with what the vector step of a search of
+            # one user's memories reads (migration 0254): an index-only scan of a few
+            # dozen pages instead of a heap page and a TOAST value per memory.
+            models.Index(
+                fields=["tenant", "user_id", "-created_at"],
+                include=["id", "scope", "embedding"],
+                name="memory_tenant_user_vectors",
+            ),
             models.Index(fields=["tenant", "-created_at"], name="memory_tenant_created"),
             models.Index(fields=["decay_score"], name="memory_decay"),
             models.Index(fields=["tenant", "session_id"], name="memory_tenant_session"),
@@ -193,6 +200,13 @@ class Memory(models.Model):
             # The lexical step's index: tenant and user as btree_gin keys next to the
             # lexemes, so that GIN intersects them itself (migration 0253).
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
+            # The vector step's branch of memories shared with the actor by someone else
+            # (`visibility_branches_sql`): found exactly, not by a graph walk (0254).
+            GinIndex(
+                fields=["tenant", "allowed_users", "allowed_roles"],
+                condition=Q(scope="shared"),
+                name="memory_shared_grants",
+            ),
             models.Index(
                 fields=["tenant", "user_id", "thread_key", "thread_order"],
                 condition=~Q(thread_key=""),

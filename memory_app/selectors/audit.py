@@ -64,7 +64,7 @@ def user_memories_by_type(
 ) -> list[tuple[str, int, list[Memory]]]:
     """(type, how many, the pinned and most important first) for one user: one GROUP BY
     for the counts, one query for at most `per_type` rows of each type (index
-    `memory_tenant_user`)."""
+    `memory_tenant_user_vectors`)."""
     counts = dict(
         Memory.objects.filter(tenant=tenant, user_id=user_id)
         .values_list("type")

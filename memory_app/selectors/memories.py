@@ -63,6 +63,31 @@ def visibility_sql(actor: Actor, alias: str = "m") -> tuple[str, dict[str, Any]]
     return sql, {"acting_user": actor.user_id or None, "acting_roles": list(actor.roles)}
 
 
+def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
+    """`visibility_sql`'s rule as disjoint predicates whose OR is the rule, each one an
+    index can serve on its own (same parameters as `visibility_sql`): the public memories
+    (a partial HNSW index), the actor's own non-public ones (the (tenant, user) btree),
+    and the shared ones granted to the actor by another user (a partial GIN on the
+    grants). A tenant-wide vector search ORs them into one filter that ~5% of a large
+    tenant's rows pass, so an HNSW scan under it walks a graph of mostly invisible
+    neighbours and misses some of the nearest visible ones; searched one branch at a
+    time, each is either exact or a graph search under a filter most rows pass."""
+    if actor.operator:
+        return ["TRUE"]
+    branches = [f"{alias}.scope = 'public'"]
+    if actor.user_id:
+        branches.append(f"({alias}.user_id = %(acting_user)s AND {alias}.scope <> 'public')")
+    grants = []
+    if actor.user_id:
+        grants.append(f"{alias}.allowed_users @> ARRAY[%(acting_user)s]::varchar[]")
+    if actor.roles:
+        grants.append(f"{alias}.allowed_roles && %(acting_roles)s::varchar[]")
+    if grants:
+        owner = f" AND {alias}.user_id IS DISTINCT FROM %(acting_user)s" if actor.user_id else ""
+        branches.append(f"({alias}.scope = 'shared'{owner} AND ({' OR '.join(grants)}))")
+    return branches
+
+
 def memory_list(
     *,
     tenant: Tenant,

@@ -4,7 +4,12 @@ final score.
 1. Vector: HNSW over `embedding::halfvec(384)` with `hnsw.iterative_scan = relaxed_order`
    (SET LOCAL, this transaction only), so the hard filters (tenant, visibility, user, type,
    tags) applied after the index scan never starve the result; a MATERIALIZED CTE then
-   restores exact distance order.
+   restores exact distance order. A tenant-wide search looks in each visibility branch
+   on its own (`nearest_sql`): the public memories in their own HNSW graph, the actor's
+   own and those shared with the actor exactly (a few hundred rows, from indexes), merged
+   by distance; one OR filter over the whole graph left the walk among mostly invisible
+   neighbours. A search of one user's memories orders them exactly, read from the
+   covering (tenant, user) index.
 2. Lexical: BM25F inside PostgreSQL over `lexical_vector`: two fields, the memory's own
    text (weight A) and its window (B: for a memory in a thread, its neighbours around its
    own text, see `refresh_thread_window`; else its own text again), so a word it says
@@ -53,7 +58,7 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_query
 from memory_app.models import Memory
-from memory_app.selectors.memories import Actor, visibility_sql
+from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -152,6 +157,11 @@ class SearchWhere:
 
     scope: str
     visible: str
+    # `visible` as disjoint predicates the vector step searches one at a time, then
+    # merges (`visibility_branches_sql`); one branch, `visible` itself, when the caller
+    # named a user: then the (tenant, user) btree finds a few hundred rows to order
+    # exactly, and a partial index of public memories under a one-user filter would not.
+    vector_branches: tuple[str, ...] = ()
 
     @property
     def sql(self) -> str:
@@ -169,6 +179,10 @@ def search_where(
     filters: MemoryFilters | None = None,
 ) -> tuple[SearchWhere, dict[str, Any]]:
     visible, params = visibility_sql(actor)
+    if user_id and user_id == actor.user_id:
+        # Every memory of the actor's own is visible to the actor, whatever its scope: no
+        # filter, so that the vector step can read its rows from an index alone.
+        visible = "TRUE"
     clauses = ["m.tenant_id = %(tenant)s"]
     params["tenant"] = tenant.pk
     if user_id:
@@ -185,7 +199,8 @@ def search_where(
         params["tags"] = list(tags)
     if filters is not None:
         clauses += filters.clauses(params)
-    return SearchWhere(" AND ".join(clauses), visible), params
+    branches = (visible,) if user_id else tuple(visibility_branches_sql(actor))
+    return SearchWhere(" AND ".join(clauses), visible, branches), params
 
 
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
@@ -508,12 +523,7 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
     mostly private memories were twenty times fewer."""
     if vector:
         vector_ranked = f"""
-            nearest AS MATERIALIZED (
-                SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance
-                FROM memory m WHERE {where.sql}
-                ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384)
-                LIMIT %(k)s
-            ),
+            nearest AS MATERIALIZED ({nearest_sql(where)}),
             vector_ranked AS MATERIALIZED (
                 SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM nearest
             )"""  # noqa: S608 - `where` is built from fixed clauses; values are params
@@ -558,6 +568,24 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id
     """  # noqa: S608
+
+
+def nearest_sql(where: SearchWhere) -> str:
+    """The vector top-k under `where`: one ORDER BY … LIMIT per visibility branch, each
+    planned on its own (HNSW, the partial HNSW of public memories, or an exact order of a
+    btree's or GIN's few rows), merged by distance. Branches are disjoint, so no row comes
+    twice."""
+    distance = "m.embedding::halfvec(384) <=> %(q)s::halfvec(384)"
+    branches = where.vector_branches or (where.visible,)
+    selects = [
+        f"SELECT m.id, {distance} AS distance FROM memory m"  # noqa: S608 - fixed clauses
+        f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
+        for branch in branches
+    ]
+    if len(selects) == 1:
+        return selects[0]
+    union = " UNION ALL ".join(f"({select})" for select in selects)
+    return f"SELECT id, distance FROM ({union}) AS branches ORDER BY distance LIMIT %(k)s"  # noqa: S608
 
 
 def _score(

@@ -1,0 +1,183 @@
+"""The vector step's visibility branches (`visibility_branches_sql`): a tenant-wide search
+looks for the nearest public memories, the actor's own, and those shared with the actor,
+one branch at a time, then merges them. The branches must be the visibility rule cut in
+disjoint pieces (a row in two would come twice, a row in none would never be found, a row
+outside the rule would leak), and the merged ranking must be the exact ranking under the
+rule."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import connection, transaction
+
+from memory_app.embedding import embed_query
+from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
+from memory_app.selectors.search import (
+    EF_SEARCH,
+    SearchWhere,
+    memory_search,
+    nearest_sql,
+    search_where,
+)
+from memory_app.services.memories import MemoryDraft, memory_add_many
+from sessions_app.models import Tenant
+
+pytestmark = pytest.mark.django_db
+
+# (owner, scope, allowed users, allowed roles, content): every way a memory can be visible
+# or not to the actors below; the contents are distinct enough not to be merged.
+MEMORIES = [
+    ("alice", "private", (), (), "Alice keeps her passport in the blue drawer."),
+    ("alice", "shared", (), (), "Alice's sourdough starter is fed every Sunday morning."),
+    ("alice", "shared", ("carol",), (), "Alice lent Carol her road bike for the summer."),
+    ("alice", "shared", (), ("support",), "Alice's laptop warranty runs until next March."),
+    ("alice", "public", (), (), "The office closes early on the last Friday of the month."),
+    ("bob", "private", (), (), "Bob is allergic to peanuts and shellfish."),
+    ("bob", "shared", ("alice",), (), "Bob wants Alice to review the quarterly budget."),
+    ("bob", "shared", ("alice", "carol"), ("support",), "Bob's flight to Oslo leaves at 7am."),
+    ("bob", "shared", (), ("sales",), "Bob closed the Lisbon deal for forty licences."),
+    ("bob", "public", (), (), "Parking passes are renewed in the first week of January."),
+    ("carol", "private", (), (), "Carol practises the cello before breakfast."),
+    ("carol", "shared", ("bob",), ("support", "sales"), "Carol's printer jams on duplex."),
+]
+ACTORS = [
+    Actor(),
+    Actor(user_id="alice"),
+    Actor(user_id="carol"),
+    Actor(user_id="dave"),
+    Actor(roles=("support",)),
+    Actor(user_id="alice", roles=("support",)),
+    Actor(user_id="bob", roles=("sales", "finance")),
+    Actor(operator=True),
+]
+
+
+@pytest.fixture
+def memories(tenant: Tenant) -> dict[uuid.UUID, str]:
+    drafts = [
+        MemoryDraft(
+            user_id=owner,
+            type="fact",
+            content=content,
+            scope=scope,
+            allowed_users=users,
+            allowed_roles=roles,
+        )
+        for owner, scope, users, roles, content in MEMORIES
+    ]
+    results = memory_add_many(tenant=tenant, drafts=drafts)
+    assert [result.action for result in results] == ["created"] * len(MEMORIES)
+    return {result.memory.pk: result.memory.content for result in results}
+
+
+def _ids(tenant: Tenant, predicate: str, params: dict[str, object]) -> set[uuid.UUID]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM memory m WHERE m.tenant_id = %(tenant)s AND {predicate}",  # noqa: S608
+            {**params, "tenant": tenant.pk},
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _exact(where: SearchWhere, params: dict[str, object]) -> list[uuid.UUID]:
+    """The k nearest under `where` by an exact scan: no index scan (an HNSW one would be
+    approximate and, without an iterative scan, may return fewer rows under a filter)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute(
+            f"SELECT m.id FROM memory m WHERE {where.sql} "  # noqa: S608
+            "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384), m.id LIMIT %(k)s",
+            params,
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.parametrize("actor", ACTORS, ids=repr)
+def test_the_branches_cut_the_visibility_rule_in_disjoint_pieces(
+    tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor
+) -> None:
+    rule, params = visibility_sql(actor)
+    visible = _ids(tenant, rule, params)
+    pieces = [_ids(tenant, branch, params) for branch in visibility_branches_sql(actor)]
+    assert set().union(*pieces) == visible
+    assert sum(len(piece) for piece in pieces) == len(visible)  # no row in two branches
+
+
+def test_the_rule_still_says_who_sees_what(tenant: Tenant, memories: dict[uuid.UUID, str]) -> None:
+    # The branches are checked against the rule above; the rule itself against a reading
+    # of MEMORIES, so that a wrong rule cannot hide behind branches that copy it.
+    def expected(actor: Actor) -> set[str]:
+        seen = set()
+        for owner, scope, users, roles, content in MEMORIES:
+            if (
+                actor.operator
+                or scope == "public"
+                or owner == actor.user_id
+                or (scope == "shared" and (actor.user_id in users or set(roles) & set(actor.roles)))
+            ):
+                seen.add(content)
+        return seen
+
+    for actor in ACTORS:
+        rule, params = visibility_sql(actor)
+        assert {memories[pk] for pk in _ids(tenant, rule, params)} == expected(actor), actor
+
+
+@pytest.mark.parametrize("actor", ACTORS, ids=repr)
+def test_a_tenant_wide_vector_search_ranks_exactly_what_the_actor_may_see(
+    tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor
+) -> None:
+    query = "Who is travelling, and when does the flight leave?"
+    vector = embed_query(query)
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
+    )
+    assert len(where.vector_branches) == len(visibility_branches_sql(actor))
+    exact = _exact(where, {**params, "q": str(vector), "k": 5})
+    outcome = memory_search(
+        tenant=tenant, actor=actor, query=query, limit=5, mode="vector", query_embedding=vector
+    )
+    # limit 5 → 30 candidates: every visible memory is in the vector ranking, in order.
+    rule, rule_params = visibility_sql(actor)
+    assert len(outcome.vector_ranking) == len(_ids(tenant, rule, rule_params))
+    assert outcome.vector_ranking[:5] == exact
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_the_branches_merge_by_distance_before_the_limit(
+    tenant: Tenant, memories: dict[uuid.UUID, str], k: int
+) -> None:
+    # Fewer candidates than visible rows: each branch's own top k, then the best k of all.
+    actor = Actor(user_id="alice", roles=("support",))
+    vector = embed_query("Who is travelling, and when does the flight leave?")
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
+    )
+    params |= {"q": str(vector), "k": k}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # as the search
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+        cursor.execute(nearest_sql(where), params)
+        merged = [row[0] for row in cursor.fetchall()]
+    exact = _exact(where, params)
+    assert len(where.vector_branches) == 3
+    assert merged == exact
+
+
+@pytest.mark.parametrize("owner", ["alice", "bob", "carol"])
+def test_a_search_of_the_actors_own_memories_drops_no_row_and_adds_none(
+    tenant: Tenant, memories: dict[uuid.UUID, str], owner: str
+) -> None:
+    # search_where does not filter an actor's own memories by visibility (all of them are
+    # visible to their owner): the same rows as the rule would keep.
+    actor = Actor(user_id=owner, roles=("sales",))
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=owner, agent_id=None, types=None, tags=None
+    )
+    assert where.visible == "TRUE"
+    rule, rule_params = visibility_sql(actor)
+    expected = _ids(tenant, f"m.user_id = %(owner)s AND {rule}", {**rule_params, "owner": owner})
+    assert _ids(tenant, where.sql.replace("m.tenant_id = %(tenant)s AND ", ""), params) == expected
+    assert len(expected) == sum(1 for row in MEMORIES if row[0] == owner)
