@@ -50,28 +50,21 @@ def visibility_q(actor: Actor) -> Q:
 
 
 def visibility_sql(actor: Actor, alias: str = "m") -> tuple[str, dict[str, Any]]:
-    """The same rule as `visibility_q`, for the raw search SQL."""
-    if actor.operator:
-        return "TRUE", {}
-    sql = (
-        f"({alias}.scope = 'public'"
-        f" OR ({alias}.scope = 'shared' AND {alias}.allowed_roles && %(acting_roles)s::varchar[])"
-        f" OR ({alias}.scope = 'private' AND {alias}.user_id = %(acting_user)s)"
-        f" OR ({alias}.scope = 'shared' AND ({alias}.user_id = %(acting_user)s"
-        f" OR %(acting_user)s = ANY({alias}.allowed_users))))"
-    )
-    return sql, {"acting_user": actor.user_id or None, "acting_roles": list(actor.roles)}
+    """The same rule as `visibility_q`, for the raw search SQL: the OR of its branches."""
+    branches = visibility_branches_sql(actor, alias)
+    params = {"acting_user": actor.user_id or None, "acting_roles": list(actor.roles)}
+    return f"({' OR '.join(branches)})", params
 
 
 def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
-    """`visibility_sql`'s rule as disjoint predicates whose OR is the rule, each one an
-    index can serve on its own (same parameters as `visibility_sql`): the public memories
-    (a partial HNSW index), the actor's own non-public ones (the (tenant, user) btree),
-    and the shared ones granted to the actor by another user (a partial GIN on the
-    grants). A tenant-wide vector search ORs them into one filter that ~5% of a large
-    tenant's rows pass, so an HNSW scan under it walks a graph of mostly invisible
-    neighbours and misses some of the nearest visible ones; searched one branch at a
-    time, each is either exact or a graph search under a filter most rows pass."""
+    """`visibility_q`'s rule as disjoint predicates whose OR is the rule (`visibility_sql`;
+    same parameters), each one an index can serve on its own: the public memories (a
+    partial HNSW index), the actor's own non-public ones (the (tenant, user) btree), and
+    the shared ones granted to the actor by another user (a partial GIN on the grants).
+    Under their OR, which ~5% of a large tenant's rows pass, an HNSW scan walks a graph of
+    mostly invisible neighbours and misses some of the nearest visible ones; searched one
+    branch at a time, each is either exact or a graph search under a filter most rows
+    pass."""
     if actor.operator:
         return ["TRUE"]
     branches = [f"{alias}.scope = 'public'"]

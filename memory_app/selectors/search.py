@@ -161,7 +161,7 @@ class SearchWhere:
     # merges (`visibility_branches_sql`); one branch, `visible` itself, when the caller
     # named a user: then the (tenant, user) btree finds a few hundred rows to order
     # exactly, and a partial index of public memories under a one-user filter would not.
-    vector_branches: tuple[str, ...] = ()
+    vector_branches: tuple[str, ...]
 
     @property
     def sql(self) -> str:
@@ -576,11 +576,10 @@ def nearest_sql(where: SearchWhere) -> str:
     btree's or GIN's few rows), merged by distance. Branches are disjoint, so no row comes
     twice."""
     distance = "m.embedding::halfvec(384) <=> %(q)s::halfvec(384)"
-    branches = where.vector_branches or (where.visible,)
     selects = [
         f"SELECT m.id, {distance} AS distance FROM memory m"  # noqa: S608 - fixed clauses
         f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
-        for branch in branches
+        for branch in where.vector_branches
     ]
     if len(selects) == 1:
         return selects[0]
