@@ -20,7 +20,9 @@ recall@10 of its vector step against an exact scan.
   `embedding <=> q` (an expression no index covers: a sequential scan).
 
 The data grows in place (10k ⊂ 100k ⊂ 1M, bench.memory_data), so sizes run in order and
-cannot alternate; each size's figures are taken right after its load and VACUUM ANALYZE.
+cannot alternate; each size's figures are taken right after its load, VACUUM ANALYZE and
+a read of its relations into the page cache (`prewarm_memory`: at 1M, whether a user's
+pages were still in the VM's page cache after the load decided the "user" p95).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 from bench.generate import GenerateSpec
 from bench.harness import BenchContext, BenchResult
 from bench.loadgen import HttpPoster, LoadResult, run_load
-from bench.memory_data import query_texts
+from bench.memory_data import prewarm_memory, query_texts
 from bench.servers import Gunicorn
 
 ID = "B2"
@@ -299,6 +301,7 @@ def run(ctx: BenchContext) -> BenchResult:
         began = time.monotonic()
         ctx.ensure_dataset(spec)
         generate_seconds = time.monotonic() - began
+        prewarm_memory(ctx.log)  # every size measured with its data in memory
         tenant = Tenant.objects.get(name=spec.tenant_name(0))
         recall = _recall(tenant, queries, users, vectors)
         plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
@@ -460,7 +463,11 @@ embeds its query in the worker (cold shapes: a query no request sent before, so 
 the per-process nor the Valkey vector cache has it), runs the hybrid search (vector +
 BM25, fused by score) and counts the access of its hits (one Valkey round trip; the
 flush to PostgreSQL is a beat task, not part of the request, and the bench runs no
-beat). "user" = `user_id` set (one user's memories); "tenant" = `acting_user_id` only
+beat). Before each size's requests the memory table, its TOAST and its indexes are read
+once into the OS page cache (`pg_prewarm`, bench.memory_data.prewarm_memory): every size
+is measured with its data in memory, not partly on the VM's disk (first reads from disk:
+"Search latency notes (issue 11, session 8)").
+"user" = `user_id` set (one user's memories); "tenant" = `acting_user_id` only
 (public + own + shared-with-me); "user, repeated" = the "user" requests again (vectors
 cached). Load = the machine's 1-minute load average as the shape started (2 cores).
 Recall@10: the selector's vector ranking (`memory_search(mode="vector")`) against an

@@ -200,6 +200,13 @@ class Memory(models.Model):
             # The lexical step's index: tenant and user as btree_gin keys next to the
             # lexemes, so that GIN intersects them itself (migration 0253).
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
+            # The lexical step's branch of public memories (`lexical_hits_sql`): only
+            # public rows, not every row of the tenant holding the term (0255).
+            GinIndex(
+                fields=["tenant", "lexical_vector"],
+                condition=Q(scope="public"),
+                name="memory_lexical_public",
+            ),
             # The vector step's branch of memories shared with the actor by someone else
             # (`visibility_branches_sql`): found exactly, not by a graph walk (0254).
             GinIndex(

@@ -9,7 +9,7 @@ final score.
    own and those shared with the actor exactly (a few hundred rows, from indexes), merged
    by distance; one OR filter over the whole graph left the walk among mostly invisible
    neighbours. A search of one user's memories orders them exactly, read from the
-   covering (tenant, user) index.
+   covering (tenant, user) index, and so does the full-precision cosine the fusion uses.
 2. Lexical: BM25F inside PostgreSQL over `lexical_vector`: two fields, the memory's own
    text (weight A) and its window (B: for a memory in a thread, its neighbours around its
    own text, see `refresh_thread_window`; else its own text again), so a word it says
@@ -17,12 +17,14 @@ final score.
    in memory_app.models). The
    query's English lexemes are looked up in `memory_term_stat` (document frequencies per
    user, kept by a trigger in the writing transaction) for their IDF; candidates come from
-   the GIN index on (tenant, user, lexemes), ORing the query's terms. The step is
-   bounded: candidates come from the rarest terms whose postings fit
-   ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (none if even the rarest does not), and at most that
-   many rows are read in the searched scope before the actor's visibility is applied, so
-   a query never scans the tenant's rows; the frequent terms left out (lowest IDF) still
-   add to the score of every candidate either side found.
+   the GIN indexes, ORing the query's terms, one visibility branch at a time like the
+   vector step (public rows from a partial GIN of public memories, the actor's own from
+   the (tenant, user, lexemes) GIN, those shared with the actor from the grants), so
+   only rows the actor may see are read. The step is bounded: candidates come from the
+   rarest terms whose postings fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (none if even the
+   rarest does not), and at most that many rows are read a branch, so a query never
+   scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
+   score of every candidate either side found.
    PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
 3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
    lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
@@ -151,17 +153,18 @@ class LexicalQuery:
 @dataclass(frozen=True)
 class SearchWhere:
     """A search's hard filters in two parts: `scope`, what the caller asked for (tenant,
-    user, agent, types, tags, MemoryFilters), and `visible`, what the actor may see. The
-    lexical step bounds the rows it reads on `scope` and applies `visible` to those: in a
-    tenant-wide search most of a common term's rows are other users' private memories."""
+    user, agent, types, tags, MemoryFilters), and `visible`, what the actor may see, also
+    cut into `branches` that each step searches on its own: in a tenant-wide search most
+    of the tenant's rows are other users' private memories, and a step that filtered
+    them out after reading them read twenty rows for each it kept."""
 
     scope: str
     visible: str
-    # `visible` as disjoint predicates the vector step searches one at a time, then
-    # merges (`visibility_branches_sql`); one branch, `visible` itself, when the caller
-    # named a user: then the (tenant, user) btree finds a few hundred rows to order
-    # exactly, and a partial index of public memories under a one-user filter would not.
-    vector_branches: tuple[str, ...]
+    # `visible` as disjoint predicates that both steps search one at a time, then merge
+    # (`visibility_branches_sql`); one branch, `visible` itself, when the caller named a
+    # user: then the (tenant, user) indexes find a few hundred rows, and a partial index
+    # of public memories under a one-user filter would not.
+    branches: tuple[str, ...]
 
     @property
     def sql(self) -> str:
@@ -517,31 +520,26 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
     either list, its full-precision cosine and BM25, and the fields of the final score.
     One round trip instead of three, and a lexical hit's BM25 is not computed twice.
 
-    The lexical step reads at most `cap` rows of the scope (tenant, user, agent, types,
-    tags, filters) that hold a candidate term, then keeps those the actor may see: a
-    bound on the rows read, not on the rows kept, which in a tenant-wide search of
-    mostly private memories were twenty times fewer."""
+    The lexical step reads the rows that hold a candidate term in each visibility branch
+    (`lexical_hits_sql`), so only rows the actor may see; the vector step's branches
+    bring their full-precision cosine along (`nearest_sql`), so the pool reads an
+    embedding only for a row the lexical side alone found."""
     if vector:
         vector_ranked = f"""
             nearest AS MATERIALIZED ({nearest_sql(where)}),
             vector_ranked AS MATERIALIZED (
-                SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM nearest
+                SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
+                FROM nearest
             )"""  # noqa: S608 - `where` is built from fixed clauses; values are params
     else:
         vector_ranked = """
-            vector_ranked AS (SELECT NULL::uuid AS id, NULL::bigint AS rank WHERE false)"""
+            vector_ranked AS (
+                SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
+                WHERE false
+            )"""
     if lexical is not None and lexical.candidate_lexemes:  # BM25 top-k of what they find
         lexical_ranked = f"""
-            hits AS MATERIALIZED (
-                SELECT m.id, m.lexical_vector, m.created_at FROM (
-                    SELECT m.id, m.lexical_vector, m.created_at,
-                           m.scope, m.user_id, m.allowed_roles, m.allowed_users
-                    FROM memory m
-                    WHERE {where.scope} AND m.lexical_vector @@ %(tsquery)s::tsquery
-                    LIMIT %(cap)s
-                ) AS m
-                WHERE {where.visible}
-            ),
+            hits AS MATERIALIZED ({lexical_hits_sql(where)}),
             lexical_ranked AS MATERIALIZED (
                 SELECT id, score, rank FROM (
                     SELECT m.id, bm25.score, row_number() OVER (
@@ -558,7 +556,9 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
                 SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
             )"""
     bm25 = f"coalesce(l.score, {bm25_sql('m', lexical)})"
-    semantic = "1 - (m.embedding <=> %(q)s::vector)" if vector else "0"
+    # COALESCE stops at its first non-null argument: the row's (TOASTed) embedding is read
+    # only for a candidate of the lexical side alone.
+    semantic = f"coalesce(v.semantic, {_COSINE})" if vector else "0"
     return f"""
         WITH {vector_ranked}, {lexical_ranked},
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
@@ -570,21 +570,50 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
     """  # noqa: S608
 
 
+_COSINE = "1 - (m.embedding <=> %(q)s::vector)"
+
+
 def nearest_sql(where: SearchWhere) -> str:
-    """The vector top-k under `where`: one ORDER BY … LIMIT per visibility branch, each
-    planned on its own (HNSW, the partial HNSW of public memories, or an exact order of a
-    btree's or GIN's few rows), merged by distance. Branches are disjoint, so no row comes
-    twice."""
+    """The vector top-k under `where` (id, halfvec distance, full-precision cosine): one
+    ORDER BY … LIMIT per visibility branch, each planned on its own (HNSW, the partial HNSW
+    of public memories, or an exact order of a btree's or GIN's few rows), merged by
+    distance. Branches are disjoint, so no row comes twice. The cosine is computed where
+    the embedding already is: in an index-only scan of the covering (tenant, user) index,
+    from the index, not from the row's TOAST."""
     distance = "m.embedding::halfvec(384) <=> %(q)s::halfvec(384)"
     selects = [
-        f"SELECT m.id, {distance} AS distance FROM memory m"  # noqa: S608 - fixed clauses
+        f"SELECT m.id, {distance} AS distance, {_COSINE} AS semantic FROM memory m"  # noqa: S608
         f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
-        for branch in where.vector_branches
+        for branch in where.branches
     ]
+    return _merged(selects, order="distance", columns="id, distance, semantic")
+
+
+def lexical_hits_sql(where: SearchWhere) -> str:
+    """The rows under `where` that hold one of the query's candidate terms (id, lexical
+    vector, created_at), read one visibility branch at a time, each through its own index
+    (the partial GIN of public memories, the (tenant, user) GIN for the actor's own, the
+    grants GIN for those shared with the actor), at most ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS
+    a branch. Under one OR filter the step read every row of the tenant holding the term,
+    mostly other users' private ones, to keep ~5%."""
+    selects = [
+        "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
+        f" WHERE {where.scope} AND {branch} AND m.lexical_vector @@ %(tsquery)s::tsquery"
+        " LIMIT %(cap)s"
+        for branch in where.branches
+    ]
+    return _merged(selects)
+
+
+def _merged(selects: list[str], *, order: str = "", columns: str = "*") -> str:
+    """One SELECT per branch as one: UNION ALL (branches are disjoint), then, with `order`,
+    the best `k` of all."""
     if len(selects) == 1:
         return selects[0]
     union = " UNION ALL ".join(f"({select})" for select in selects)
-    return f"SELECT id, distance FROM ({union}) AS branches ORDER BY distance LIMIT %(k)s"  # noqa: S608
+    if not order:
+        return union
+    return f"SELECT {columns} FROM ({union}) AS branches ORDER BY {order} LIMIT %(k)s"  # noqa: S608
 
 
 def _score(

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from bench.generate_cli import main as generate_main
-from bench.memory_data import CHUNK, chunk_vectors, distinct_texts
+from bench.memory_data import CHUNK, chunk_vectors, distinct_texts, prewarm_memory
 from memory_app.models import Memory
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +58,22 @@ def test_texts_and_vectors_are_deterministic_prefixes() -> None:
     similarity = (vectors[8:] * base[sources[8:]]).sum(axis=1)
     assert similarity.min() > 0.85  # near its real vector, not random
     assert CHUNK >= 1000
+
+
+def test_prewarm_reads_the_table_its_toast_and_every_index() -> None:
+    # B2 reads these before measuring, so that every size is measured in memory: a relation
+    # left out (an index added later, the TOAST of the embeddings) would be read from disk
+    # by the first searches again.
+    generate(12, 8)
+    lines: list[str] = []
+    prewarm_memory(lines.append)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_index WHERE indrelid IN ('memory'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'memory'::regclass))"
+        )
+        indexes = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_prewarm'")
+        assert cursor.fetchone()[0] == 1
+    assert indexes > 10  # the memory table's own indexes and its TOAST's
+    assert lines[-1].startswith(f"[generate] prewarm: {indexes + 2} relations, ")

@@ -17,6 +17,7 @@ from memory_app.selectors.memories import Actor, visibility_branches_sql, visibi
 from memory_app.selectors.search import (
     EF_SEARCH,
     SearchWhere,
+    lexical_hits_sql,
     memory_search,
     nearest_sql,
     search_where,
@@ -134,7 +135,7 @@ def test_a_tenant_wide_vector_search_ranks_exactly_what_the_actor_may_see(
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
     )
-    assert len(where.vector_branches) == len(visibility_branches_sql(actor))
+    assert len(where.branches) == len(visibility_branches_sql(actor))
     exact = _exact(where, {**params, "q": str(vector), "k": 5})
     outcome = memory_search(
         tenant=tenant, actor=actor, query=query, limit=5, mode="vector", query_embedding=vector
@@ -162,7 +163,7 @@ def test_the_branches_merge_by_distance_before_the_limit(
         cursor.execute(nearest_sql(where), params)
         merged = [row[0] for row in cursor.fetchall()]
     exact = _exact(where, params)
-    assert len(where.vector_branches) == 3
+    assert len(where.branches) == 3
     assert merged == exact
 
 
@@ -181,3 +182,95 @@ def test_a_search_of_the_actors_own_memories_drops_no_row_and_adds_none(
     expected = _ids(tenant, f"m.user_id = %(owner)s AND {rule}", {**rule_params, "owner": owner})
     assert _ids(tenant, where.sql.replace("m.tenant_id = %(tenant)s AND ", ""), params) == expected
     assert len(expected) == sum(1 for row in MEMORIES if row[0] == owner)
+
+
+def _holding(tenant: Tenant, word: str, predicate: str, params: dict[str, object]) -> set[str]:
+    """Contents of the rows under `predicate` whose lexical vector holds `word`."""
+    found = _ids(
+        tenant,
+        f"{predicate} AND m.lexical_vector @@ plainto_tsquery('english', %(word)s)",
+        {**params, "word": word},
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT content FROM memory WHERE id = ANY(%s)", [list(found)])
+        return {row[0] for row in cursor.fetchall()}
+
+
+# Words of several owners and scopes (private and shared ones of their own, shared ones
+# of others), and one of public memories: "office" (Alice's public one).
+WORDS = ["alice", "bob", "carol", "office"]
+
+
+@pytest.mark.parametrize("actor", ACTORS, ids=repr)
+@pytest.mark.parametrize("word", WORDS)
+def test_a_tenant_wide_lexical_search_reads_every_visible_row_with_the_term_and_no_other(
+    tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor, word: str
+) -> None:
+    # lexical_hits_sql reads each branch through its own index; the rows it returns must
+    # be those the rule lets the actor see that hold the term, each once.
+    outcome = memory_search(tenant=tenant, actor=actor, query=word, limit=20, mode="lexical")
+    rule, params = visibility_sql(actor)
+    expected = _holding(tenant, word, rule, params)
+    found = [memories[pk] for pk in outcome.lexical_ranking]
+    assert len(found) == len(set(found))
+    assert set(found) == expected
+    assert {hit.memory.content for hit in outcome.hits} == expected
+
+
+def test_each_lexical_branch_keeps_its_own_bound(
+    tenant: Tenant, memories: dict[uuid.UUID, str]
+) -> None:
+    # With a bound of one row a branch, a tenant-wide search whose terms are in all three
+    # branches (Alice's own memories, a public one, Bob's shared with Alice) reads one
+    # row of each: the bound is per branch, and no branch crowds out another.
+    actor = Actor(user_id="alice")
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            lexical_hits_sql(where), {**params, "tsquery": "'alic' | 'offic' | 'bob'", "cap": 1}
+        )
+        rows = [row[0] for row in cursor.fetchall()]
+    assert len(rows) == len(where.branches) == 3
+    rule, rule_params = visibility_sql(actor)
+    holding = set().union(*(_holding(tenant, w, rule, rule_params) for w in WORDS))
+    assert {memories[pk] for pk in rows} <= holding
+    pieces = [_ids(tenant, branch, rule_params) for branch in where.branches]
+    assert all(len(piece & set(rows)) == 1 for piece in pieces)
+
+
+@pytest.mark.parametrize("user_id", [None, "zed"])
+def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
+    tenant: Tenant, settings: object, user_id: str | None
+) -> None:
+    # Candidates of the vector side bring their cosine from the vector step (from the
+    # covering index for one user's rows), a candidate of the lexical side alone computes
+    # it from its row: both must be the cosine of the stored embedding at full precision,
+    # not the halfvec distance the vector step orders by. 40 near-identical notes fill the
+    # vector side's 30 candidates; the one rare word brings a far memory in lexically.
+    settings.ENGRAM_MEMORY_MERGE_THRESHOLD = 1.01  # type: ignore[attr-defined] # keep all
+    drafts = [
+        MemoryDraft(user_id="zed", type="fact", content=f"Zed's note {i}: mild weather in town.")
+        for i in range(40)
+    ]
+    drafts.append(
+        MemoryDraft(user_id="zed", type="fact", content="Zed's xylophone lesson moved to Thursday.")
+    )
+    memory_add_many(tenant=tenant, drafts=drafts)
+    query = "mild weather in town, and the xylophone"
+    vector = embed_query(query)
+    outcome = memory_search(
+        tenant=tenant, actor=Actor(user_id="zed"), query=query, user_id=user_id, limit=10,
+        query_embedding=vector,
+    )  # fmt: skip
+    lexical_only = set(outcome.lexical_ranking) - set(outcome.vector_ranking)
+    assert len(outcome.vector_ranking) == 30
+    assert lexical_only & {hit.memory.pk for hit in outcome.hits}
+    with connection.cursor() as cursor:
+        for hit in outcome.hits:
+            cursor.execute(
+                "SELECT 1 - (embedding <=> %s::vector) FROM memory WHERE id = %s",
+                [str(vector), hit.memory.pk],
+            )
+            assert hit.parts["semantic"] == pytest.approx(cursor.fetchone()[0], abs=1e-6)
