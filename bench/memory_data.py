@@ -351,7 +351,7 @@ def _checkpoint(progress: Progress) -> None:
 def prewarm_memory(progress: Progress) -> None:
     """Read the memory table, its TOAST and every index of both once, so that a benchmark
     measures searches of data in memory at every size, as a server that has been
-    answering for a while would hold it (the million-memory database is ~12 GB on a
+    answering for a while would hold it (the million memories and their indexes are ~7 GB on a
     machine of 23 GB). Without this, B2's 1M "user" shape measured the first read of 600
     users' pages, and whether those came from the VM's page cache or its disk decided the
     figure: p95 45 ms in one run, 263 ms in the next, on the same code and data.

@@ -44,6 +44,21 @@ def _make_traversable(path: Path) -> None:
             parent.chmod(parent.stat().st_mode | mode)
 
 
+def shared_buffers_mb(memory_bytes: int | None = None) -> int:
+    """PostgreSQL's buffer pool for this machine: a quarter of its memory (the manual's
+    starting point for a server of 1 GB or more), between 128 MB and 8 GB. A fixed
+    256 MB held none of a million memories' hot indexes (2.3 GB): every search then
+    copied its pages from the OS page cache again, 1.5-4x the time of a search whose
+    pages were in the pool (bench/RESULTS.md, "Search latency notes (issue 11, session
+    9)"). Memory is taken as pages are used, so a small database costs no more."""
+    if memory_bytes is None:
+        try:
+            memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not a POSIX system
+            memory_bytes = 1 << 30
+    return max(128, min(8192, memory_bytes // 4 // (1 << 20)))
+
+
 @dataclass
 class EmbeddedPostgres:
     """One PostgreSQL cluster in `data_dir`, listening on 127.0.0.1:`port`."""
@@ -110,7 +125,7 @@ class EmbeddedPostgres:
             with open(self.data_dir / "postgresql.conf", "a") as conf:
                 conf.write(
                     "\n# engram embedded defaults\n"
-                    "max_connections = 200\nshared_buffers = 256MB\n"
+                    f"max_connections = 200\nshared_buffers = {shared_buffers_mb()}MB\n"
                     "fsync = on\nsynchronous_commit = on\n"
                 )
         if not port_is_open(self.port):
