@@ -558,7 +558,7 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
     bm25 = f"coalesce(l.score, {bm25_sql('m', lexical)})"
     # COALESCE stops at its first non-null argument: the row's (TOASTed) embedding is read
     # only for a candidate of the lexical side alone.
-    semantic = f"coalesce(v.semantic, {_COSINE})" if vector else "0"
+    semantic = f"coalesce(v.semantic, {_cosine('m')})" if vector else "0"
     return f"""
         WITH {vector_ranked}, {lexical_ranked},
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
@@ -570,23 +570,29 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
     """  # noqa: S608
 
 
-_COSINE = "1 - (m.embedding <=> %(q)s::vector)"
+def _cosine(alias: str) -> str:
+    """The full-precision cosine of row `alias`'s embedding and the query (`%(q)s`)."""
+    return f"1 - ({alias}.embedding <=> %(q)s::vector)"
 
 
 def nearest_sql(where: SearchWhere) -> str:
     """The vector top-k under `where` (id, halfvec distance, full-precision cosine): one
     ORDER BY … LIMIT per visibility branch, each planned on its own (HNSW, the partial HNSW
     of public memories, or an exact order of a btree's or GIN's few rows), merged by
-    distance. Branches are disjoint, so no row comes twice. The cosine is computed where
-    the embedding already is: in an index-only scan of the covering (tenant, user) index,
-    from the index, not from the row's TOAST."""
+    distance. Branches are disjoint, so no row comes twice.
+
+    The cosine is computed on the k rows left, from the embedding the branch already read:
+    in an index-only scan of the covering (tenant, user) index, from the index, not from
+    the row's TOAST. In the branch's own SELECT list, PostgreSQL would compute it below
+    the sort, for every row of the user."""
     distance = "m.embedding::halfvec(384) <=> %(q)s::halfvec(384)"
     selects = [
-        f"SELECT m.id, {distance} AS distance, {_COSINE} AS semantic FROM memory m"  # noqa: S608
+        f"SELECT m.id, {distance} AS distance, m.embedding FROM memory m"  # noqa: S608
         f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
         for branch in where.branches
     ]
-    return _merged(selects, order="distance", columns="id, distance, semantic")
+    merged = _merged(selects, order="distance", columns="id, distance, embedding")
+    return f"SELECT n.id, n.distance, {_cosine('n')} AS semantic FROM ({merged}) AS n"  # noqa: S608
 
 
 def lexical_hits_sql(where: SearchWhere) -> str:

@@ -274,3 +274,34 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
                 [str(vector), hit.memory.pk],
             )
             assert hit.parts["semantic"] == pytest.approx(cursor.fetchone()[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("user_id", [None, "alice"])
+def test_the_vector_step_computes_the_full_cosine_for_the_k_rows_it_returns_only(
+    tenant: Tenant, memories: dict[uuid.UUID, str], user_id: str | None
+) -> None:
+    # In a branch's own SELECT list PostgreSQL computes the cosine in the scan, below the
+    # sort: for every row of the user (500 at B2's million, any number for a big user),
+    # not the k kept. The plan must compute it above every Limit.
+    actor = Actor(user_id="alice")
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=user_id, agent_id=None, types=None, tags=None
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the index scans of a big table
+        cursor.execute(
+            f"EXPLAIN (VERBOSE, FORMAT JSON) {nearest_sql(where)}",
+            {**params, "q": str(embed_query("the budget")), "k": 2},
+        )
+        plan = cursor.fetchone()[0][0]["Plan"]
+
+    def computing(node: dict[str, object], below_limit: bool = False) -> list[bool]:
+        """For each node whose output computes the full cosine: is it under a Limit?"""
+        cosine = any("::vector)" in str(column) for column in node.get("Output", []))
+        found = [below_limit] if cosine else []
+        under = below_limit or node["Node Type"] == "Limit"
+        for child in node.get("Plans", []):
+            found += computing(child, under)
+        return found
+
+    assert computing(plan) == [False]
