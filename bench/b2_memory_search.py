@@ -216,7 +216,7 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
 # --- Warm-up -------------------------------------------------------------------------
 
 
-def _search_every_user_once(*, tenant_name: str, log: Any, users: int = 1000) -> None:
+def _search_every_user_once(*, tenant: Any, users: int, log: Any) -> None:
     """Each user of the tenant searched once, in both shapes, with queries the measured
     requests never send: the state of a server that has answered every user before, whose
     buffer pool holds the pages their searches read. Without it, the 1M "user" shape
@@ -227,9 +227,7 @@ def _search_every_user_once(*, tenant_name: str, log: Any, users: int = 1000) ->
     from memory_app.embedding import embed_texts
     from memory_app.selectors.memories import Actor
     from memory_app.selectors.search import memory_search
-    from sessions_app.models import Tenant
 
-    tenant = Tenant.objects.get(name=tenant_name)
     texts = query_texts(SEED * 1_000_000 + 999, 20)
     vectors = embed_texts(texts)
     started = time.monotonic()
@@ -338,9 +336,9 @@ def run(ctx: BenchContext) -> BenchResult:
         began = time.monotonic()
         ctx.ensure_dataset(spec)
         generate_seconds = time.monotonic() - began
-        prewarm_memory(ctx.log)  # every size measured with its data in memory
-        _search_every_user_once(tenant_name=spec.tenant_name(0), log=ctx.log)
         tenant = Tenant.objects.get(name=spec.tenant_name(0))
+        prewarm_memory(ctx.log)  # every size measured with its data in memory
+        _search_every_user_once(tenant=tenant, users=spec.memory_users, log=ctx.log)
         recall = _recall(tenant, queries, users, vectors)
         plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
         secret = api_key_create(tenant=tenant, name=f"b2-{memories}").secret

@@ -591,7 +591,7 @@ def nearest_sql(where: SearchWhere) -> str:
         f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
         for branch in where.branches
     ]
-    merged = _merged(selects, order="distance", columns="id, distance, embedding")
+    merged = _merged(selects, order="distance")
     return f"SELECT n.id, n.distance, {_cosine('n')} AS semantic FROM ({merged}) AS n"  # noqa: S608
 
 
@@ -611,7 +611,7 @@ def lexical_hits_sql(where: SearchWhere) -> str:
     return _merged(selects)
 
 
-def _merged(selects: list[str], *, order: str = "", columns: str = "*") -> str:
+def _merged(selects: list[str], *, order: str = "") -> str:
     """One SELECT per branch as one: UNION ALL (branches are disjoint), then, with `order`,
     the best `k` of all."""
     if len(selects) == 1:
@@ -619,7 +619,7 @@ def _merged(selects: list[str], *, order: str = "", columns: str = "*") -> str:
     union = " UNION ALL ".join(f"({select})" for select in selects)
     if not order:
         return union
-    return f"SELECT {columns} FROM ({union}) AS branches ORDER BY {order} LIMIT %(k)s"  # noqa: S608
+    return f"SELECT * FROM ({union}) AS branches ORDER BY {order} LIMIT %(k)s"  # noqa: S608
 
 
 def _score(
