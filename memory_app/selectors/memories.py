@@ -68,8 +68,9 @@ def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
     if actor.operator:
         return ["TRUE"]
     branches = [f"{alias}.scope = 'public'"]
-    if actor.user_id:
-        branches.append(f"({alias}.user_id = %(acting_user)s AND {alias}.scope <> 'public')")
+    own = own_branch_sql(actor, alias)
+    if own is not None:
+        branches.append(own)
     grants = []
     if actor.user_id:
         grants.append(f"{alias}.allowed_users @> ARRAY[%(acting_user)s]::varchar[]")
@@ -79,6 +80,15 @@ def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
         owner = f" AND {alias}.user_id IS DISTINCT FROM %(acting_user)s" if actor.user_id else ""
         branches.append(f"({alias}.scope = 'shared'{owner} AND ({' OR '.join(grants)}))")
     return branches
+
+
+def own_branch_sql(actor: Actor, alias: str = "m") -> str | None:
+    """The branch of `visibility_branches_sql` that holds the actor's own memories (not
+    public ones: those are the public branch), or None for an actor with no user or an
+    operator. The search reads it by the actor's own term statistics."""
+    if actor.operator or not actor.user_id:
+        return None
+    return f"({alias}.user_id = %(acting_user)s AND {alias}.scope <> 'public')"
 
 
 def memory_list(

@@ -24,7 +24,9 @@ final score.
    rarest terms whose postings fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (none if even the
    rarest does not), and at most that many rows are read a branch, so a query never
    scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
-   score of every candidate either side found.
+   score of every candidate either side found. The postings are counted where the
+   branch reads: the actor's own branch by the actor's own statistics, the others by the
+   tenant's (public postings are not counted apart: an upper bound).
    PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
 3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
    lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
@@ -60,7 +62,12 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_query
 from memory_app.models import Memory
-from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
+from memory_app.selectors.memories import (
+    Actor,
+    own_branch_sql,
+    visibility_branches_sql,
+    visibility_sql,
+)
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -143,11 +150,31 @@ class LexicalQuery:
     idfs: list[float]
     average_length: float
     candidate_lexemes: list[str]
+    # In a tenant-wide search by an end user, the candidates of the actor's own branch,
+    # chosen by the actor's own document frequencies (`lexical_query`); None otherwise.
+    own_candidate_lexemes: list[str] | None = None
 
     @property
     def tsquery(self) -> str:
         """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
-        return " | ".join(quote_lexeme(lexeme) for lexeme in self.candidate_lexemes)
+        return _ored(self.candidate_lexemes)
+
+    @property
+    def own_tsquery(self) -> str:
+        """`tsquery` of the actor's own branch (the shared candidates without own ones)."""
+        if self.own_candidate_lexemes is None:
+            return self.tsquery
+        return _ored(self.own_candidate_lexemes)
+
+    def finds_candidates(self, where: SearchWhere) -> bool:
+        """Whether any branch of `where` has a candidate term to read rows by."""
+        return bool(self.candidate_lexemes) or (
+            where.own_branch is not None and bool(self.own_candidate_lexemes)
+        )
+
+
+def _ored(lexemes: list[str]) -> str:
+    return " | ".join(quote_lexeme(lexeme) for lexeme in lexemes)
 
 
 @dataclass(frozen=True)
@@ -165,6 +192,10 @@ class SearchWhere:
     # user: then the (tenant, user) indexes find a few hundred rows, and a partial index
     # of public memories under a one-user filter would not.
     branches: tuple[str, ...]
+    # The branch of the actor's own memories in a tenant-wide search (one of `branches`):
+    # its lexical candidates come from the actor's own document frequencies, not the
+    # tenant's, which in a large tenant put most words past the bound.
+    own_branch: str | None = None
 
     @property
     def sql(self) -> str:
@@ -203,7 +234,8 @@ def search_where(
     if filters is not None:
         clauses += filters.clauses(params)
     branches = (visible,) if user_id else tuple(visibility_branches_sql(actor))
-    return SearchWhere(" AND ".join(clauses), visible, branches), params
+    own = None if user_id else own_branch_sql(actor)
+    return SearchWhere(" AND ".join(clauses), visible, branches, own), params
 
 
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
@@ -269,17 +301,42 @@ def quote_lexeme(lexeme: str) -> str:
 
 
 def lexical_query(
-    cursor: Any, *, tenant: Tenant, user_id: str | None, text: str
+    cursor: Any, *, tenant: Tenant, user_id: str | None, text: str, own_user_id: str | None = None
 ) -> LexicalQuery | None:
     """The query's English lexemes that occur in the searched memories, with their IDF
     from the per-user statistics (summed over the tenant's users when no user is given),
     the most frequent dropped until the postings left fit the bound. None when nothing
-    of the query occurs."""
+    of the query occurs.
+
+    `own_user_id`, in a tenant-wide search by that end user: the candidates of their own
+    branch are chosen again from their own statistics, as a search of their memories
+    alone would. Chosen by the tenant's frequencies, a word a few thousand of a large
+    tenant's memories hold found none of the actor's own, though the branch reads only
+    theirs."""
     user_clause = "AND s.user_id = %(user_id)s" if user_id else ""
+    own = own_user_id is not None and not user_id
     # A subquery per lexeme, not a join: it is always an index probe on (tenant, user,
     # lexeme) or, across users, an index-only sum over (tenant, lexeme) INCLUDE df.
     # Joined, a table whose statistics are stale (just written) was read whole for the
     # user: 7,000 buffers and 3 ms for a two-word query on one conversation.
+    own_columns = (
+        """,
+               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
+                WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s AND s.lexeme = q.lexeme),
+               own.documents, own.lexemes"""
+        if own
+        else ""
+    )
+    own_totals = (
+        """,
+        own AS (
+            SELECT coalesce(sum(s.documents), 0) AS documents,
+                   coalesce(sum(s.lexemes), 0) AS lexemes
+            FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s
+        )"""
+        if own
+        else ""
+    )
     cursor.execute(
         f"""
         WITH q AS (
@@ -289,21 +346,28 @@ def lexical_query(
             SELECT coalesce(sum(s.documents), 0) AS documents,
                    coalesce(sum(s.lexemes), 0) AS lexemes
             FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s {user_clause}
-        )
+        ){own_totals}
         SELECT q.lexeme,
                (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
                 WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme {user_clause}),
-               totals.documents, totals.lexemes
-        FROM q CROSS JOIN totals
+               totals.documents, totals.lexemes{own_columns}
+        FROM q CROSS JOIN totals{" CROSS JOIN own" if own else ""}
         """,  # noqa: S608 - fixed clauses; values are params
-        {"text": text, "tenant": tenant.pk, "user_id": user_id},
+        {"text": text, "tenant": tenant.pk, "user_id": user_id, "own": own_user_id},
     )
     rows = cursor.fetchall()
     if not rows:
         return None
-    return bounded_lexical_query(
-        [(lexeme, int(df)) for lexeme, df, _, _ in rows], int(rows[0][2]), int(rows[0][3])
+    lexical = bounded_lexical_query(
+        [(row[0], int(row[1])) for row in rows], int(rows[0][2]), int(rows[0][3])
     )
+    if lexical is None or not own:
+        return lexical
+    mine = bounded_lexical_query(
+        [(row[0], int(row[4])) for row in rows], int(rows[0][5]), int(rows[0][6])
+    )
+    lexical.own_candidate_lexemes = mine.candidate_lexemes if mine is not None else []
+    return lexical
 
 
 def bounded_lexical_query(
@@ -384,12 +448,19 @@ def memory_search(
 
     with connection.cursor() as cursor:
         if mode in ("hybrid", "lexical"):
-            lexical = lexical_query(cursor, tenant=tenant, user_id=user_id, text=query)
+            lexical = lexical_query(
+                cursor,
+                tenant=tenant,
+                user_id=user_id,
+                text=query,
+                own_user_id=actor.user_id if where.own_branch is not None else None,
+            )
         if vector is None and lexical is None:
             return SearchOutcome([], [], [])
         if lexical is not None:
             params |= bm25_params(lexical) | {
                 "tsquery": lexical.tsquery,
+                "own_tsquery": lexical.own_tsquery,
                 "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
             }
         pool = _pool_sql(where, vector=vector is not None, lexical=lexical)
@@ -537,9 +608,9 @@ def _pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None)
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
                 WHERE false
             )"""
-    if lexical is not None and lexical.candidate_lexemes:  # BM25 top-k of what they find
+    if lexical is not None and lexical.finds_candidates(where):  # BM25 top-k of their finds
         lexical_ranked = f"""
-            hits AS MATERIALIZED ({lexical_hits_sql(where)}),
+            hits AS MATERIALIZED ({lexical_hits_sql(where, lexical)}),
             lexical_ranked AS MATERIALIZED (
                 SELECT id, score, rank FROM (
                     SELECT m.id, bm25.score, row_number() OVER (
@@ -595,19 +666,32 @@ def nearest_sql(where: SearchWhere) -> str:
     return f"SELECT n.id, n.distance, {_cosine('n')} AS semantic FROM ({merged}) AS n"  # noqa: S608
 
 
-def lexical_hits_sql(where: SearchWhere) -> str:
+def lexical_hits_sql(where: SearchWhere, lexical: LexicalQuery | None = None) -> str:
     """The rows under `where` that hold one of the query's candidate terms (id, lexical
     vector, created_at), read one visibility branch at a time, each through its own index
     (the partial GIN of public memories, the (tenant, user) GIN for the actor's own, the
     grants GIN for those shared with the actor), at most ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS
     a branch. Under one OR filter the step read every row of the tenant holding the term,
-    mostly other users' private ones, to keep ~5%."""
-    selects = [
-        "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
-        f" WHERE {where.scope} AND {branch} AND m.lexical_vector @@ %(tsquery)s::tsquery"
-        " LIMIT %(cap)s"
-        for branch in where.branches
-    ]
+    mostly other users' private ones, to keep ~5%.
+
+    The actor's own branch matches `%(own_tsquery)s` (its candidates by the actor's own
+    statistics), the others `%(tsquery)s`; given `lexical`, a branch without candidate
+    terms is left out."""
+    selects = []
+    for branch in where.branches:
+        own = branch == where.own_branch
+        if lexical is not None and not (
+            lexical.own_candidate_lexemes
+            if own and lexical.own_candidate_lexemes is not None
+            else lexical.candidate_lexemes
+        ):
+            continue
+        selects.append(
+            "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
+            f" WHERE {where.scope} AND {branch}"
+            f" AND m.lexical_vector @@ %({'own_tsquery' if own else 'tsquery'})s::tsquery"
+            " LIMIT %(cap)s"
+        )
     return _merged(selects)
 
 

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 from django.db import connection, transaction
+from django.test import override_settings
 
 from memory_app.embedding import embed_query
 from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
@@ -227,9 +228,11 @@ def test_each_lexical_branch_keeps_its_own_bound(
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
     )
+    terms = "'alic' | 'offic' | 'bob'"
     with connection.cursor() as cursor:
         cursor.execute(
-            lexical_hits_sql(where), {**params, "tsquery": "'alic' | 'offic' | 'bob'", "cap": 1}
+            lexical_hits_sql(where),
+            {**params, "tsquery": terms, "own_tsquery": terms, "cap": 1},
         )
         rows = [row[0] for row in cursor.fetchall()]
     assert len(rows) == len(where.branches) == 3
@@ -238,6 +241,58 @@ def test_each_lexical_branch_keeps_its_own_bound(
     assert {memories[pk] for pk in rows} <= holding
     pieces = [_ids(tenant, branch, rule_params) for branch in where.branches]
     assert all(len(piece & set(rows)) == 1 for piece in pieces)
+
+
+# Seven users' private notes about kayaks, and two of the actor's own.
+KAYAKS = [
+    (owner, f"{owner.title()} paddles a kayak on the lake every {day}.")
+    for owner, day in [
+        ("erin", "Monday"),
+        ("finn", "Tuesday"),
+        ("gus", "Wednesday"),
+        ("hana", "Thursday"),
+        ("ivan", "Friday"),
+        ("jade", "Saturday"),
+        ("kai", "Sunday"),
+    ]
+] + [
+    ("alice", "Alice stores her kayak in the garage."),
+    ("alice", "Alice wants a lighter kayak paddle."),
+]
+
+
+def test_a_tenant_wide_search_finds_the_actors_own_rows_by_their_own_term_frequencies(
+    tenant: Tenant,
+) -> None:
+    # "kayak" is in nine of the tenant's memories, past a bound of three postings, so no
+    # tenant-wide branch may read by it on the tenant's count; but the actor's own branch
+    # reads only the actor's memories, and holds two: within the bound, so they are found
+    # lexically, as a search of the actor's memories alone finds them. Other users'
+    # private notes stay out (they are not visible); with a bound of one, the actor's two
+    # are past it too.
+    results = memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id=owner, type="fact", content=text) for owner, text in KAYAKS],
+    )
+    own = {result.memory.pk for result in results if result.memory.user_id == "alice"}
+    alice = Actor(user_id="alice")
+    with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=3):
+        tenant_wide = memory_search(tenant=tenant, actor=alice, query="kayak", mode="lexical")
+        alone = memory_search(
+            tenant=tenant, actor=alice, query="kayak", user_id="alice", mode="lexical"
+        )
+        hybrid = memory_search(tenant=tenant, actor=alice, query="my kayak", limit=20)
+    assert set(tenant_wide.lexical_ranking) == own == set(alone.lexical_ranking)
+    assert {hit.memory.pk for hit in tenant_wide.hits} == own
+    assert own <= set(hybrid.lexical_ranking)
+    assert {hit.memory.user_id for hit in hybrid.hits} == {"alice"}
+    with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=1):
+        bounded = memory_search(tenant=tenant, actor=alice, query="kayak", mode="lexical")
+    assert bounded.lexical_ranking == []
+    # Without an end user there is no own branch: the tenant's count decides, past the bound.
+    with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=3):
+        anonymous = memory_search(tenant=tenant, actor=Actor(), query="kayak", mode="lexical")
+    assert anonymous.lexical_ranking == []
 
 
 @pytest.mark.parametrize("user_id", [None, "zed"])
