@@ -11,18 +11,12 @@ lexical vector; counts are changed in lexeme order (INSERT … ORDER BY … ON C
 two transactions writing public memories lock the shared rows in the same order, and a
 row whose count reaches zero is deleted (no word of an erased memory is kept). The
 table is filled from the public memories there are.
-
-Writes to `memory` wait while the table is filled (SHARE ROW EXCLUSIVE, the lock CREATE
-TRIGGER takes anyway), so that no public memory is written between the fill and the new
-trigger; reads go on. The trigger is replaced in place (CREATE OR REPLACE), not dropped,
-which would lock reads out as well until the migration commits.
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
 
 FUNCTION = """
-LOCK TABLE memory IN SHARE ROW EXCLUSIVE MODE;
 CREATE OR REPLACE FUNCTION memory_lexicon_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE'
@@ -63,15 +57,16 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+DROP TRIGGER IF EXISTS memory_lexicon_update ON memory;
+CREATE TRIGGER memory_lexicon_update AFTER UPDATE ON memory
+    FOR EACH ROW WHEN (OLD.lexical_vector IS DISTINCT FROM NEW.lexical_vector
+                       OR OLD.scope IS DISTINCT FROM NEW.scope)
+    EXECUTE FUNCTION memory_lexicon_sync();
 INSERT INTO memory_public_term_stat (tenant_id, lexeme, df)
 SELECT tenant_id, lexeme, count(*)
 FROM memory, unnest(tsvector_to_array(lexical_vector)) AS lexeme
 WHERE scope = 'public'
 GROUP BY tenant_id, lexeme;
-CREATE OR REPLACE TRIGGER memory_lexicon_update AFTER UPDATE ON memory
-    FOR EACH ROW WHEN (OLD.lexical_vector IS DISTINCT FROM NEW.lexical_vector
-                       OR OLD.scope IS DISTINCT FROM NEW.scope)
-    EXECUTE FUNCTION memory_lexicon_sync();
 """
 
 # Migration 0111's function and update trigger, as they were.
@@ -99,7 +94,8 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE OR REPLACE TRIGGER memory_lexicon_update AFTER UPDATE ON memory
+DROP TRIGGER IF EXISTS memory_lexicon_update ON memory;
+CREATE TRIGGER memory_lexicon_update AFTER UPDATE ON memory
     FOR EACH ROW WHEN (OLD.lexical_vector IS DISTINCT FROM NEW.lexical_vector)
     EXECUTE FUNCTION memory_lexicon_sync();
 """
