@@ -259,30 +259,6 @@ class MemoryTermStat(models.Model):
         return f"{self.lexeme}: {self.df}"
 
 
-class MemoryPublicTermStat(models.Model):
-    """How many of a tenant's public memories hold one lexeme: the postings the lexical
-    step's public branch reads for it (`memory_app.selectors.search.lexical_hits_sql`),
-    counted apart from the users' own statistics, which a tenant-wide sum would count
-    with every user's private memories. Maintained by the same trigger as
-    `MemoryTermStat` (migration 0256), which deletes a row whose count reaches zero, so
-    no word of an erased memory stays behind."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    lexeme = models.TextField()
-    df = models.IntegerField(default=0)
-
-    class Meta:
-        db_table = "memory_public_term_stat"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "lexeme"], name="memory_public_term_stat_unique"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.lexeme}: {self.df} public"
-
-
 class MemoryLexiconStat(models.Model):
     """Per user: how many memories are indexed and their total length in lexemes, for
     BM25's N and average document length. Maintained by the same trigger."""

@@ -67,7 +67,7 @@ def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
     pass."""
     if actor.operator:
         return ["TRUE"]
-    branches = [public_branch_sql(alias)]
+    branches = [f"{alias}.scope = 'public'"]
     own = own_branch_sql(actor, alias)
     if own is not None:
         branches.append(own)
@@ -80,11 +80,6 @@ def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
         owner = f" AND {alias}.user_id IS DISTINCT FROM %(acting_user)s" if actor.user_id else ""
         branches.append(f"({alias}.scope = 'shared'{owner} AND ({' OR '.join(grants)}))")
     return branches
-
-
-def public_branch_sql(alias: str = "m") -> str:
-    """The branch of `visibility_branches_sql` that holds the public memories."""
-    return f"{alias}.scope = 'public'"
 
 
 def own_branch_sql(actor: Actor, alias: str = "m") -> str | None:

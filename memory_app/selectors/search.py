@@ -25,9 +25,8 @@ final score.
    rarest does not), and at most that many rows are read a branch, so a query never
    scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
    score of every candidate either side found. The postings are counted where the
-   branch reads: the actor's own branch by the actor's own statistics, the public one by
-   the public memories' (`memory_public_term_stat`), the shared one by the tenant's (an
-   upper bound).
+   branch reads: the actor's own branch by the actor's own statistics, the others by the
+   tenant's (public postings are not counted apart: an upper bound).
    PostgreSQL's own ts_rank has no IDF and ranked LoCoMo turns below plain BM25.
 3. Fusion by score: cosine and BM25 of every candidate in the pool (the union of both
    lists), each z-normalised over the pool, weighted ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT
@@ -66,7 +65,6 @@ from memory_app.models import Memory
 from memory_app.selectors.memories import (
     Actor,
     own_branch_sql,
-    public_branch_sql,
     visibility_branches_sql,
     visibility_sql,
 )
@@ -152,34 +150,27 @@ class LexicalQuery:
     idfs: list[float]
     average_length: float
     candidate_lexemes: list[str]
-    # A tenant-wide search's branches whose postings are counted apart ("own": the
-    # actor's own statistics, "public": the public memories'), their candidates chosen by
-    # those counts (`lexical_query`); a branch not here takes `candidate_lexemes`.
-    branch_candidates: dict[str, list[str]] = field(default_factory=dict)
+    # In a tenant-wide search by an end user, the candidates of the actor's own branch,
+    # chosen by the actor's own document frequencies (`lexical_query`); None otherwise.
+    own_candidate_lexemes: list[str] | None = None
 
     @property
     def tsquery(self) -> str:
         """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
         return _ored(self.candidate_lexemes)
 
-    def candidates_for(self, counted: str) -> list[str]:
-        """The candidates of a branch whose postings `counted` counts (SearchWhere.counts)."""
-        return self.branch_candidates.get(counted, self.candidate_lexemes)
+    @property
+    def own_tsquery(self) -> str:
+        """`tsquery` of the actor's own branch (the shared candidates without own ones)."""
+        if self.own_candidate_lexemes is None:
+            return self.tsquery
+        return _ored(self.own_candidate_lexemes)
 
     def finds_candidates(self, where: SearchWhere) -> bool:
         """Whether any branch of `where` has a candidate term to read rows by."""
-        return any(self.candidates_for(counted) for counted in where.counts)
-
-    def tsquery_params(self, where: SearchWhere) -> dict[str, str]:
-        """The tsquery of each kind of branch in `where` (`lexical_hits_sql`'s parameters)."""
-        return {
-            _tsquery_param(counted): _ored(self.candidates_for(counted))
-            for counted in set(where.counts)
-        }
-
-
-def _tsquery_param(counted: str) -> str:
-    return f"tsquery_{counted}" if counted else "tsquery"
+        return bool(self.candidate_lexemes) or (
+            where.own_branch is not None and bool(self.own_candidate_lexemes)
+        )
 
 
 def _ored(lexemes: list[str]) -> str:
@@ -201,11 +192,10 @@ class SearchWhere:
     # user: then the (tenant, user) indexes find a few hundred rows, and a partial index
     # of public memories under a one-user filter would not.
     branches: tuple[str, ...]
-    # For each branch, whose document frequencies count the postings its lexical step
-    # reads: "own" (the actor's own memories), "public" (the public ones) or "" (those
-    # of the memories searched: the named user's, else the tenant's). Summed over a large
-    # tenant, most words are past the postings bound, though a branch reads few rows.
-    counts: tuple[str, ...] = ("",)
+    # The branch of the actor's own memories in a tenant-wide search (one of `branches`):
+    # its lexical candidates come from the actor's own document frequencies, not the
+    # tenant's, which in a large tenant put most words past the bound.
+    own_branch: str | None = None
 
     @property
     def sql(self) -> str:
@@ -243,12 +233,9 @@ def search_where(
         params["tags"] = list(tags)
     if filters is not None:
         clauses += filters.clauses(params)
-    if user_id:
-        return SearchWhere(" AND ".join(clauses), visible, (visible,), ("",)), params
-    branches = tuple(visibility_branches_sql(actor))
-    counted = {own_branch_sql(actor): "own", public_branch_sql(): "public"}
-    counts = tuple(counted.get(branch, "") for branch in branches)
-    return SearchWhere(" AND ".join(clauses), visible, branches, counts), params
+    branches = (visible,) if user_id else tuple(visibility_branches_sql(actor))
+    own = None if user_id else own_branch_sql(actor)
+    return SearchWhere(" AND ".join(clauses), visible, branches, own), params
 
 
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
@@ -314,48 +301,42 @@ def quote_lexeme(lexeme: str) -> str:
 
 
 def lexical_query(
-    cursor: Any,
-    *,
-    tenant: Tenant,
-    user_id: str | None,
-    text: str,
-    counts: Sequence[str] = ("",),
-    own_user_id: str | None = None,
+    cursor: Any, *, tenant: Tenant, user_id: str | None, text: str, own_user_id: str | None = None
 ) -> LexicalQuery | None:
     """The query's English lexemes that occur in the searched memories, with their IDF
     from the per-user statistics (summed over the tenant's users when no user is given),
     the most frequent dropped until the postings left fit the bound. None when nothing
     of the query occurs.
 
-    `counts` (SearchWhere.counts) names the branches of a tenant-wide search whose
-    candidates are chosen again by their own postings: "own", by `own_user_id`'s
-    statistics, as a search of their memories alone would; "public", by the public
-    memories' (`memory_public_term_stat`), with the tenant's documents for the rule of
-    half the documents. Chosen by the tenant's sums, a word a few thousand of a large
-    tenant's memories hold found nothing in a branch that reads a few hundred."""
+    `own_user_id`, in a tenant-wide search by that end user: the candidates of their own
+    branch are chosen again from their own statistics, as a search of their memories
+    alone would. Chosen by the tenant's frequencies, a word a few thousand of a large
+    tenant's memories hold found none of the actor's own, though the branch reads only
+    theirs."""
     user_clause = "AND s.user_id = %(user_id)s" if user_id else ""
-    own = "own" in counts and own_user_id is not None and not user_id
-    public = "public" in counts and not user_id
+    own = own_user_id is not None and not user_id
     # A subquery per lexeme, not a join: it is always an index probe on (tenant, user,
     # lexeme) or, across users, an index-only sum over (tenant, lexeme) INCLUDE df.
     # Joined, a table whose statistics are stale (just written) was read whole for the
     # user: 7,000 buffers and 3 ms for a two-word query on one conversation.
-    own_totals = own_df = public_df = ""
-    if own:
-        own_totals = """,
+    own_columns = (
+        """,
+               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
+                WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s AND s.lexeme = q.lexeme),
+               own.documents, own.lexemes"""
+        if own
+        else ""
+    )
+    own_totals = (
+        """,
         own AS (
             SELECT coalesce(sum(s.documents), 0) AS documents,
                    coalesce(sum(s.lexemes), 0) AS lexemes
             FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s
         )"""
-        own_df = """,
-               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
-                WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s AND s.lexeme = q.lexeme),
-               own.documents, own.lexemes"""
-    if public:
-        public_df = """,
-               (SELECT coalesce(sum(s.df), 0) FROM memory_public_term_stat s
-                WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme)"""
+        if own
+        else ""
+    )
     cursor.execute(
         f"""
         WITH q AS (
@@ -369,7 +350,7 @@ def lexical_query(
         SELECT q.lexeme,
                (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
                 WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme {user_clause}),
-               totals.documents, totals.lexemes{own_df}{public_df}
+               totals.documents, totals.lexemes{own_columns}
         FROM q CROSS JOIN totals{" CROSS JOIN own" if own else ""}
         """,  # noqa: S608 - fixed clauses; values are params
         {"text": text, "tenant": tenant.pk, "user_id": user_id, "own": own_user_id},
@@ -377,24 +358,15 @@ def lexical_query(
     rows = cursor.fetchall()
     if not rows:
         return None
-    documents, length = int(rows[0][2]), int(rows[0][3])
-    lexical = bounded_lexical_query([(row[0], int(row[1])) for row in rows], documents, length)
-    if lexical is None:
-        return None
-    column = 4
-    if own:
-        mine = bounded_lexical_query(
-            [(row[0], int(row[column])) for row in rows],
-            int(rows[0][column + 1]),
-            int(rows[0][column + 2]),
-        )
-        lexical.branch_candidates["own"] = mine.candidate_lexemes if mine else []
-        column += 3
-    if public:
-        theirs = bounded_lexical_query(
-            [(row[0], int(row[column])) for row in rows], documents, length
-        )
-        lexical.branch_candidates["public"] = theirs.candidate_lexemes if theirs else []
+    lexical = bounded_lexical_query(
+        [(row[0], int(row[1])) for row in rows], int(rows[0][2]), int(rows[0][3])
+    )
+    if lexical is None or not own:
+        return lexical
+    mine = bounded_lexical_query(
+        [(row[0], int(row[4])) for row in rows], int(rows[0][5]), int(rows[0][6])
+    )
+    lexical.own_candidate_lexemes = mine.candidate_lexemes if mine is not None else []
     return lexical
 
 
@@ -481,17 +453,16 @@ def memory_search(
                 tenant=tenant,
                 user_id=user_id,
                 text=query,
-                counts=where.counts,
-                own_user_id=actor.user_id,
+                own_user_id=actor.user_id if where.own_branch is not None else None,
             )
         if vector is None and lexical is None:
             return SearchOutcome([], [], [])
         if lexical is not None:
-            params |= (
-                bm25_params(lexical)
-                | lexical.tsquery_params(where)
-                | {"cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS)}
-            )
+            params |= bm25_params(lexical) | {
+                "tsquery": lexical.tsquery,
+                "own_tsquery": lexical.own_tsquery,
+                "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
+            }
         pool = _pool_sql(where, vector=vector is not None, lexical=lexical)
         settings_first = 0
         if vector is not None:
@@ -703,16 +674,24 @@ def lexical_hits_sql(where: SearchWhere, lexical: LexicalQuery | None = None) ->
     a branch. Under one OR filter the step read every row of the tenant holding the term,
     mostly other users' private ones, to keep ~5%.
 
-    Each branch matches the tsquery of its kind (`where.counts`: `%(tsquery)s`,
-    `%(tsquery_own)s`, `%(tsquery_public)s`, from `LexicalQuery.tsquery_params`); given
-    `lexical`, a branch without candidate terms is left out."""
-    selects = [
-        "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
-        f" WHERE {where.scope} AND {branch}"
-        f" AND m.lexical_vector @@ %({_tsquery_param(counted)})s::tsquery LIMIT %(cap)s"
-        for branch, counted in zip(where.branches, where.counts, strict=True)
-        if lexical is None or lexical.candidates_for(counted)
-    ]
+    The actor's own branch matches `%(own_tsquery)s` (its candidates by the actor's own
+    statistics), the others `%(tsquery)s`; given `lexical`, a branch without candidate
+    terms is left out."""
+    selects = []
+    for branch in where.branches:
+        own = branch == where.own_branch
+        if lexical is not None and not (
+            lexical.own_candidate_lexemes
+            if own and lexical.own_candidate_lexemes is not None
+            else lexical.candidate_lexemes
+        ):
+            continue
+        selects.append(
+            "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
+            f" WHERE {where.scope} AND {branch}"
+            f" AND m.lexical_vector @@ %({'own_tsquery' if own else 'tsquery'})s::tsquery"
+            " LIMIT %(cap)s"
+        )
     return _merged(selects)
 
 

@@ -232,7 +232,7 @@ def test_each_lexical_branch_keeps_its_own_bound(
     with connection.cursor() as cursor:
         cursor.execute(
             lexical_hits_sql(where),
-            {**params, "tsquery": terms, "tsquery_own": terms, "tsquery_public": terms, "cap": 1},
+            {**params, "tsquery": terms, "own_tsquery": terms, "cap": 1},
         )
         rows = [row[0] for row in cursor.fetchall()]
     assert len(rows) == len(where.branches) == 3
@@ -289,7 +289,7 @@ def test_a_tenant_wide_search_finds_the_actors_own_rows_by_their_own_term_freque
     with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=1):
         bounded = memory_search(tenant=tenant, actor=alice, query="kayak", mode="lexical")
     assert bounded.lexical_ranking == []
-    # Without an end user there is no own branch, and no public memory holds the word.
+    # Without an end user there is no own branch: the tenant's count decides, past the bound.
     with override_settings(ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS=3):
         anonymous = memory_search(tenant=tenant, actor=Actor(), query="kayak", mode="lexical")
     assert anonymous.lexical_ranking == []
