@@ -161,15 +161,20 @@ class LexicalQuery:
 
     @property
     def own_tsquery(self) -> str:
-        """`tsquery` of the actor's own branch (the shared candidates without own ones)."""
-        if self.own_candidate_lexemes is None:
-            return self.tsquery
-        return _ored(self.own_candidate_lexemes)
+        """`tsquery` of the actor's own branch."""
+        return _ored(self.branch_candidates(own=True))
+
+    def branch_candidates(self, *, own: bool) -> list[str]:
+        """The terms a branch reads rows by: the actor's own branch (`own`) its own
+        candidates when they were chosen, every other branch `candidate_lexemes`."""
+        if own and self.own_candidate_lexemes is not None:
+            return self.own_candidate_lexemes
+        return self.candidate_lexemes
 
     def finds_candidates(self, where: SearchWhere) -> bool:
         """Whether any branch of `where` has a candidate term to read rows by."""
-        return bool(self.candidate_lexemes) or (
-            where.own_branch is not None and bool(self.own_candidate_lexemes)
+        return any(
+            self.branch_candidates(own=branch == where.own_branch) for branch in where.branches
         )
 
 
@@ -680,11 +685,7 @@ def lexical_hits_sql(where: SearchWhere, lexical: LexicalQuery | None = None) ->
     selects = []
     for branch in where.branches:
         own = branch == where.own_branch
-        if lexical is not None and not (
-            lexical.own_candidate_lexemes
-            if own and lexical.own_candidate_lexemes is not None
-            else lexical.candidate_lexemes
-        ):
+        if lexical is not None and not lexical.branch_candidates(own=own):
             continue
         selects.append(
             "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
