@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -70,9 +69,10 @@ def _wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 @pytest.fixture
-def broker() -> Iterator[tuple[str, int]]:
-    """A Valkey of our own, as the broker of this process and of the worker."""
-    valkey = EmbeddedValkey(Path(tempfile.mkdtemp(prefix="engram-stall-")), free_port(), False)
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A Valkey of our own, as the broker of this process and of the worker (its files in
+    a directory pytest owns and prunes, not one left in /tmp by every run)."""
+    valkey = EmbeddedValkey(tmp_path_factory.mktemp("stall-valkey"), free_port(), False)
     url = valkey.start()
     pid = valkey._server._process.pid  # type: ignore[attr-defined]
     # The raw values: reading `broker_write_url` falls back to `broker_url`, and restoring
