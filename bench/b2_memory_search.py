@@ -28,7 +28,6 @@ search of every user in both shapes (`_search_every_user_once`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import statistics
 import time
@@ -111,7 +110,7 @@ def _bodies(queries: list[str], users: list[str], shape: str) -> list[bytes]:
     ]
 
 
-def _cold_bodies(size: B2Size, memories: int, shape: str, round_: int = 0) -> list[bytes]:
+def _cold_bodies(size: B2Size, memories: int, shape: str, round_: int) -> list[bytes]:
     """Bodies whose queries no other request of the run sends (a query seed of their own
     per size, shape and round), so every request embeds its query: the caches do not
     help."""
@@ -130,7 +129,6 @@ def _median_round(rounds: list[LoadResult]) -> dict[str, Any]:
         "errors": sum(r["errors"] for r in summaries),
         "p50_ms": round(statistics.median(r["p50_ms"] for r in summaries), 2),
         "p95_ms": round(statistics.median(r["p95_ms"] for r in summaries), 2),
-        "p95_rounds_ms": [r["p95_ms"] for r in summaries],
         "rounds": summaries,
     }
 
@@ -368,34 +366,35 @@ def run(ctx: BenchContext) -> BenchResult:
         load: dict[str, list[float]] = {shape: [] for shape in [*SHAPES, REPEAT]}
         with server:  # a fresh server per size: no cache carries over from the smaller one
             _warm_every_worker(server, secret, _bodies(queries, users, "user")[0])
-            for round_, shape in itertools.product(range(size.rounds), [*SHAPES, REPEAT]):
+            for round_ in range(size.rounds):
                 bodies = {s: _cold_bodies(size, memories, s, round_) for s in SHAPES}
                 bodies[REPEAT] = bodies["user"]  # sent by this round's "user" just before
-                posters = [
-                    HttpPoster(
-                        port=server.port,
-                        paths=["/api/v1/memories/search"],
-                        bodies=bodies[shape][t :: size.threads],
-                        headers={"Authorization": f"Bearer {secret}"},
-                        expect=200,
+                for shape in [*SHAPES, REPEAT]:
+                    posters = [
+                        HttpPoster(
+                            port=server.port,
+                            paths=["/api/v1/memories/search"],
+                            bodies=bodies[shape][t :: size.threads],
+                            headers={"Authorization": f"Bearer {secret}"},
+                            expect=200,
+                        )
+                        for t in range(size.threads)
+                    ]
+                    load[shape].append(_load_average())
+                    r = run_load(
+                        name=f"{shape}@{memories}#{round_ + 1}",
+                        operations=posters,
+                        max_requests=size.requests_per_shape,
+                        max_seconds=size.seconds_per_shape,
+                        warmup_per_thread=5,
                     )
-                    for t in range(size.threads)
-                ]
-                load[shape].append(_load_average())
-                r = run_load(
-                    name=f"{shape}@{memories}#{round_ + 1}",
-                    operations=posters,
-                    max_requests=size.requests_per_shape,
-                    max_seconds=size.seconds_per_shape,
-                    warmup_per_thread=5,
-                )
-                loads[shape].append(r)
-                ctx.log(
-                    f"[B2] {memories:>9,} memories, {shape:>6}, round {round_ + 1}/"
-                    f"{size.rounds}: {r.requests} requests, p50 {r.percentile(50):.1f} ms, "
-                    f"p95 {r.percentile(95):.1f} ms, errors {r.errors}, "
-                    f"load {load[shape][-1]:.1f}"
-                )
+                    loads[shape].append(r)
+                    ctx.log(
+                        f"[B2] {memories:>9,} memories, {shape:>6}, round {round_ + 1}/"
+                        f"{size.rounds}: {r.requests} requests, p50 {r.percentile(50):.1f} ms, "
+                        f"p95 {r.percentile(95):.1f} ms, errors {r.errors}, "
+                        f"load {load[shape][-1]:.1f}"
+                    )
             if session is None:
                 session = context_session(tenant)
             context[memories] = measure_context(server, secret, session, size)
@@ -445,7 +444,7 @@ def _fmt(value: float) -> str:
 
 
 def _rounds(http: dict[str, Any]) -> str:
-    return " / ".join(_fmt(p95) for p95 in http.get("p95_rounds_ms", []))
+    return " / ".join(_fmt(r["p95_ms"]) for r in http["rounds"])
 
 
 def _report(

@@ -313,13 +313,13 @@ def lexical_query(
     the most frequent dropped until the postings left fit the bound. None when nothing
     of the query occurs.
 
-    `own_user_id`, in a tenant-wide search by that end user: the candidates of their own
-    branch are chosen again from their own statistics, as a search of their memories
-    alone would. Chosen by the tenant's frequencies, a word a few thousand of a large
-    tenant's memories hold found none of the actor's own, though the branch reads only
-    theirs."""
+    `own_user_id`, in a tenant-wide search (no `user_id`) by that end user: the
+    candidates of their own branch are chosen again from their own statistics, as a
+    search of their memories alone would. Chosen by the tenant's frequencies, a word a
+    few thousand of a large tenant's memories hold found none of the actor's own, though
+    the branch reads only theirs."""
     user_clause = "AND s.user_id = %(user_id)s" if user_id else ""
-    own = own_user_id is not None and not user_id
+    own = own_user_id is not None
     # A subquery per lexeme, not a join: it is always an index probe on (tenant, user,
     # lexeme) or, across users, an index-only sum over (tenant, lexeme) INCLUDE df.
     # Joined, a table whose statistics are stale (just written) was read whole for the
