@@ -20,6 +20,7 @@ import os
 import threading
 import urllib.request
 from array import array
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -164,6 +165,14 @@ def embedder() -> Embedder:
         threads=embedding_threads(),
         fallback=lambda: LocalEmbedder(model, batch_size),
     )
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """`vector` as pgvector's text input, each component to 9 significant digits: a
+    float4 column keeps no more (9 digits give every float32 back exactly), and Python's
+    own repr of the same floats writes 17. A search sends its query vector in its SQL
+    text four times (client-side binding), 8 kB each the long way."""
+    return "[" + ",".join([f"{component:.9g}" for component in vector]) + "]"
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:

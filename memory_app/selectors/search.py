@@ -60,7 +60,7 @@ from django.db import connection
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
-from memory_app.embedding import embed_query
+from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory
 from memory_app.selectors.memories import (
     Actor,
@@ -448,7 +448,7 @@ def memory_search(
     vector: list[float] | None = None
     if mode in ("hybrid", "vector"):
         vector = query_embedding if query_embedding is not None else embed_query(query)
-        params["q"] = str(vector)
+        params["q"] = vector_literal(vector)
     lexical: LexicalQuery | None = None
 
     with connection.cursor() as cursor:

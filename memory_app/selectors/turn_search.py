@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from memory_app.embedding import vector_literal
 from memory_app.selectors.search import (
     LexicalQuery,
     bm25_params,
@@ -47,7 +48,7 @@ def session_turn_search(
             SELECT turn_id FROM memory_turn_index
             WHERE session_id = %s ORDER BY embedding <=> %s::vector LIMIT %s
             """,
-            [session_id, str(query_vector), pool_size],
+            [session_id, vector_literal(query_vector), pool_size],
         )
         vector_ranking = [row[0] for row in cursor.fetchall()]
         lexical = _lexical_query(cursor, session_id, query)
@@ -84,7 +85,7 @@ def session_turn_search(
             """,  # noqa: S608
             {
                 **bm25_params(lexical),
-                "q": str(query_vector),
+                "q": vector_literal(query_vector),
                 "ids": pool,
                 "before": WINDOW_BEFORE,
                 "after": WINDOW_AFTER,

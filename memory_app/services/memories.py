@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts, embedder
+from memory_app.embedding import embed_texts, embedder, vector_literal
 from memory_app.models import (
     Memory,
     MemoryRelation,
@@ -292,6 +292,7 @@ def _nearest_same_kind(
     """The closest memory of the same user, type and scope at full precision (an exact
     scan over one user's memories of one type: small, and no index approximation)."""
     threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
+    literal = vector_literal(vector)
     with connection.cursor() as cursor:
         cursor.execute(
             """
@@ -301,7 +302,7 @@ def _nearest_same_kind(
             ORDER BY embedding <=> %s::vector
             LIMIT 5
             """,
-            [str(vector), tenant.pk, draft.user_id, draft.type, draft.scope, str(vector)],
+            [literal, tenant.pk, draft.user_id, draft.type, draft.scope, literal],
         )
         rows = [(row[0], float(row[1])) for row in cursor.fetchall()]
     wanted = id_tokens(draft.content)

@@ -314,6 +314,33 @@ def test_a_tenant_wide_bound_counts_the_rows_the_actor_cannot_see(tenant: Tenant
         assert [hit.memory.content for hit in outcome.hits] == expected, bound
 
 
+def test_a_long_window_keeps_its_lexical_vector_in_the_row(tenant: Tenant) -> None:
+    """BM25 reads a row's `lexical_vector` twice per query term; out of line, each read
+    is a TOAST lookup (migration 0257). A thread whose windows make the rows larger than
+    PostgreSQL keeps in a page without toasting: the embedding and the window go out of
+    line, the lexical vector stays in the row, and search still ranks from it."""
+    words = [f"{stem}{n}" for n in range(40) for stem in ("alpha", "quartz", "meadow")]
+    lines = [f"Ben: {' '.join(words[i * 24 : i * 24 + 24])}" for i in range(5)]
+    memories = _thread(tenant, "ben", lines)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # 1,544 bytes: a vector(384)'s raw size, whether it is stored in line or not
+            "SELECT 1544 + octet_length(thread_context) + pg_column_size(lexical_vector),"
+            " pg_column_toast_chunk_id(embedding) IS NOT NULL,"
+            " pg_column_toast_chunk_id(lexical_vector) IS NULL"
+            " FROM memory WHERE id = ANY(%s)",
+            [[memory.pk for memory in memories]],
+        )
+        rows = cursor.fetchall()
+    assert all(size > 2400 for size, _, _ in rows)  # past the ~2 kB toast threshold
+    assert all(embedding_out for _, embedding_out, _ in rows)
+    assert all(lexical_inline for _, _, lexical_inline in rows)
+    found = memory_search(
+        tenant=tenant, actor=Actor("ben"), query="quartz7 meadow7", user_id="ben", mode="lexical"
+    )
+    assert found.hits[0].memory.pk == memories[0].pk
+
+
 def test_thread_fields_through_the_api(api: APIClient) -> None:
     body: dict[str, Any] = {
         "user_id": "ben",
