@@ -220,11 +220,22 @@ class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     @extend_schema_field(RelationInputSerializer(many=True))
     def get_relations(self, memory: Memory) -> list[dict[str, Any]]:
-        return [
-            {"type": relation.type, "target_id": str(relation.target_id)}
-            for relation in memory.relations.all()
-            if relation.target_version is None  # version edges: see GET …/relations
-        ]
+        return memory_edges(memory)
+
+
+def memory_edges(memory: Memory) -> list[dict[str, Any]]:
+    """A memory's edges to other memories as a memory body lists them, by edge id; not
+    its version edges (those are in GET …/relations). A search hit brings its own
+    (`search_edges`, memory_app.selectors.search); the other readers prefetch
+    `relations`."""
+    found = getattr(memory, "search_edges", None)
+    if found is not None:
+        return [{"type": kind, "target_id": str(target)} for kind, target in found]
+    return [
+        {"type": relation.type, "target_id": str(relation.target_id)}
+        for relation in sorted(memory.relations.all(), key=lambda relation: relation.pk)
+        if relation.target_version is None
+    ]
 
 
 _DATETIME = serializers.DateTimeField()  # DRF's own output format and time zone
@@ -260,11 +271,7 @@ def memory_data(memory: Memory) -> dict[str, Any]:
         pinned=bool(memory.pinned),
         allowed_users=[str(user) for user in memory.allowed_users],
         allowed_roles=[str(role) for role in memory.allowed_roles],
-        relations=[
-            {"type": relation.type, "target_id": str(relation.target_id)}
-            for relation in memory.relations.all()
-            if relation.target_version is None  # as MemorySerializer.get_relations
-        ],
+        relations=memory_edges(memory),
         thread_order=None if memory.thread_order is None else int(memory.thread_order),
         occurred_at=when(memory.occurred_at),
     )
