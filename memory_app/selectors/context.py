@@ -443,8 +443,11 @@ def context_assemble(
             return f"{c.text}\n{c.reply}".strip() if c.reply else c.text
 
         to_embed = [c for c in candidates if c.key not in semantic]
-        vectors = _vectors([query, *(embed_text_of(c) for c in to_embed)])
-        query_vector = vectors[query]
+        vectors = _vectors([embed_text_of(c) for c in to_embed])
+        # The query's vector from the query cache, which the turn recall and the memory
+        # search above have filled: in `_vectors` it was embedded a second time on most
+        # requests (its texts are the session's, already cached; the query is new).
+        query_vector = np.asarray(embed_query(query), dtype=np.float32)
         semantic |= {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in to_embed}
     half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
     scores = {

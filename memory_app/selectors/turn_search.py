@@ -104,23 +104,25 @@ def session_turn_search(
 
 def _lexical_query(cursor: Any, session_id: Any, query: str) -> LexicalQuery | None:
     cursor.execute(
-        """
+        r"""
         WITH q AS (
-            SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
+            -- each lexeme as a one-term tsquery, quoted as `quote_lexeme` quotes it
+            SELECT lexeme,
+                   ('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''')::tsquery
+                       AS term
+            FROM (
+                SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s)))
+                    AS lexeme
+            ) AS lexemes
         ),
         docs AS MATERIALIZED (
             SELECT lexical_vector FROM memory_turn_index WHERE session_id = %(session)s
-        ),
-        df AS (
-            SELECT lexeme, count(*) AS df
-            FROM docs, unnest(tsvector_to_array(docs.lexical_vector)) AS lexeme
-            WHERE lexeme IN (SELECT lexeme FROM q)
-            GROUP BY lexeme
         )
-        SELECT q.lexeme, coalesce(df.df, 0),
+        SELECT q.lexeme,
+               (SELECT count(*) FROM docs WHERE docs.lexical_vector @@ q.term),
                (SELECT count(*) FROM docs),
                (SELECT coalesce(sum(length(lexical_vector)), 0) FROM docs)
-        FROM q LEFT JOIN df USING (lexeme)
+        FROM q
         """,
         {"text": query, "session": session_id},
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -9,9 +10,10 @@ from celery.signals import task_prerun
 from django.db import connection
 from rest_framework.test import APIClient
 
-from memory_app.embedding import embed_query
+from memory_app.embedding import embed_query, embedder
 from memory_app.models import TurnIndexEntry
-from memory_app.selectors.turn_search import session_turn_search
+from memory_app.selectors.search import bounded_lexical_query
+from memory_app.selectors.turn_search import _lexical_query, session_turn_search
 from memory_app.services.turn_index import turn_index_session, turn_index_update
 from memory_app.window.tokens import messages_tokens
 from sessions_app.models import ChatTurn, Tenant
@@ -124,6 +126,70 @@ def test_the_turn_that_says_it_ranks_above_the_turns_around_it(
     )
     assert [hit.turn_number for hit in hits][:1] == [3]
     assert {hit.turn_number for hit in hits} >= {2, 4}  # still found by its words
+
+
+def test_turn_search_counts_the_turns_that_hold_each_query_term(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The turn search's BM25 statistics (`_lexical_query`): per query term, the number
+    of the session's indexed turns whose window holds it, and the session's totals,
+    recounted here from the rows themselves; another session's turns do not count."""
+    session = _conversation(tenant, django_capture_on_commit_callbacks)
+    other = new_session(tenant)
+    with django_capture_on_commit_callbacks(execute=True):
+        record(tenant, other, "My greyhound Biscuit loves the beach.", "Lovely!")
+    query = "Is the greyhound's name Biscuit, and how was the match at the weekend?"
+    with connection.cursor() as cursor:
+        lexical = _lexical_query(cursor, session.pk, query)
+        cursor.execute(
+            "SELECT lexeme, count(*) FROM memory_turn_index,"
+            " unnest(tsvector_to_array(lexical_vector)) AS lexeme"
+            " WHERE session_id = %s GROUP BY lexeme",
+            [session.pk],
+        )
+        recount = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT count(*), sum(length(lexical_vector)) FROM memory_turn_index"
+            " WHERE session_id = %s",
+            [session.pk],
+        )
+        documents, length = cursor.fetchone()
+    assert lexical is not None
+    assert set(lexical.lexemes) >= {"greyhound", "biscuit", "match", "weekend"}
+    expected = bounded_lexical_query(
+        [(lexeme, recount.get(lexeme, 0)) for lexeme in lexical.lexemes], documents, length
+    )
+    assert expected is not None
+    assert (lexical.lexemes, lexical.idfs) == (expected.lexemes, expected.idfs)
+    assert lexical.average_length == expected.average_length
+    assert 0 < recount["greyhound"] < recount["weekend"] < documents  # not all alike
+
+
+def test_a_context_embeds_a_new_query_once(
+    tenant: Tenant,
+    api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The session's texts are embedded on its first context and cached; a later context
+    with a new query runs the model once, for the query (the turn recall, the memory
+    search and the scoring of the candidates share its vector). The real model, counted."""
+    session = _conversation(tenant, django_capture_on_commit_callbacks)
+    url = f"/api/v1/sessions/{session.pk}/context"
+    assert api.get(url, {"query": "first question about the greyhound"}).status_code == 200
+    model = embedder()
+    real = model.embed
+    batches: list[list[str]] = []
+
+    def counted(texts: list[str]) -> list[list[float]]:
+        batches.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(model, "embed", counted)
+    query = f"What did the dog eat on {uuid.uuid4().hex[:8]}?"
+    response = api.get(url, {"query": query, "budget": 600})
+    assert response.status_code == 200, response.content
+    assert batches == [[query]]
 
 
 def test_a_batch_indexes_a_sessions_turns_with_one_task(
