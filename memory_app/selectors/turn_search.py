@@ -42,13 +42,14 @@ def session_turn_search(
 ) -> list[TurnHit]:
     """The session's indexed turns that best answer `query`, best first."""
     pool_size = max(3 * limit, 30)
+    literal = vector_literal(query_vector)  # both statements send it
     with connection.cursor() as cursor:
         cursor.execute(
             """
             SELECT turn_id FROM memory_turn_index
             WHERE session_id = %s ORDER BY embedding <=> %s::vector LIMIT %s
             """,
-            [session_id, vector_literal(query_vector), pool_size],
+            [session_id, literal, pool_size],
         )
         vector_ranking = [row[0] for row in cursor.fetchall()]
         lexical = _lexical_query(cursor, session_id, query)
@@ -85,7 +86,7 @@ def session_turn_search(
             """,  # noqa: S608
             {
                 **bm25_params(lexical),
-                "q": vector_literal(query_vector),
+                "q": literal,
                 "ids": pool,
                 "before": WINDOW_BEFORE,
                 "after": WINDOW_AFTER,
