@@ -59,6 +59,7 @@ class FirstRendererNegotiation(BaseContentNegotiation):
 class OtlpTracesView(TenantAPIView):
     parser_classes = [RawBodyParser]
     content_negotiation_class = FirstRendererNegotiation
+    request_body_required = True  # an export always carries its ExportTraceServiceRequest
 
     @extend_schema(
         summary="OTLP/HTTP trace export: GenAI spans become turn steps",

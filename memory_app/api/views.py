@@ -125,6 +125,9 @@ class MemoryListView(TenantGenericAPIView):
     queryset = Memory.objects.all()
     serializer_class = MemorySerializer
     filterset_class = MemoryFilter
+    # OpenAPI links (sessions_app.api.schema.add_links): the memory made, read as its own
+    # user (a private memory is a 404 to anyone else).
+    openapi_produces = {"POST": {"memory_id": "/memory/id", "acting_user_id": "/memory/user_id"}}
 
     def get_queryset(self) -> Any:
         actor = _actor(self.request, default_user=self.request.query_params.get("user_id"))
@@ -197,7 +200,13 @@ class MemoryDetailView(TenantAPIView):
     @extend_schema(
         parameters=ACTOR_PARAMETERS,
         request=MemoryUpdateSerializer,
-        responses=MemorySerializer,
+        responses={
+            200: MemorySerializer,
+            409: OpenApiResponse(
+                description="conflict: another memory of the user already says exactly the "
+                "new `content`"
+            ),
+        },
         description="Update: a new version; the previous one stays in the history.",
     )
     def patch(self, request: Request, memory_id: str) -> Response:
@@ -249,6 +258,8 @@ class MemoryRevertView(TenantAPIView):
 
 
 class MemoryRelationListView(TenantAPIView):
+    openapi_produces = {"POST": {"relation_id": "/id"}}
+
     @extend_schema(
         parameters=ACTOR_PARAMETERS,
         responses=RelationListSerializer,

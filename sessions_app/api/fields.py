@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -28,10 +30,44 @@ def money_output_field(**kwargs: object) -> serializers.DecimalField:
     return serializers.DecimalField(**options)  # type: ignore[arg-type]
 
 
+# An identifier (user, agent, …) holds a visible character: not only whitespace or
+# control characters. The class spells out every character Python's str.strip() (which
+# DRF trims with) or ECMAScript's \s treats as blank, so the server and a client reading
+# the schema's `pattern` (unanchored: "somewhere in the value") decide alike.
+IDENTIFIER_PATTERN = (
+    r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+)
+IDENTIFIER_MAX_LENGTH = 255
+IDENTIFIER_RULE = f"1 to {IDENTIFIER_MAX_LENGTH} characters, not only blanks or control characters."
+_IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
+_identifier_validator = RegexValidator(_IDENTIFIER_RE, message=IDENTIFIER_RULE)
+# The schema of an identifier in a path.
+IDENTIFIER_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": IDENTIFIER_MAX_LENGTH,
+    "pattern": IDENTIFIER_PATTERN,
+}
+
+
 def identifier_field(**kwargs: object) -> serializers.CharField:
-    options: dict[str, object] = {"max_length": 255, "allow_blank": False, "trim_whitespace": True}
+    options: dict[str, object] = {
+        "max_length": IDENTIFIER_MAX_LENGTH,
+        "allow_blank": False,
+        "trim_whitespace": True,
+        "validators": [_identifier_validator],
+    }
     options.update(kwargs)
     return serializers.CharField(**options)  # type: ignore[arg-type]
+
+
+def checked_identifier(value: str) -> str | None:
+    """`value` trimmed the way an identifier field trims it, or None when it breaks
+    IDENTIFIER_RULE: for identifiers outside a body (a path), so that one rule holds."""
+    value = value.strip()
+    if len(value) > IDENTIFIER_MAX_LENGTH or not _IDENTIFIER_RE.search(value):
+        return None
+    return value
 
 
 POLICY_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"

@@ -7,10 +7,16 @@ and body; NUL in a query parameter is refused everywhere), 401 on authenticated 
 where the path names an object, 410 on writes to a session, 413/415 where there is a body,
 429 where throttles apply, 503 when the database is down. Every error response, inherited
 or declared by a view, gets the one error schema (`{"error": {"code", "message", "fields"}}`).
+
+A view that makes an object says where its id is in the answer (`openapi_produces`), and
+`add_links` links that answer to every operation taking the id in its path (OpenAPI
+links): a client generator, Swagger UI or a stateful fuzzer can then follow "create a
+session, then record a turn in it" without guessing.
 """
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +29,9 @@ from rest_framework.permissions import AllowAny
 from sessions_app.api.strict_types import decimal_pattern
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
+# An operation's `openapi_produces` while the schema is built: {path parameter: JSON
+# pointer into the 2xx body}. Not in the published schema (add_links turns it into links).
+PRODUCES_KEY = "x-engram-produces"
 # Paths whose operations take an API key: the REST API, MCP over HTTP and the OTLP receiver.
 API_PREFIXES = ("/api/v1", "/mcp/", "/v1/")
 
@@ -88,6 +97,13 @@ class EngramAutoSchema(AutoSchema):
         if constraints and direction == "request":
             schema.update(constraints)
         return schema
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)  # type: ignore[no-untyped-call]
+        produces = getattr(self.view, "openapi_produces", {}).get(self.method.upper())
+        if operation is not None and produces:
+            operation[PRODUCES_KEY] = dict(produces)  # read, then removed, by add_links
+        return operation
 
     def _get_request_for_media_type(
         self, serializer: Any, direction: str = "request"
@@ -216,3 +232,58 @@ def add_rate_limit_responses(result: dict[str, Any], **kwargs: object) -> dict[s
                 "content": {"application/json": {"schema": _ERROR_SCHEMA}},
             }
     return result
+
+
+def add_links(result: dict[str, Any], **kwargs: object) -> dict[str, Any]:
+    """Postprocessing hook: OpenAPI links from each operation that makes an object (its
+    view's `openapi_produces`: parameter name -> JSON pointer into the 2xx body) to every
+    operation whose path takes one of those parameters, when the target's other path
+    parameters are the producer's own (`$request.path.…`): POST /sessions links to every
+    /sessions/{session_id} route, POST …/turns to …/turns/{turn_number}. A produced name
+    the target takes as a query parameter is passed too (the memory's user as
+    `acting_user_id`, without which its private memory is a 404). A link is named by its
+    target's operationId."""
+    paths = result.get("paths", {})
+    operations = [
+        (set(_path_parameters(path)), operation)
+        for path, methods in paths.items()
+        for operation in methods.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    ]
+    for path, methods in paths.items():
+        own = set(_path_parameters(path))
+        for producer in methods.values():
+            if not isinstance(producer, dict):
+                continue
+            produced: dict[str, str] = producer.pop(PRODUCES_KEY, None) or {}
+            links = {
+                target["operationId"]: _link(target, parameters, produced)
+                for parameters, target in operations
+                if target is not producer
+                and parameters & produced.keys()
+                and parameters <= own | produced.keys()
+            }
+            for status, response in producer.get("responses", {}).items():
+                if status.startswith("2") and response.get("content") and links:
+                    response["links"] = dict(sorted(links.items()))
+    return result
+
+
+def _link(
+    target: dict[str, Any], path_parameters: set[str], produced: dict[str, str]
+) -> dict[str, Any]:
+    query = {p["name"] for p in target.get("parameters", []) if p.get("in") == "query"}
+    names = sorted(path_parameters | (query & produced.keys()))
+    return {
+        "operationId": target["operationId"],
+        "parameters": {
+            name: f"$response.body#{produced[name]}"
+            if name in produced
+            else f"$request.path.{name}"
+            for name in names
+        },
+    }
+
+
+def _path_parameters(path: str) -> list[str]:
+    return re.findall(r"\{([^}]+)\}", path)

@@ -28,6 +28,9 @@ class SessionListView(TenantGenericAPIView):
     queryset = ChatSession.objects.all()
     serializer_class = SessionSerializer
     filterset_class = SessionFilter
+    # OpenAPI links (sessions_app.api.schema.add_links): the session made, and its user as
+    # the acting user where a route takes one.
+    openapi_produces = {"POST": {"session_id": "/id", "acting_user_id": "/user_id"}}
 
     @extend_schema(responses=SessionSerializer(many=True))
     def get(self, request: Request) -> Response:

@@ -95,6 +95,7 @@ class TurnListView(TenantGenericAPIView):
     queryset = ChatTurn.objects.all()
     serializer_class = TurnSerializer
     pagination_class = TurnCursorPagination
+    openapi_produces = {"POST": {"turn_number": "/turn/turn_number"}}
 
     @extend_schema(
         summary="The turn log, oldest first, with steps",

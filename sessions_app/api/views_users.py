@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from sessions_app.api.fields import IDENTIFIER_RULE, IDENTIFIER_SCHEMA, checked_identifier
 from sessions_app.api.serializers_users import UserErasureSerializer
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.errors import InvalidInput
@@ -15,20 +16,30 @@ from sessions_app.services.erasure import user_erase
 
 
 def _checked_user_id(user_id: str) -> str:
-    if not user_id.strip() or len(user_id) > 255:
-        raise InvalidInput(fields={"user_id": ["Between 1 and 255 characters."]})
-    return user_id
+    """The path's user id by the rule of a user id in a body (trimmed, a visible
+    character), so that the user a body named is the one erased or exported."""
+    checked = checked_identifier(user_id)
+    if checked is None:
+        raise InvalidInput(fields={"user_id": [IDENTIFIER_RULE]})
+    return checked
+
+
+USER_ID_PARAMETER = OpenApiParameter(
+    "user_id", IDENTIFIER_SCHEMA, OpenApiParameter.PATH, description="The end user."
+)
 
 
 class UserErasureView(TenantAPIView):
     @extend_schema(
+        parameters=[USER_ID_PARAMETER],
         responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
         "versions and relations), sessions (turns, steps, components, selections) and "
         "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
     )
     def delete(self, request: Request, user_id: str) -> Response:
-        counts = user_erase(tenant=self.tenant, user_id=_checked_user_id(user_id))
+        user_id = _checked_user_id(user_id)
+        counts = user_erase(tenant=self.tenant, user_id=user_id)
         return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)
 
 
@@ -41,9 +52,10 @@ class UserExportView(TenantAPIView):
             "`memory_versions`, `memory_relations`, `context_summaries`. The same rows "
             "`DELETE /users/{user_id}` erases. A read: nothing is recorded."
         ),
+        parameters=[USER_ID_PARAMETER],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The export document."),
-            400: OpenApiResponse(description="invalid: user_id of 1 to 255 characters"),
+            400: OpenApiResponse(description=f"invalid: user_id of {IDENTIFIER_RULE}"),
         },
     )
     def get(self, request: Request, user_id: str) -> Response:

@@ -33,6 +33,7 @@ from sessions_app.api.serializers_workspace import (
     cart_body,
 )
 from sessions_app.api.tenancy import TenantAPIView
+from sessions_app.errors import InvalidInput
 from sessions_app.models import ChatSession
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import component_list, selection_lines
@@ -149,7 +150,16 @@ class FocusView(SessionWorkspaceView):
 
 
 class CsvExportMixin(APIView):
-    """Errors of a CSV-capable view still leave as JSON in the documented shape."""
+    """Errors of a CSV-capable view still leave as JSON in the documented shape, and a
+    `format` it cannot render is a 400 naming the parameter (DRF's own negotiation
+    answered an unknown one 404 and ignored an empty one)."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[Any, str]:
+        requested = request.query_params.get("format")
+        formats = [renderer.format for renderer in self.get_renderers()]
+        if not force and requested is not None and requested not in formats:
+            raise InvalidInput(fields={"format": [f"One of: {', '.join(sorted(formats))}."]})
+        return super().perform_content_negotiation(request, force)  # type: ignore[no-any-return]
 
     def handle_exception(self, exc: Exception) -> Response:
         response: Response = super().handle_exception(exc)
@@ -177,6 +187,7 @@ def cart_csv(session: ChatSession) -> HttpResponse:
 
 class SelectionListView(CsvExportMixin, SessionWorkspaceView):
     renderer_classes = [JSONRenderer, CsvRenderer]
+    openapi_produces = {"POST": {"mpn": "/mpn"}}
 
     @extend_schema(
         parameters=[

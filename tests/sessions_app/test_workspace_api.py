@@ -229,6 +229,14 @@ def test_csv_export_both_ways(api: APIClient, sid: str) -> None:
     assert_error(other.get(f"/api/v1/sessions/{sid}/selections.csv"), 401, "not_authenticated")
 
 
+@pytest.mark.parametrize("requested", ["", "xml", "CSV"])
+def test_a_format_the_cart_cannot_render_is_400(api: APIClient, sid: str, requested: str) -> None:
+    # DRF's negotiation ignored an empty `format` (JSON) and answered an unknown one 404.
+    response = api.get(f"/api/v1/sessions/{sid}/selections", {"format": requested})
+    assert "format" in assert_error(response, 400, "invalid")["fields"]
+    assert api.get(f"/api/v1/sessions/{sid}/selections", {"format": "json"}).status_code == 200
+
+
 # --- expiry ----------------------------------------------------------------------------
 
 
