@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from integrations.otlp_decode import SpanRecord
 from sessions_app.errors import ApplicationError
+from sessions_app.selectors.sessions import session_find_resumable
 from sessions_app.selectors.turns import turn_metadata_values
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.sessions import session_resume_or_create
@@ -37,13 +38,15 @@ from sessions_app.services.turns import StepInput, TurnFields, TurnRecorded
 from sessions_app.usage import TokenCounts, UsageError
 
 if TYPE_CHECKING:
-    from sessions_app.models import Tenant
+    from sessions_app.models import ChatSession, Tenant
 
 OPERATION = "gen_ai.operation.name"
 CONVERSATION = "gen_ai.conversation.id"
 SPAN_IDS_KEY = "otel_span_ids"
 TRACE_KEY = "otel_trace_id"
 MAX_ID = 255
+# The user of a session started by a trace that names none.
+ANONYMOUS_USER = "otel"
 
 # Attribute names, newest convention first; older instrumentations still send the others.
 INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
@@ -129,8 +132,9 @@ def _step(span: SpanRecord) -> StepInput:
     )
 
 
-def _identity(spans: list[SpanRecord]) -> tuple[str, str, str] | None:
-    """(conversation id, agent id, user id) of a trace, or None without a conversation."""
+def _identity(spans: list[SpanRecord]) -> tuple[str, str, str | None] | None:
+    """(conversation id, agent id, user id or None) of a trace, or None without a
+    conversation."""
     conversation = agent = user = None
     for span in spans:
         a = span.attributes
@@ -140,7 +144,27 @@ def _identity(spans: list[SpanRecord]) -> tuple[str, str, str] | None:
     if not conversation:
         return None
     agent = agent or spans[0].resource.get("service.name") or "otel"
-    return str(conversation)[:MAX_ID], str(agent)[:MAX_ID], str(user or "otel")[:MAX_ID]
+    return str(conversation)[:MAX_ID], str(agent)[:MAX_ID], str(user)[:MAX_ID] if user else None
+
+
+def _session_of(*, tenant: Tenant, conversation: str, agent: str, user: str | None) -> ChatSession:
+    """The session of a trace: resumed or made for its user, conversation and agent. A
+    trace that names no user (`user.id` / `enduser.id` are often set on one span of a
+    conversation, not on every trace) continues the conversation's newest session
+    whoever its user is, or starts one for ANONYMOUS_USER."""
+    if user is None:
+        found = session_find_resumable(
+            tenant=tenant, user_id=None, agent_id=agent, external_session_id=conversation
+        )
+        if found is not None:
+            return found
+    session, _ = session_resume_or_create(
+        tenant=tenant,
+        user_id=user or ANONYMOUS_USER,
+        agent_id=agent,
+        external_session_id=conversation,
+    )
+    return session
 
 
 def _key(trace_id: str, span_ids: list[str]) -> str:
@@ -207,9 +231,7 @@ def ingest_spans(*, tenant: Tenant, spans: list[SpanRecord]) -> IngestReport:
             report.errors.append(f"trace {trace_id}: no {CONVERSATION}")
             continue
         conversation, agent, user = identity
-        session, _ = session_resume_or_create(
-            tenant=tenant, user_id=user, agent_id=agent, external_session_id=conversation
-        )
+        session = _session_of(tenant=tenant, conversation=conversation, agent=agent, user=user)
         stored = set(
             turn_metadata_values(session=session, match={TRACE_KEY: trace_id}, key=SPAN_IDS_KEY)
         )

@@ -101,7 +101,7 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default=False,
         help_text=(
             "With `external_session_id`: answer the tenant's unexpired session for "
-            "(agent_id, external_session_id) with 200 if there is one (the other fields "
+            "(user_id, agent_id, external_session_id) with 200 if there is one (the other fields "
             "are then ignored), else create it (201)."
         ),
     )

@@ -44,7 +44,7 @@ class SessionListView(TenantGenericAPIView):
             200: OpenApiResponse(
                 SessionSerializer,
                 description="`resume: true` found an unexpired session for "
-                "(agent_id, external_session_id).",
+                "(user_id, agent_id, external_session_id).",
             ),
             400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
         },

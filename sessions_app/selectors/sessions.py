@@ -198,19 +198,25 @@ def session_ids_of_user(*, tenant_id: int, user_id: str) -> list[Any]:
 
 
 def session_find_resumable(
-    *, tenant: Tenant, agent_id: str, external_session_id: str, now: datetime | None = None
+    *,
+    tenant: Tenant,
+    user_id: str | None,
+    agent_id: str,
+    external_session_id: str,
+    now: datetime | None = None,
 ) -> ChatSession | None:
-    """The newest session of the tenant for this agent and external id that can still
-    take writes, or None."""
+    """The newest session of the tenant for this user, agent and external id that can
+    still take writes, or None. The user is part of the identity: an agent that numbers
+    its conversations per user ("1", "2", …) must not hand one user's session (state,
+    cart, turns) to another who has a conversation of the same number. `user_id` None:
+    any user's (an OTel trace that does not name its user)."""
     now = now or timezone.now()
-    return (
-        ChatSession.objects.filter(
-            tenant=tenant,
-            agent_id=agent_id,
-            external_session_id=external_session_id,
-            expires_at__gt=now,
-        )
-        .exclude(status__in=WRITE_CLOSED_STATUSES)
-        .order_by("-created_at")
-        .first()
+    sessions = ChatSession.objects.filter(
+        tenant=tenant,
+        agent_id=agent_id,
+        external_session_id=external_session_id,
+        expires_at__gt=now,
     )
+    if user_id is not None:
+        sessions = sessions.filter(user_id=user_id)
+    return sessions.exclude(status__in=WRITE_CLOSED_STATUSES).order_by("-created_at").first()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -162,12 +163,15 @@ def session_archive(*, session: ChatSession) -> ChatSession:
     return session
 
 
-def _identity_lock(*, tenant: Tenant, agent_id: str, external_session_id: str) -> None:
+def _identity_lock(
+    *, tenant: Tenant, user_id: str, agent_id: str, external_session_id: str
+) -> None:
     """A transaction-scoped advisory lock on the session identity. Two callers resuming
-    the same (tenant, agent, external id) at once queue here, so the second sees the
-    first's committed session instead of creating a twin. An advisory lock rather than a
-    unique index: an expired session keeps its external id, and a new one may reuse it."""
-    advisory_xact_lock(f"engram-session-resume:{tenant.pk}:{agent_id}:{external_session_id}")
+    the same (tenant, user, agent, external id) at once queue here, so the second sees
+    the first's committed session instead of creating a twin. An advisory lock rather than
+    a unique index: an expired session keeps its external id, and a new one may reuse it."""
+    identity = json.dumps([str(tenant.pk), user_id, agent_id, external_session_id])
+    advisory_xact_lock(f"engram-session-resume:{identity}")
 
 
 @transaction.atomic
@@ -179,14 +183,17 @@ def session_resume_or_create(
     external_session_id: str,
     **create_kwargs: Any,
 ) -> tuple[ChatSession, bool]:
-    """The tenant's unexpired session for (agent_id, external_session_id), its expiry
-    moved forward as by any write, or a new one; returns (session, created). This is how
-    an agent that only knows its own conversation id (a CLI session, an OTel
+    """The tenant's unexpired session for (user_id, agent_id, external_session_id), its
+    expiry moved forward as by any write, or a new one; returns (session, created). This
+    is how an agent that only knows its own conversation id (a CLI session, an OTel
     `gen_ai.conversation.id`, an MCP client) reattaches without keeping our uuid."""
-    _identity_lock(tenant=tenant, agent_id=agent_id, external_session_id=external_session_id)
-    existing = session_find_resumable(
-        tenant=tenant, agent_id=agent_id, external_session_id=external_session_id
-    )
+    identity = {
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "external_session_id": external_session_id,
+    }
+    _identity_lock(tenant=tenant, **identity)
+    existing = session_find_resumable(tenant=tenant, **identity)
     if existing is not None:
         existing.save(update_fields=[*session_touch(session=existing), "updated_at"])
         return existing, False

@@ -286,3 +286,33 @@ def test_an_export_is_recorded_by_the_batch_service(tenant: Tenant) -> None:
     assert again.turns_recorded == 0 and again.duplicate_spans == 3
     session.refresh_from_db()
     assert session.turn_count == 3 and session.total_input_tokens == 306
+
+
+def _export_of(trace: int, user: str | None) -> list[Any]:
+    body = otlp_json(f"{trace:032x}", f"{trace:016x}", 10)
+    if user is not None:
+        span = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        span["attributes"].append({"key": "user.id", "value": {"stringValue": user}})
+    return spans_of(parse_request(json.dumps(body).encode(), "application/json"))
+
+
+def test_a_conversation_id_is_one_session_per_user(tenant: Tenant) -> None:
+    """Two users' traces with the same `gen_ai.conversation.id` (an agent numbering its
+    conversations per user) are two sessions, neither sees the other's turns; a trace
+    that names no user continues the conversation's newest session."""
+    ingest_spans(tenant=tenant, spans=_export_of(1, "maria"))
+    ingest_spans(tenant=tenant, spans=_export_of(2, "ivan"))
+    sessions = {
+        s.user_id: s
+        for s in ChatSession.objects.filter(tenant=tenant, external_session_id="json-conv")
+    }
+    assert set(sessions) == {"maria", "ivan"}
+    assert [s.turn_count for s in sessions.values()] == [1, 1]
+    ingest_spans(tenant=tenant, spans=_export_of(3, None))
+    ingest_spans(tenant=tenant, spans=_export_of(4, "maria"))
+    counts = dict(
+        ChatSession.objects.filter(tenant=tenant, external_session_id="json-conv").values_list(
+            "user_id", "turn_count"
+        )
+    )
+    assert counts == {"maria": 2, "ivan": 2}

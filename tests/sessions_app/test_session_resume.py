@@ -1,5 +1,5 @@
 """Resume by identity: `POST /sessions` with `resume: true` finds the tenant's unexpired
-session for (agent_id, external_session_id) or creates exactly one, even under a race."""
+session for (user_id, agent_id, external_session_id) or creates exactly one, even under a race."""
 
 from __future__ import annotations
 
@@ -36,6 +36,22 @@ def test_resume_creates_then_finds(api: APIClient, other_api: APIClient) -> None
     # Without resume, the same identity still creates a new session (unchanged contract).
     plain = api.post("/api/v1/sessions", {**BODY, "resume": False}, format="json")
     assert plain.status_code == 201 and plain.json()["id"] != first.json()["id"]
+
+
+@pytest.mark.django_db
+def test_another_user_with_the_same_conversation_id_gets_their_own_session(
+    api: APIClient,
+) -> None:
+    # An agent numbering its conversations per user: Maria's "conv-1" and Ivan's "conv-1".
+    maria = api.post("/api/v1/sessions", {**BODY, "state": {"cart": "maria's"}}, format="json")
+    assert maria.status_code == 201, maria.content
+    ivan = api.post("/api/v1/sessions", {**BODY, "user_id": "ivan"}, format="json")
+    assert ivan.status_code == 201, ivan.content
+    assert ivan.json()["id"] != maria.json()["id"]
+    assert ivan.json()["user_id"] == "ivan" and ivan.json()["state"] == {}
+    for user, session in (("maria", maria), ("ivan", ivan)):
+        again = api.post("/api/v1/sessions", {**BODY, "user_id": user}, format="json")
+        assert again.status_code == 200 and again.json()["id"] == session.json()["id"]
 
 
 @pytest.mark.django_db

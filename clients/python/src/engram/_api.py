@@ -104,7 +104,7 @@ class Api:
         budget_tokens: int | None = _OMIT,
         budget_usd: str | None = _OMIT,
     ) -> Any:
-        """The unexpired session for (agent_id, external_session_id), or a new one. Safe
+        """The unexpired session for (user_id, agent_id, external_session_id), or a new one. Safe
         to retry: it is keyed by identity, so a repeat finds the same session."""
         body = _body(
             user_id=user_id,
