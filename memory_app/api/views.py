@@ -59,7 +59,7 @@ from memory_app.services.memories import (
     memory_revert,
     memory_update,
 )
-from sessions_app.api.filters import StrictBooleanFilter, StrictUUIDFilter
+from sessions_app.api.filters import StrictBooleanFilter, StrictChoiceFilter, StrictUUIDFilter
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
 from sessions_app.errors import InvalidInput
 
@@ -85,8 +85,8 @@ def _actor(request: Request, default_user: str | None = None) -> Actor:
 class MemoryFilter(django_filters.FilterSet):
     user_id = django_filters.CharFilter(help_text="Only memories about this user.")
     agent_id = django_filters.CharFilter(help_text="Only memories of this agent.")
-    type = django_filters.ChoiceFilter(choices=MemoryType.choices, help_text="Only this type.")
-    scope = django_filters.ChoiceFilter(choices=MemoryScope.choices, help_text="Only this scope.")
+    type = StrictChoiceFilter(choices=MemoryType.choices, help_text="Only this type.")
+    scope = StrictChoiceFilter(choices=MemoryScope.choices, help_text="Only this scope.")
     tag = django_filters.CharFilter(
         field_name="tags", lookup_expr="contains", method="filter_tag", help_text="Has this tag."
     )

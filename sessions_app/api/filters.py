@@ -47,10 +47,26 @@ class StrictUUIDFilter(django_filters.Filter):
     field_class = StrictUUIDField
 
 
+class StrictChoiceField(django_filters.fields.ChoiceField):
+    """Present but empty (`?scope=`) is not one of the choices the schema's `enum` lists:
+    400 naming the parameter, not "no filter" (django-filter's reading of an empty value)."""
+
+    def to_python(self, value: Any) -> Any:
+        if value == "":
+            raise forms.ValidationError(
+                "One of: " + ", ".join(str(choice) for choice, _ in self.choices if choice) + "."
+            )
+        return super().to_python(value)
+
+
+class StrictChoiceFilter(django_filters.ChoiceFilter):
+    field_class = StrictChoiceField
+
+
 class SessionFilter(django_filters.FilterSet):
     user_id = django_filters.CharFilter(help_text="Only this user's sessions.")
     agent_id = django_filters.CharFilter(help_text="Only this agent's sessions.")
-    status = django_filters.ChoiceFilter(choices=SessionStatus.choices)
+    status = StrictChoiceFilter(choices=SessionStatus.choices)
     external_session_id = django_filters.CharFilter()
     runaway = StrictBooleanFilter(
         field_name="runaway_at",
