@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from config.request_log import accept_or_generate, request_id_var
 from sessions_app.api.exceptions import error_body, json_error
@@ -65,19 +65,29 @@ class ApiErrorMiddleware:
     route matched (Django's 404 page, the technical one under DEBUG), a method on a non-DRF
     view, an exception that escaped a view (500: logged with its traceback, the client gets
     only the request id), and NUL characters in query parameters, which PostgreSQL cannot
-    store or compare in text."""
+    store or compare in text. Pages outside /api/ refuse NUL in a query parameter too (a
+    plain 400): the admin's changelists filter by any field named in the query string
+    (`/admin/…/?user_id=%00` was a 500)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        bad = [
+            key
+            for key, values in request.GET.lists()
+            if "\x00" in key or any("\x00" in value for value in values)
+        ]
         if not request.path.startswith(API_PREFIX):
+            if bad:
+                return HttpResponseBadRequest(
+                    "Query parameters cannot contain NUL characters.", content_type="text/plain"
+                )
             return self.get_response(request)
         if any(segment in {".", ".."} for segment in request.path.split("/")):
             # Dot segments are a client that did not normalise its URL; no route has them
             # (an MPN path parameter would otherwise swallow "../../x").
             return self._json_instead(request, 404, None)
-        bad = [key for key, value in request.GET.items() if "\x00" in key or "\x00" in value]
         if bad:
             return JsonResponse(
                 error_body(

@@ -112,6 +112,26 @@ def test_nul_in_query_parameter_is_400(api: APIClient) -> None:
     response = api.get("/api/v1/sessions?user_id=a%00b")
     error = assert_error(response, 400, "invalid")
     assert "user_id" in error["fields"]
+    # A repeated parameter is checked in every value, not only the last.
+    response = api.get("/api/v1/sessions?user_id=a%00b&user_id=ok")
+    assert "user_id" in assert_error(response, 400, "invalid")["fields"]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "/admin/sessions_app/chatsession/",
+        "/admin/memory_app/memory/",
+        "/admin/analytics_app/userspendrollup/",
+        "/dashboards/spend/",
+    ],
+)
+def test_nul_in_a_page_query_parameter_is_400_not_500(admin_client: Client, page: str) -> None:
+    # The admin filters its changelist by any field the query string names; PostgreSQL
+    # refused the NUL (500).
+    assert admin_client.get(page, {"user_id": "ok"}).status_code in (200, 302)
+    response = admin_client.get(page, {"user_id": "a\x00b"})
+    assert response.status_code == 400
 
 
 @pytest.mark.parametrize(
