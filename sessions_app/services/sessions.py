@@ -187,13 +187,12 @@ def session_resume_or_create(
     expiry moved forward as by any write, or a new one; returns (session, created). This
     is how an agent that only knows its own conversation id (a CLI session, an OTel
     `gen_ai.conversation.id`, an MCP client) reattaches without keeping our uuid."""
-    identity = {
-        "user_id": user_id,
-        "agent_id": agent_id,
-        "external_session_id": external_session_id,
-    }
-    _identity_lock(tenant=tenant, **identity)
-    existing = session_find_resumable(tenant=tenant, **identity)
+    _identity_lock(
+        tenant=tenant, user_id=user_id, agent_id=agent_id, external_session_id=external_session_id
+    )
+    existing = session_find_resumable(
+        tenant=tenant, user_id=user_id, agent_id=agent_id, external_session_id=external_session_id
+    )
     if existing is not None:
         existing.save(update_fields=[*session_touch(session=existing), "updated_at"])
         return existing, False
