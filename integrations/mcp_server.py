@@ -31,8 +31,18 @@ INSTRUCTIONS = (
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255)]
 SessionId = Annotated[str, Field(description="The session's id, as session_open returned it.")]
+# memory_app.models.MemoryType's values, spelled out for the tool schemas (a Literal must
+# be static); tests/integrations/test_mcp.py holds the two equal.
 MemoryTypeName = Literal[
-    "preference", "fact", "episodic", "semantic", "procedural", "profile", "policy"
+    "preference",
+    "fact",
+    "episodic",
+    "semantic",
+    "procedural",
+    "profile",
+    "policy",
+    "interest",
+    "event",
 ]
 
 

@@ -19,6 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from memory_app.models import MemoryType
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.demo_shopping import LAPTOP_QUERY, LAPTOPS
 from tests.integrations.conftest import database_url
@@ -49,6 +50,9 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
         assert tools[name].input_schema["type"] == "object"
     assert "session_id" in tools["cart_add"].input_schema["required"]
     assert "step_type" in json.dumps(tools["turn_record"].input_schema)  # steps are typed
+    # The tools take every memory type the REST API takes (the Literal is spelled out).
+    memory_type = tools["memory_add"].input_schema["properties"]["type"]
+    assert set(memory_type["enum"]) == set(MemoryType.values)
 
     opened = data(await session.call_tool("session_open", {
         "agent_id": "claude", "external_session_id": "conv-7", "user_id": "maria"}))  # fmt: skip
