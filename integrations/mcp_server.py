@@ -15,6 +15,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from integrations import mcp_tools
+from memory_app.api.serializers import MAX_CONTENT_CHARS
+from memory_app.api.serializers_context import MAX_BUDGET, MAX_CONTEXT_QUERY_CHARS, MIN_BUDGET
+from sessions_app.api.serializers_workspace import MAX_QUANTITY
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -139,7 +142,7 @@ def build_server(tenant: Tenant) -> MCPServer:
     def memory_add(
         user_id: Annotated[Identifier, Field(description="The user it is about.")],
         content: Annotated[
-            str, Field(min_length=1, max_length=10_000, description="What to remember.")
+            str, Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="What to remember.")
         ],
         type: Annotated[MemoryTypeName, Field(description="What kind of memory.")] = "fact",
         agent_id: Annotated[str, Field(max_length=255)] = "",
@@ -188,9 +191,12 @@ def build_server(tenant: Tenant) -> MCPServer:
     def context_get(
         session_id: SessionId,
         query: Annotated[
-            str, Field(max_length=2000, description="What the next call is about.")
+            str,
+            Field(max_length=MAX_CONTEXT_QUERY_CHARS, description="What the next call is about."),
         ] = "",
-        budget: Annotated[int | None, Field(ge=50, le=200_000, description="Tokens.")] = None,
+        budget: Annotated[
+            int | None, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Tokens.")
+        ] = None,
     ) -> dict[str, Any]:
         return call(mcp_tools.context_get, session_id=session_id, query=query, budget=budget)
 
@@ -217,7 +223,7 @@ def build_server(tenant: Tenant) -> MCPServer:
         session_id: SessionId,
         mpn: Annotated[str | None, Field(max_length=255)] = None,
         ref: Annotated[str | None, Field(max_length=500)] = None,
-        quantity: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+        quantity: Annotated[int | None, Field(ge=1, le=MAX_QUANTITY)] = None,
     ) -> dict[str, Any]:
         return call(mcp_tools.cart_add, session_id=session_id, mpn=mpn, ref=ref, quantity=quantity)
 

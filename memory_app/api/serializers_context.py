@@ -14,12 +14,15 @@ MIN_BUDGET = 50
 MAX_BUDGET = 200_000
 
 
+MAX_CONTEXT_QUERY_CHARS = 4000
+
+
 class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
     query = serializers.CharField(
         required=False,
         allow_blank=True,
         default="",
-        max_length=4000,
+        max_length=MAX_CONTEXT_QUERY_CHARS,
         help_text="What the next LLM call is about; ranks candidates by semantic match.",
     )
     budget = serializers.IntegerField(

@@ -19,7 +19,10 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from memory_app.api.serializers import MAX_CONTENT_CHARS
+from memory_app.api.serializers_context import MAX_CONTEXT_QUERY_CHARS
 from memory_app.models import MemoryType
+from sessions_app.api.serializers_workspace import MAX_QUANTITY
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.demo_shopping import LAPTOP_QUERY, LAPTOPS
 from tests.integrations.conftest import database_url
@@ -53,6 +56,12 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
     # The tools take every memory type the REST API takes (the Literal is spelled out).
     memory_type = tools["memory_add"].input_schema["properties"]["type"]
     assert set(memory_type["enum"]) == set(MemoryType.values)
+    # …and the REST API's limits, which the tools' calls go through.
+    content = tools["memory_add"].input_schema["properties"]["content"]
+    assert content["maxLength"] == MAX_CONTENT_CHARS
+    context = tools["context_get"].input_schema["properties"]
+    assert context["query"]["maxLength"] == MAX_CONTEXT_QUERY_CHARS
+    assert json.dumps(tools["cart_add"].input_schema).count(f'"maximum": {MAX_QUANTITY}') == 1
 
     opened = data(await session.call_tool("session_open", {
         "agent_id": "claude", "external_session_id": "conv-7", "user_id": "maria"}))  # fmt: skip
