@@ -92,3 +92,13 @@ def test_secret_key_is_generated_once_and_reused(tmp_path: Path) -> None:
     assert stored_secret_key(path) == first
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stored_secret_key(tmp_path / "other" / "secret_key") != first
+
+
+def test_the_schema_is_valid_openapi_without_warnings(tmp_path: Path) -> None:
+    """drf-spectacular's own check against the OpenAPI 3.0 specification's JSON Schema
+    (links, parameters, responses), failing on any warning it raised while building."""
+    from django.core.management import call_command
+
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+    assert target.stat().st_size > 10_000
