@@ -57,6 +57,13 @@ class SpanRecord:
         return self.status_code == STATUS_ERROR
 
 
+def _text(value: str) -> str:
+    """A string of the export as PostgreSQL can store it: NUL, which protobuf strings may
+    hold and text columns cannot, becomes U+FFFD. Telemetry is kept, not refused: one
+    span's odd attribute must not lose the export's other spans."""
+    return value.replace("\x00", "\ufffd")
+
+
 def _value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
     if kind is None:
@@ -64,14 +71,16 @@ def _value(value: AnyValue) -> Any:
     if kind == "array_value":
         return [_value(v) for v in value.array_value.values]
     if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+        return {_text(kv.key): _value(kv.value) for kv in value.kvlist_value.values}
     if kind == "bytes_value":
         return value.bytes_value.hex()
+    if kind == "string_value":
+        return _text(value.string_value)
     return getattr(value, kind)
 
 
 def _attributes(items: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in items}
+    return {_text(kv.key): _value(kv.value) for kv in items}
 
 
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:
@@ -133,13 +142,15 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
     if media == JSON:
         try:
             document = json.loads(body)
+        except RecursionError as exc:
+            raise OtlpError(400, "malformed_json", "The body's JSON is nested too deeply.") from exc
         except (ValueError, UnicodeDecodeError) as exc:
             raise OtlpError(400, "malformed_json", f"The body is not valid JSON: {exc}") from exc
         if not isinstance(document, dict):
             raise OtlpError(400, "invalid", "The body must be an ExportTraceServiceRequest object.")
         try:
             json_format.ParseDict(_hex_ids_to_base64(document), message, ignore_unknown_fields=True)
-        except (json_format.ParseError, ValueError, TypeError) as exc:
+        except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
             raise OtlpError(
                 400, "invalid", f"The body is not a valid OTLP JSON message: {exc}"
             ) from exc
@@ -158,13 +169,13 @@ def spans_of(message: ExportTraceServiceRequest) -> list[SpanRecord]:
                         trace_id=span.trace_id.hex(),
                         span_id=span.span_id.hex(),
                         parent_span_id=span.parent_span_id.hex(),
-                        name=span.name,
+                        name=_text(span.name),
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
                         attributes=_attributes(span.attributes),
                         resource=resource,
                         status_code=span.status.code,
-                        status_message=span.status.message,
+                        status_message=_text(span.status.message),
                     )
                 )
     return spans

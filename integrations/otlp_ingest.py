@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from integrations.otlp_decode import SpanRecord
+from sessions_app.api.fields import checked_identifier
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_find_resumable
 from sessions_app.selectors.turns import turn_metadata_values
@@ -103,9 +104,11 @@ def _count(attributes: dict[str, Any], names: tuple[str, ...]) -> int:
     value = _first(attributes, names)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, float) and value.is_integer():  # a JSON exporter's 12.0
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):  # also NaN, inf, 12.5
         raise UsageError(names[0], "Must be an integer.")
-    return int(value)
+    return value
 
 
 def _step(span: SpanRecord) -> StepInput:
@@ -117,7 +120,12 @@ def _step(span: SpanRecord) -> StepInput:
         cache_write_tokens=_count(a, CACHE_WRITE),
         reasoning_tokens=_count(a, REASONING),
     ).validate(prefix="attributes.")
-    model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or ""
+    model = next(
+        (m for m in (a.get("gen_ai.response.model"), a.get("gen_ai.request.model")) if m),
+        "",
+    )
+    if not isinstance(model, str):  # a list or a map is not a model's name
+        model = ""
     error = None
     if span.failed:
         error = span.status_message or str(a.get("error.type") or "error")
@@ -134,17 +142,30 @@ def _step(span: SpanRecord) -> StepInput:
 
 def _identity(spans: list[SpanRecord]) -> tuple[str, str, str | None] | None:
     """(conversation id, agent id, user id or None) of a trace, or None without a
-    conversation."""
+    conversation. Each is an attribute that makes an identifier by the REST API's rule
+    (`_identifier`); one that does not (blank, a list, a map) is as good as absent."""
     conversation = agent = user = None
     for span in spans:
         a = span.attributes
-        conversation = conversation or a.get(CONVERSATION)
-        agent = agent or a.get("gen_ai.agent.id") or a.get("gen_ai.agent.name")
-        user = user or a.get("user.id") or a.get("enduser.id")
+        conversation = conversation or _identifier(a.get(CONVERSATION))
+        agent = (
+            agent
+            or _identifier(a.get("gen_ai.agent.id"))
+            or _identifier(a.get("gen_ai.agent.name"))
+        )
+        user = user or _identifier(a.get("user.id")) or _identifier(a.get("enduser.id"))
     if not conversation:
         return None
-    agent = agent or spans[0].resource.get("service.name") or "otel"
-    return str(conversation)[:MAX_ID], str(agent)[:MAX_ID], str(user)[:MAX_ID] if user else None
+    agent = agent or _identifier(spans[0].resource.get("service.name")) or "otel"
+    return conversation, agent, user
+
+
+def _identifier(value: Any) -> str | None:
+    """A string (or integer) attribute as an identifier: trimmed, cut to MAX_ID, with a
+    visible character (sessions_app.api.fields.checked_identifier), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return checked_identifier(str(value).strip()[:MAX_ID])
 
 
 def _session_of(*, tenant: Tenant, conversation: str, agent: str, user: str | None) -> ChatSession:

@@ -16,7 +16,11 @@ from sessions_app.errors import ErrorCode
 logger = logging.getLogger("engram.api")
 
 REQUEST_ID_HEADER = "X-Request-ID"
-API_PREFIX = "/api/"
+# Where every error leaves as JSON in the error shape: the REST API and the OTLP receiver
+# (/v1/traces, whose clients are exporters reading JSON); MCP's endpoint also gets a JSON
+# 500 for an exception that escaped it.
+JSON_PREFIXES = ("/api/", "/v1/")
+EXCEPTION_PREFIXES = (*JSON_PREFIXES, "/mcp/")
 
 # Error codes for error responses that Django (not our handler) produced.
 _STATUS_CODES: dict[int, ErrorCode] = {
@@ -59,7 +63,7 @@ class RequestIdMiddleware:
 
 
 class ApiErrorMiddleware:
-    """Every error under /api/ leaves as JSON in the error shape.
+    """Every error under /api/ and /v1/ leaves as JSON in the error shape.
 
     DRF views already answer their errors so; this covers what happens outside them: no
     route matched (Django's 404 page, the technical one under DEBUG), a method on a non-DRF
@@ -78,7 +82,7 @@ class ApiErrorMiddleware:
             for key, values in request.GET.lists()
             if "\x00" in key or any("\x00" in value for value in values)
         ]
-        if not request.path.startswith(API_PREFIX):
+        if not request.path.startswith(JSON_PREFIXES):
             if bad:
                 return HttpResponseBadRequest(
                     "Query parameters cannot contain NUL characters.", content_type="text/plain"
@@ -103,7 +107,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith(API_PREFIX):
+        if not request.path.startswith(EXCEPTION_PREFIXES):
             return None
         logger.error("unhandled error on %s %s", request.method, request.path, exc_info=exception)
         return self._json_instead(request, 500, None)

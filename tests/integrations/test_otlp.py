@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
+from rest_framework.test import APIClient
 
 from integrations.otlp_decode import parse_request, spans_of
 from integrations.otlp_ingest import ingest_spans
@@ -316,3 +317,81 @@ def test_a_conversation_id_is_one_session_per_user(tenant: Tenant) -> None:
         )
     )
     assert counts == {"maria": 2, "ivan": 2}
+
+
+def _span_doc(number: int, attributes: dict[str, Any]) -> dict[str, Any]:
+    """One OTLP/JSON span of trace `number`, with these attributes (OTLP AnyValues)."""
+    base = {
+        "gen_ai.operation.name": {"stringValue": "chat"},
+        "gen_ai.conversation.id": {"stringValue": "hostile"},
+        "gen_ai.usage.input_tokens": {"intValue": "5"},
+    }
+    span = {
+        "traceId": f"{number:032x}", "spanId": f"{number:016x}", "name": "chat", "kind": 3,
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000250000000",
+        "attributes": [{"key": k, "value": v} for k, v in (base | attributes).items()],
+    }  # fmt: skip
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
+
+
+def test_hostile_span_attributes_are_kept_or_refused_span_by_span(
+    api: APIClient, tenant: Tenant
+) -> None:
+    """What an exporter may send that PostgreSQL or the REST rules would not take: NUL
+    in a string (kept as U+FFFD: one odd attribute must not lose the export, which was a
+    400 for the whole export or a 500), a blank or non-string identifier (as if absent),
+    a token count that is not an integer (that span refused, the others kept; NaN was a
+    500), JSON nested past the parser's recursion (400, was a 500 as HTML)."""
+    nul = "\u0000"
+    cases = [
+        {"gen_ai.conversation.id": {"stringValue": f"a{nul}b"}},
+        {"gen_ai.request.model": {"stringValue": f"m{nul}"}, "user.id": {"stringValue": nul}},
+        {"gen_ai.agent.name": {"stringValue": f"{nul}x"}, "user.id": {"stringValue": "\u001f"}},
+        {"gen_ai.request.model": {"kvlistValue": {"values": []}}},
+        {"gen_ai.conversation.id": {"stringValue": " "}},
+        {"gen_ai.conversation.id": {"arrayValue": {"values": [{"stringValue": "x"}]}}},
+        {"gen_ai.usage.input_tokens": {"doubleValue": "NaN"}},
+        {"gen_ai.usage.input_tokens": {"doubleValue": 12.5}},
+        {"gen_ai.usage.input_tokens": {"doubleValue": 12.0}},
+    ]
+    spans = [_span_doc(n, attrs)["resourceSpans"][0] for n, attrs in enumerate(cases, 1)]
+    response = api.post(
+        "/v1/traces", json.dumps({"resourceSpans": spans}), content_type="application/json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    # Two traces without a usable conversation id are ignored; NaN and 12.5 are refused.
+    assert body["engram"]["turns_recorded"] == 5
+    assert body["partialSuccess"]["rejectedSpans"] == "2"
+    assert body["partialSuccess"]["errorMessage"].count("Must be an integer") == 2
+    sessions = ChatSession.objects.filter(tenant=tenant)
+    assert set(sessions.values_list("external_session_id", flat=True)) == {"a\ufffdb", "hostile"}
+    # A NUL user is the visible U+FFFD; a blank one ("\u001f") is no user at all.
+    assert set(sessions.values_list("user_id", flat=True)) == {"otel", "\ufffd"}
+    assert set(sessions.values_list("agent_id", flat=True)) == {"otel", "\ufffdx"}
+    steps = ChatTurn.objects.filter(session__tenant=tenant).values_list(
+        "steps__model", "steps__input_tokens"
+    )
+    assert sorted(steps) == sorted([("", 5), ("m\ufffd", 5), ("", 5), ("", 5), ("", 12)])
+
+    deep = b'{"resourceSpans":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    response = api.post("/v1/traces", deep, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_json"
+
+
+def test_an_exception_in_the_receiver_is_a_json_500(
+    api: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from integrations import views_otlp
+
+    def explode(**kwargs: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(views_otlp, "ingest_spans", explode)
+    api.raise_request_exception = False
+    body = json.dumps(_span_doc(1, {}))
+    response = api.post("/v1/traces", body, content_type="application/json")
+    assert response.status_code == 500
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["error"]["code"] == "server_error"
