@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db import models
 from django.db.models import Model, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
@@ -23,6 +24,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from sessions_app.admin_fields import AdminJSONField
 from sessions_app.admin_paging import EstimatedCountPaginator
 from sessions_app.hooks import session_admin_actions
 from sessions_app.models import (
@@ -66,6 +68,8 @@ def changelist_link(model: type[Model], label: str, **filters: object) -> SafeSt
 
 class LargeTableAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Defaults for tables that grow with traffic."""
+
+    formfield_overrides = {models.JSONField: {"form_class": AdminJSONField}}
 
     paginator = EstimatedCountPaginator
     show_full_result_count = False
