@@ -81,7 +81,9 @@ class StrictJSONParser(JSONParser):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = codecs.getreader(encoding)(stream).read()
-        except UnicodeDecodeError as exc:
+        except (UnicodeError, LookupError) as exc:
+            # UnicodeError, not only UnicodeDecodeError: a UTF-16 body without a BOM
+            # raises the base class (a 500 before); LookupError: an unknown charset.
             raise ParseError(f"The body is not valid {encoding}.") from exc
         try:
             document = json.loads(text, parse_constant=_refuse_constant)

@@ -108,6 +108,18 @@ def test_deeply_nested_json_is_400(api: APIClient, depth: int) -> None:
     assert response.json()["error"]["code"] in {"invalid", "malformed_json"}
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=utf-16", "application/json; charset=utf-32"],
+)
+def test_a_body_that_is_not_its_declared_charset_is_400(api: APIClient, content_type: str) -> None:
+    # A UTF-8 body declared UTF-16 (no BOM) raised UnicodeError, not UnicodeDecodeError: 500.
+    body = b'{"user_id": "u", "agent_id": "a"}'
+    api.raise_request_exception = False
+    response = api.generic("POST", "/api/v1/sessions", body, content_type=content_type)
+    assert_error(response, 400, "malformed_json")
+
+
 def test_nul_in_query_parameter_is_400(api: APIClient) -> None:
     response = api.get("/api/v1/sessions?user_id=a%00b")
     error = assert_error(response, 400, "invalid")
