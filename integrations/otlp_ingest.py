@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from integrations.otlp_decode import SpanRecord
-from sessions_app.api.fields import checked_identifier
+from sessions_app.api.fields import IDENTIFIER_MAX_LENGTH, checked_identifier
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_find_resumable
 from sessions_app.selectors.turns import turn_metadata_values
@@ -45,7 +45,6 @@ OPERATION = "gen_ai.operation.name"
 CONVERSATION = "gen_ai.conversation.id"
 SPAN_IDS_KEY = "otel_span_ids"
 TRACE_KEY = "otel_trace_id"
-MAX_ID = 255
 # The user of a session started by a trace that names none.
 ANONYMOUS_USER = "otel"
 
@@ -161,11 +160,11 @@ def _identity(spans: list[SpanRecord]) -> tuple[str, str, str | None] | None:
 
 
 def _identifier(value: Any) -> str | None:
-    """A string (or integer) attribute as an identifier: trimmed, cut to MAX_ID, with a
-    visible character (sessions_app.api.fields.checked_identifier), else None."""
+    """A string (or integer) attribute as an identifier: trimmed, cut to the REST API's
+    IDENTIFIER_MAX_LENGTH, with a visible character (checked_identifier), else None."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    return checked_identifier(str(value).strip()[:MAX_ID])
+    return checked_identifier(str(value).strip()[:IDENTIFIER_MAX_LENGTH])
 
 
 def _session_of(*, tenant: Tenant, conversation: str, agent: str, user: str | None) -> ChatSession:
