@@ -97,6 +97,15 @@ def _lexical_document() -> CombinedExpression:
     )
 
 
+class OwnerLexemes(models.Func):
+    """`memory_owner_lexemes(tenant, user, lexical_vector)` (SQL function of migration
+    0258): the row's lexemes, each prefixed with its owner, as the keys of the lexical
+    index a search of one user's memories reads (`memory_lexical_owner`)."""
+
+    function = "memory_owner_lexemes"
+    output_field = ArrayField(models.TextField())
+
+
 class Memory(models.Model):
     """One long-term memory about a user (or, when public, about the tenant's world)."""
 
@@ -197,9 +206,16 @@ class Memory(models.Model):
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
             GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
-            # The lexical step's index: tenant and user as btree_gin keys next to the
-            # lexemes, so that GIN intersects them itself (migration 0253).
+            # Tenant and user as btree_gin keys next to the lexemes (migration 0253): what a
+            # tenant-wide lexical search that no user bounds (an operator's) reads.
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
+            # The lexical step's index of one user's memories: a key per (tenant, user,
+            # lexeme), so a common word's postings are the user's rows, not the table's
+            # (migration 0258; `lexical_hits_sql`).
+            GinIndex(
+                OwnerLexemes(F("tenant"), F("user_id"), F("lexical_vector")),
+                name="memory_lexical_owner",
+            ),
             # The lexical step's branch of public memories (`lexical_hits_sql`): only
             # public rows, not every row of the tenant holding the term (0255).
             GinIndex(

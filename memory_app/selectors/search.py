@@ -158,11 +158,6 @@ class LexicalQuery:
         """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
         return _ored(self.candidate_lexemes)
 
-    @property
-    def own_tsquery(self) -> str:
-        """`tsquery` of the actor's own branch."""
-        return _ored(self.branch_candidates(own=True))
-
     def branch_candidates(self, *, own: bool) -> list[str]:
         """The terms a branch reads rows by: the actor's own branch (`own`) its own
         candidates when they were chosen, every other branch `candidate_lexemes`."""
@@ -200,10 +195,21 @@ class SearchWhere:
     # its lexical candidates come from the actor's own document frequencies, not the
     # tenant's, which in a large tenant put most words past the bound.
     own_branch: str | None = None
+    # The one owner of a branch's rows, whose own lexical index (`memory_lexical_owner`)
+    # its lexical step reads: the user the caller named (then there is one branch), or
+    # in a tenant-wide search the actor, owner of `own_branch`. None: no such branch.
+    owner: str | None = None
+    tenant_id: int | None = None
 
     @property
     def sql(self) -> str:
         return f"{self.scope} AND {self.visible}"
+
+    def branch_owner(self, branch: str) -> str | None:
+        """Whose memories `branch` holds when they are all one user's, else None."""
+        if self.own_branch is None:  # the caller named a user: one branch, theirs
+            return self.owner
+        return self.owner if branch == self.own_branch else None
 
 
 def search_where(
@@ -239,7 +245,8 @@ def search_where(
         clauses += filters.clauses(params)
     branches = (visible,) if user_id else tuple(visibility_branches_sql(actor))
     own = None if user_id else own_branch_sql(actor)
-    return SearchWhere(" AND ".join(clauses), visible, branches, own), params
+    owner = user_id or (actor.user_id if own is not None else None)
+    return SearchWhere(" AND ".join(clauses), visible, branches, own, owner, tenant.pk), params
 
 
 # tsvector positions per lexeme and ts_rank's weight of each: all four labels weigh 1, so
@@ -297,6 +304,34 @@ def bm25_params(lexical: LexicalQuery | None) -> dict[str, Any]:
         params[f"bm25_q{index}"] = quote_lexeme(lexeme)
         params[f"bm25_idf{index}"] = idf
     return params
+
+
+# The lexical index of one user's memories (migration 0258): the row's lexemes, each
+# keyed by its owner. `owner_lexeme_keys` writes the keys a query looks up.
+OWNER_LEXEMES_SQL = "memory_owner_lexemes(m.tenant_id, m.user_id, m.lexical_vector)"
+
+
+def owner_lexeme_keys(tenant_id: int, user_id: str, lexemes: Sequence[str]) -> list[str]:
+    """The keys of `memory_owner_lexemes` (migration 0258) under which `user_id`'s rows
+    holding `lexemes` are indexed: `<tenant>/<length of the id>/<id>/<lexeme>`, the
+    length in characters, as PostgreSQL's length() counts them in a UTF-8 database."""
+    prefix = f"{tenant_id}/{len(user_id)}/{user_id}/"
+    return [prefix + lexeme for lexeme in lexemes]
+
+
+def lexical_hits_params(where: SearchWhere, lexical: LexicalQuery) -> dict[str, Any]:
+    """The parameters of `lexical_hits_sql(where, lexical)`: the candidate terms as a
+    tsquery for the branches of many owners, as the owner's index keys for the branch of
+    one (`SearchWhere.branch_owner`), and the bound of rows a branch reads."""
+    keys: list[str] = []
+    if where.owner is not None and where.tenant_id is not None:
+        own = where.own_branch is not None  # the actor's branch of a tenant-wide search
+        keys = owner_lexeme_keys(where.tenant_id, where.owner, lexical.branch_candidates(own=own))
+    return {
+        "tsquery": lexical.tsquery,
+        "owner_keys": keys,
+        "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
+    }
 
 
 def quote_lexeme(lexeme: str) -> str:
@@ -462,11 +497,7 @@ def memory_search(
         if vector is None and lexical is None:
             return SearchOutcome([], [], [])
         if lexical is not None:
-            params |= bm25_params(lexical) | {
-                "tsquery": lexical.tsquery,
-                "own_tsquery": lexical.own_tsquery,
-                "cap": int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS),
-            }
+            params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
         pool = _pool_sql(where, vector=vector is not None, lexical=lexical)
         settings_first = 0
         if vector is not None:
@@ -679,24 +710,28 @@ def nearest_sql(where: SearchWhere) -> str:
 def lexical_hits_sql(where: SearchWhere, lexical: LexicalQuery | None = None) -> str:
     """The rows under `where` that hold one of the query's candidate terms (id, lexical
     vector, created_at), read one visibility branch at a time, each through its own index
-    (the partial GIN of public memories, the (tenant, user) GIN for the actor's own, the
+    (the partial GIN of public memories, the owner's GIN for one user's memories, the
     grants GIN for those shared with the actor), at most ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS
-    a branch. Under one OR filter the step read every row of the tenant holding the term,
-    mostly other users' private ones, to keep ~5%.
+    a branch (parameters: `lexical_hits_params`). Under one OR filter the step read every
+    row of the tenant holding the term, mostly other users' private ones, to keep ~5%.
 
-    The actor's own branch matches `%(own_tsquery)s` (its candidates by the actor's own
-    statistics), the others `%(tsquery)s`; given `lexical`, a branch without candidate
-    terms is left out."""
+    A branch of one owner's memories (`SearchWhere.branch_owner`: the user the caller
+    named, or the actor's own branch, whose candidates come from the actor's own
+    statistics) looks its terms up by `%(owner_keys)s` in `memory_lexical_owner`, where
+    a word's postings are that user's rows only; the others match `%(tsquery)s`. Given
+    `lexical`, a branch without candidate terms is left out."""
     selects = []
     for branch in where.branches:
         own = branch == where.own_branch
         if lexical is not None and not lexical.branch_candidates(own=own):
             continue
+        if where.branch_owner(branch) is not None:
+            holds = f"{OWNER_LEXEMES_SQL} && %(owner_keys)s::text[]"
+        else:
+            holds = "m.lexical_vector @@ %(tsquery)s::tsquery"
         selects.append(
             "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"  # noqa: S608
-            f" WHERE {where.scope} AND {branch}"
-            f" AND m.lexical_vector @@ %({'own_tsquery' if own else 'tsquery'})s::tsquery"
-            " LIMIT %(cap)s"
+            f" WHERE {where.scope} AND {branch} AND {holds} LIMIT %(cap)s"
         )
     return _merged(selects)
 

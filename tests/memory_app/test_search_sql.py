@@ -2,22 +2,28 @@
 through ts_rank) against the definition, computed here in Python from the tsvector's own
 positions (`unnest`): the same number for every document and term, from tf 1 to the 256
 positions a tsvector keeps, in both fields, and for lexemes that need quoting. And the
-HNSW settings, sent with the statement they are for."""
+HNSW settings, sent with the statement they are for. And the keys of the lexical index
+of one user's memories, written alike by its SQL function and by the search."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import (
     BM25_B,
     BM25_K1,
+    OWNER_LEXEMES_SQL,
     LexicalQuery,
     bm25_params,
     bm25_sql,
+    lexical_hits_params,
+    lexical_hits_sql,
     lexical_query,
     memory_search,
+    owner_lexeme_keys,
+    search_where,
 )
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
@@ -161,3 +167,61 @@ def test_the_hnsw_settings_hold_for_the_search_statement_only(tenant: Tenant) ->
         cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
         assert cursor.fetchone()[0] == before
     assert not [notice for notice in notices if "SET LOCAL" in notice], notices
+
+
+# User ids that a naive key (`<tenant>/<user>/<lexeme>`) would confuse with one another,
+# and ids with characters outside ASCII (PostgreSQL's length() must count what Python's
+# len() counts): the keys are written twice, by the index's SQL function and by Python.
+OWNERS = ["ana", "ana/kayak", "an", "a/n/a", "7/ana", "zoë", "用户", "🦊 fox", "O'Brien"]
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_the_owner_index_keys_are_those_the_search_looks_up(tenant: Tenant, owner: str) -> None:
+    # The keys of `memory_owner_lexemes` (the lexical index of one user's memories) are
+    # exactly what `owner_lexeme_keys` writes for the row's lexemes: one character of
+    # difference and the search would look up keys that index no row.
+    (result,) = memory_add_many(
+        tenant=tenant,
+        drafts=[MemoryDraft(user_id=owner, type="fact", content="Kayak trips on Lake Bled")],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {OWNER_LEXEMES_SQL}, tsvector_to_array(m.lexical_vector)"  # noqa: S608
+            " FROM memory m WHERE m.id = %s",
+            [result.memory.pk],
+        )
+        stored, lexemes = cursor.fetchone()
+    assert lexemes  # "kayak", "trip", "lake", "bled"
+    assert sorted(stored) == sorted(owner_lexeme_keys(tenant.pk, owner, lexemes))
+
+
+def test_a_users_lexical_hits_are_read_through_the_owner_index(tenant: Tenant) -> None:
+    # The step's expression must be the index's, or PostgreSQL cannot use the index and
+    # reads the words' postings across the table again: with sequential scans off, the
+    # owner's index is the only way to the rows of the key lookup alone. And the step
+    # finds the owner's row, not another user's with the same word.
+    memory_add_many(
+        tenant=tenant,
+        drafts=[
+            MemoryDraft(user_id=user, type="fact", content=f"{user} paddles a kayak")
+            for user in ("ana", "ben")
+        ],
+    )
+    actor = Actor(user_id="ana")
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id="ana", agent_id=None, types=None, tags=None
+    )
+    lexical = LexicalQuery(["kayak"], [1.0], 1.0, ["kayak"])
+    params |= lexical_hits_params(where, lexical)
+    assert f"{OWNER_LEXEMES_SQL} && %(owner_keys)s::text[]" in lexical_hits_sql(where, lexical)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            f"EXPLAIN SELECT m.id FROM memory m WHERE {OWNER_LEXEMES_SQL} && %(owner_keys)s",  # noqa: S608
+            params,
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(lexical_hits_sql(where, lexical), params)
+        contents = [row[1] for row in cursor.fetchall()]
+    assert "memory_lexical_owner" in plan
+    assert len(contents) == 1  # ana's, not ben's

@@ -17,7 +17,9 @@ from memory_app.embedding import embed_query
 from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
 from memory_app.selectors.search import (
     EF_SEARCH,
+    LexicalQuery,
     SearchWhere,
+    lexical_hits_params,
     lexical_hits_sql,
     memory_search,
     nearest_sql,
@@ -218,6 +220,27 @@ def test_a_tenant_wide_lexical_search_reads_every_visible_row_with_the_term_and_
     assert {hit.memory.content for hit in outcome.hits} == expected
 
 
+@pytest.mark.parametrize("actor", ACTORS, ids=repr)
+@pytest.mark.parametrize("owner", ["alice", "bob", "carol"])
+@pytest.mark.parametrize("word", WORDS)
+def test_a_lexical_search_of_one_users_memories_reads_every_visible_row_of_theirs_with_the_term(
+    tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor, owner: str, word: str
+) -> None:
+    # With `user_id`, the lexical step looks the terms up in the owner's own index
+    # (`memory_lexical_owner`, keyed by tenant, user and lexeme): it must find the same
+    # rows as the rule and the owner filter over every row of the tenant.
+    outcome = memory_search(
+        tenant=tenant, actor=actor, query=word, user_id=owner, limit=20, mode="lexical"
+    )
+    rule, params = visibility_sql(actor)
+    expected = _holding(
+        tenant, word, f"m.user_id = %(owner)s AND {rule}", {**params, "owner": owner}
+    )
+    found = [memories[pk] for pk in outcome.lexical_ranking]
+    assert len(found) == len(set(found))
+    assert set(found) == expected
+
+
 def test_each_lexical_branch_keeps_its_own_bound(
     tenant: Tenant, memories: dict[uuid.UUID, str]
 ) -> None:
@@ -228,11 +251,12 @@ def test_each_lexical_branch_keeps_its_own_bound(
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=None, agent_id=None, types=None, tags=None
     )
-    terms = "'alic' | 'offic' | 'bob'"
+    terms = ["alic", "offic", "bob"]
+    lexical = LexicalQuery(terms, [1.0] * 3, 1.0, terms, own_candidate_lexemes=terms)
     with connection.cursor() as cursor:
         cursor.execute(
-            lexical_hits_sql(where),
-            {**params, "tsquery": terms, "own_tsquery": terms, "cap": 1},
+            lexical_hits_sql(where, lexical),
+            {**params, **lexical_hits_params(where, lexical), "cap": 1},
         )
         rows = [row[0] for row in cursor.fetchall()]
     assert len(rows) == len(where.branches) == 3
