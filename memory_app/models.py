@@ -211,10 +211,13 @@ class Memory(models.Model):
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
             # The lexical step's index of one user's memories: a key per (tenant, user,
             # lexeme), so a common word's postings are the user's rows, not the table's
-            # (migration 0258; `lexical_hits_sql`).
+            # (migration 0258; `lexical_hits_sql`). The three indexes a search's branches
+            # read have no pending list (fastupdate off, 0259): every search read all of
+            # it, whoever's rows it held.
             GinIndex(
                 OwnerLexemes(F("tenant"), F("user_id"), F("lexical_vector")),
                 name="memory_lexical_owner",
+                fastupdate=False,
             ),
             # The lexical step's branch of public memories (`lexical_hits_sql`): only
             # public rows, not every row of the tenant holding the term (0255).
@@ -222,6 +225,7 @@ class Memory(models.Model):
                 fields=["tenant", "lexical_vector"],
                 condition=Q(scope="public"),
                 name="memory_lexical_public",
+                fastupdate=False,
             ),
             # The vector step's branch of memories shared with the actor by someone else
             # (`visibility_branches_sql`): found exactly, not by a graph walk (0254).
@@ -229,6 +233,7 @@ class Memory(models.Model):
                 fields=["tenant", "allowed_users", "allowed_roles"],
                 condition=Q(scope="shared"),
                 name="memory_shared_grants",
+                fastupdate=False,
             ),
             models.Index(
                 fields=["tenant", "user_id", "thread_key", "thread_order"],

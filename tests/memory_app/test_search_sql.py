@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
+from memory_app.models import Memory
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import (
     BM25_B,
@@ -195,13 +196,17 @@ def test_the_owner_index_keys_are_those_the_search_looks_up(tenant: Tenant, owne
     assert sorted(stored) == sorted(owner_lexeme_keys(tenant.pk, owner, lexemes))
 
 
-def test_a_users_lexical_hits_are_read_through_the_owner_index(tenant: Tenant) -> None:
+@pytest.mark.parametrize("user_id", ["ana", None], ids=["named-user", "actor-own-branch"])
+def test_a_users_lexical_hits_are_read_through_the_owner_index(
+    tenant: Tenant, user_id: str | None
+) -> None:
     # The step's expression must be the index's, or PostgreSQL cannot use the index and
     # reads the words' postings across the table again; and no plan may compute the
     # index's function row by row as a filter (~25 us a row). Rows just written, which
     # no ANALYZE has counted, are where the planner chose that: the (tenant, user) btree,
     # then the function on each of the user's rows. Sequential scans are off, as on a
-    # table too large to read. And the step finds the owner's row, not another user's.
+    # table too large to read. And the step finds the owner's row, not another user's,
+    # whether the caller named the user or searched the tenant as that user.
     memory_add_many(
         tenant=tenant,
         drafts=[
@@ -211,7 +216,7 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(tenant: Tenant) -
     )
     actor = Actor(user_id="ana")
     where, params = search_where(
-        tenant=tenant, actor=actor, user_id="ana", agent_id=None, types=None, tags=None
+        tenant=tenant, actor=actor, user_id=user_id, agent_id=None, types=None, tags=None
     )
     lexical = LexicalQuery(["kayak"], [1.0], 1.0, ["kayak"])
     params |= lexical_hits_params(where, lexical)
@@ -224,4 +229,22 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(tenant: Tenant) -
         contents = [row[1] for row in cursor.fetchall()]
     assert "memory_lexical_owner" in plan
     assert "Filter: (memory_owner_lexemes" not in plan
+    # The ids found are fetched by primary key; a plan that names the user again read
+    # all of the user's rows from the (tenant, user) btree and hashed them.
+    assert "Index Scan using memory_pkey" in plan
+    assert "memory_tenant_user" not in plan
+    assert "Hash Join" not in plan
     assert len(contents) == 1  # ana's, not ben's
+
+
+def test_the_indexes_a_search_reads_keep_no_pending_list() -> None:
+    # A GIN pending list is read whole by every scan of its index, whoever's rows it
+    # holds: a search of one user's memories read every row written since the last merge
+    # (migration 0259). The model and the database must agree that these three have none.
+    names = ["memory_lexical_owner", "memory_lexical_public", "memory_shared_grants"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)", [names])
+        options = dict(cursor.fetchall())
+    assert options == {name: ["fastupdate=off"] for name in names}
+    model_indexes = {index.name: index for index in Memory._meta.indexes}
+    assert all(model_indexes[name].fastupdate is False for name in names)
