@@ -204,8 +204,8 @@ class SearchWhere:
     # filters and the branch, without the tenant and user tests the index's keys already
     # made. With them, for rows no ANALYZE has counted yet (a user's first turns), the
     # planner read the user's rows from the (tenant, user) btree and hashed them instead
-    # of fetching the dozen ids: a fresh user's search 15.9 ms against 13.4 before the
-    # owner index.
+    # of fetching the dozen ids (a user who had just written 419 rows: the statement
+    # 5.11 ms p50 against 4.79 by id).
     owned: str = "TRUE"
 
     @property
