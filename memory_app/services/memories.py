@@ -193,7 +193,7 @@ def _add_one(
         _merge(target, draft, digest, vector, model_name, now)
         return AddResult("merged", target, similarity)
 
-    memory = Memory.objects.create(
+    memory = Memory(
         tenant=tenant,
         user_id=draft.user_id,
         agent_id=draft.agent_id,
@@ -221,8 +221,17 @@ def _add_one(
         thread_order=_thread_order(tenant, draft.user_id, thread_key, draft.thread_order),
         occurred_at=draft.occurred_at,
     )
-    if thread_key:
-        refresh_thread_window(memory)
+    # The new row is written with its own window, so that only its neighbours are
+    # rewritten: each rewrite is an UPDATE of an indexed column, a new row version in
+    # every index of `memory` (the HNSW graph included), and was most of a turn's write.
+    neighbours = thread_neighbours(memory)
+    if neighbours is not None:
+        memory.thread_context = next(
+            text for row, text in thread_windows(neighbours) if row is memory
+        )
+    memory.save(force_insert=True)
+    if neighbours is not None:
+        refresh_thread_window(memory, neighbours)
     _relate(memory, draft.relations)
     return AddResult("created", memory, None)
 
@@ -255,14 +264,19 @@ THREAD_BEFORE = 2  # previous memories in a lexical window
 THREAD_AFTER = 1  # following memories in a lexical window
 
 
-def refresh_thread_window(memory: Memory) -> int:
-    """Rewrite `thread_context` (what the lexical side indexes) of `memory` and of the
-    neighbours whose window it falls in: the THREAD_AFTER memories before it and the
-    THREAD_BEFORE after it. Turns that are answered or explained by the next line ("Did
-    you go?" / "Yes, last Friday") are found by the words of either. The BM25 statistics
-    follow through the trigger on `memory`. Returns how many rows changed."""
+@dataclass(frozen=True)
+class ThreadNeighbours:
+    """A memory with the memories around it in its thread, in thread order: as many
+    before and after it as can share a window with it (`thread_neighbours`)."""
+
+    rows: list[Memory]
+    here: int  # the memory's index in `rows`
+
+
+def thread_neighbours(memory: Memory) -> ThreadNeighbours | None:
+    """`memory` (saved or not yet) among its thread's neighbours; None outside a thread."""
     if not memory.thread_key or memory.thread_order is None:
-        return 0
+        return None
     thread = Memory.objects.filter(
         tenant_id=memory.tenant_id, user_id=memory.user_id, thread_key=memory.thread_key
     ).only("id", "content", "thread_order", "thread_context")
@@ -273,13 +287,38 @@ def refresh_thread_window(memory: Memory) -> int:
     after = list(
         thread.filter(thread_order__gt=memory.thread_order).order_by("thread_order")[:reach]
     )
-    rows = [*reversed(before), memory, *after]
-    here = len(before)
+    return ThreadNeighbours([*reversed(before), memory, *after], len(before))
+
+
+def thread_windows(neighbours: ThreadNeighbours) -> list[tuple[Memory, str]]:
+    """The window text of every row whose window holds the memory, in thread order: the
+    THREAD_AFTER rows before it, itself, and the THREAD_BEFORE after it."""
+    rows, here = neighbours.rows, neighbours.here
+    return [
+        (
+            rows[index],
+            "\n".join(
+                row.content
+                for row in rows[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1]
+            ),
+        )
+        for index in range(max(0, here - THREAD_AFTER), min(len(rows), here + THREAD_BEFORE + 1))
+    ]
+
+
+def refresh_thread_window(memory: Memory, neighbours: ThreadNeighbours | None = None) -> int:
+    """Rewrite `thread_context` (what the lexical side indexes) of `memory` and of the
+    neighbours whose window it falls in: the THREAD_AFTER memories before it and the
+    THREAD_BEFORE after it. Turns that are answered or explained by the next line ("Did
+    you go?" / "Yes, last Friday") are found by the words of either. The BM25 statistics
+    follow through the trigger on `memory`. A row whose window is already right is not
+    written. `neighbours`: `thread_neighbours(memory)`, when the caller has read them.
+    Returns how many rows changed."""
+    neighbours = neighbours or thread_neighbours(memory)
+    if neighbours is None:
+        return 0
     changed = 0
-    for index in range(max(0, here - THREAD_AFTER), min(len(rows), here + THREAD_BEFORE + 1)):
-        window = rows[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1]
-        text = "\n".join(row.content for row in window)
-        row = rows[index]
+    for row, text in thread_windows(neighbours):
         if row.thread_context != text:
             changed += Memory.objects.filter(pk=row.pk).update(thread_context=text)
             row.thread_context = text

@@ -229,11 +229,11 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(
         contents = [row[1] for row in cursor.fetchall()]
     assert "memory_lexical_owner" in plan
     assert "Filter: (memory_owner_lexemes" not in plan
-    # The ids found are fetched by primary key; a plan that names the user again read
-    # all of the user's rows from the (tenant, user) btree and hashed them.
+    # The ids found are fetched by primary key (or, where the statistics say the table
+    # holds a row or two, the table is read by it and hashed); a plan that named the user
+    # again read all of the user's rows from the (tenant, user) btree and hashed them.
     assert "Index Scan using memory_pkey" in plan
     assert "memory_tenant_user" not in plan
-    assert "Hash Join" not in plan
     assert len(contents) == 1  # ana's, not ben's
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from memory_app.models import Memory
@@ -145,6 +146,24 @@ def test_windows_are_right_whatever_order_the_turns_arrive_in(tenant: Tenant) ->
     for index, row in enumerate(rows):
         expected = "\n".join(DIALOGUE[max(0, index - 2) : index + 2])
         assert row.thread_context == expected, index
+    _stats(tenant, "ben")
+
+
+def test_a_turn_appended_to_a_thread_rewrites_only_the_turn_before_it(tenant: Tenant) -> None:
+    # A rewrite of a window is an UPDATE of an indexed column: a new row version in every
+    # index, the HNSW graph's included. The new turn is written with its own window; of
+    # the rows already there, only the one whose window now reaches it is rewritten.
+    rewrites = []
+    for order, line in enumerate(DIALOGUE):
+        with CaptureQueriesContext(connection) as queries:
+            _thread(tenant, "ben", [line], [order])
+        rewrites.append(
+            sum('UPDATE "memory" SET "thread_context"' in query["sql"] for query in queries)
+        )
+    assert rewrites == [0, 1, 1, 1, 1, 1]
+    rows = list(Memory.objects.filter(user_id="ben").order_by("thread_order"))
+    for index, row in enumerate(rows):
+        assert row.thread_context == "\n".join(DIALOGUE[max(0, index - 2) : index + 2]), index
     _stats(tenant, "ben")
 
 
