@@ -175,17 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         ["python -m bench.gin_pending", *(argv if argv is not None else sys.argv[1:])]
     )
 
-    from bench.harness import BenchResult, environment, log, update_results, write_json
-    from bench.run import _production_env
-    from bench.servers import data_services
+    from bench.harness import BenchResult, log, record
+    from bench.run import django_on_data_services
 
-    with data_services(log) as (database_url, redis_url):
-        os.environ.update(_production_env(database_url, redis_url))
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
+    with django_on_data_services(log):
         load_before = os.getloadavg()[0]
         figures = measure(args.rounds, args.background, args.batch, args.queries, log)
         load_after = os.getloadavg()[0]
@@ -226,14 +219,8 @@ the ratios).
 {table}
 """
         result = BenchResult(ID, TITLE, markdown, figures)
-        info = environment(command)
-        path = write_json(result, info)
-        if not args.no_record:
-            update_results(result, info)
+        path = record(result, command, update=not args.no_record)
         log(f"[gin-pending] {figures}; raw: {path}")
-        from django.db import connections
-
-        connections.close_all()
     return 0
 
 

@@ -161,6 +161,17 @@ def write_json(result: BenchResult, env: dict[str, Any]) -> Path:
     return path
 
 
+def record(result: BenchResult, command: str, *, update: bool = True) -> Path:
+    """What a benchmark run by itself (not through `bench.run`) does with its result: the
+    raw JSON under bench/out, and unless `update` is off its section in RESULTS.md.
+    Returns the JSON's path."""
+    info = environment(command)
+    path = write_json(result, info)
+    if update:
+        update_results(result, info)
+    return path
+
+
 def update_results(result: BenchResult, env: dict[str, Any], path: Path = RESULTS_PATH) -> None:
     """Replace the benchmark's section (between its markers) or append it."""
     begin, end = f"<!-- BEGIN {result.id} -->", f"<!-- END {result.id} -->"

@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         convs = convs[: args.conversations]
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
 
-    from bench.harness import BenchResult, environment, log, update_results, write_json
+    from bench.harness import BenchResult, log, record
     from bench.run import _production_env
     from bench.servers import Gunicorn, data_services
 
@@ -428,10 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         result = BenchResult(
             ID, TITLE, markdown(memory, context, command), {"memory": memory, "context": context}
         )
-        info = environment(command)
-        path = write_json(result, info)
-        if not args.no_record:
-            update_results(result, info)
+        path = record(result, command, update=not args.no_record)
         log(f"[locomo] raw: {path}")
         from django.db import connections
 

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.questions:
         convs = [dataclasses.replace(c, questions=c.questions[: args.questions]) for c in convs]
 
-    from bench.harness import BenchResult, environment, log, update_results, write_json
+    from bench.harness import BenchResult, log, record
     from bench.run import _production_env
     from bench.servers import Gunicorn, data_services
 
@@ -322,10 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         result = BenchResult(
             ID, TITLE, markdown, {"engram": engram, "engram_in_process": engram_local, "mem0": mem0}
         )
-        info = environment(command)
-        path = write_json(result, info)
-        if not args.no_record:
-            update_results(result, info)
+        path = record(result, command, update=not args.no_record)
         log(f"[mem0] raw: {path}")
         connections.close_all()
     return 0

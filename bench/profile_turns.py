@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
-import os
 import sys
 import time
 import uuid
@@ -34,16 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from bench.harness import log
-    from bench.run import _production_env
-    from bench.servers import data_services
+    from bench.run import django_on_data_services
 
-    with data_services(log) as (database_url, redis_url):
-        os.environ.update(_production_env(database_url, redis_url))
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
+    with django_on_data_services(log):
         from django.db import connection
         from django.test import Client
         from django.test.utils import CaptureQueriesContext

@@ -22,6 +22,8 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import cast
 
@@ -69,6 +71,29 @@ def _production_env(database_url: str, redis_url: str) -> dict[str, str]:
         # Benchmarks measure throughput with one key per tenant: the per-key limit off.
         "ENGRAM_RATE_LIMIT": "",
     }
+
+
+@contextmanager
+def django_on_data_services(log: Callable[[str], None]) -> Iterator[dict[str, str]]:
+    """Django in this process with production settings on `data_services`, migrated:
+    where a benchmark run by itself (not through `bench.run`) measures. Yields the
+    environment it set, for a server the benchmark starts."""
+    from bench.servers import data_services
+
+    with data_services(log) as (database_url, redis_url):
+        server_env = _production_env(database_url, redis_url)
+        os.environ.update(server_env)
+        import django
+        from django.core.management import call_command
+        from django.db import connections
+
+        django.setup()
+        log("[setup] migrating")
+        call_command("migrate", verbosity=0, interactive=False)
+        try:
+            yield server_env
+        finally:
+            connections.close_all()
 
 
 def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:

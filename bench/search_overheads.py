@@ -152,17 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         ["python -m bench.search_overheads", *(argv if argv is not None else sys.argv[1:])]
     )
 
-    from bench.harness import BenchResult, environment, log, update_results, write_json
-    from bench.run import _production_env
-    from bench.servers import data_services
+    from bench.harness import BenchResult, log, record
+    from bench.run import django_on_data_services
 
-    with data_services(log) as (database_url, redis_url):
-        os.environ.update(_production_env(database_url, redis_url))
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
+    with django_on_data_services(log):
         load_before = os.getloadavg()[0]
         figures = measure(args.rounds, args.memories, log)
         load_after = os.getloadavg()[0]
@@ -192,14 +185,8 @@ of {args.rounds} alternating rounds; 1-minute load average {load_before:.1f} bef
 {table}
 """
         result = BenchResult(ID, TITLE, markdown, figures)
-        info = environment(command)
-        path = write_json(result, info)
-        if not args.no_record:
-            update_results(result, info)
+        path = record(result, command, update=not args.no_record)
         log(f"[overheads] {figures}; raw: {path}")
-        from django.db import connections
-
-        connections.close_all()
     return 0
 
 
