@@ -16,13 +16,17 @@ class MemoryAppConfig(AppConfig):
             demo_loaded,
             register_user_exporter,
             turn_recorded,
+            turns_withdrawn,
             user_erased,
         )
 
         register_user_exporter("memory_app", memory_user_export)
 
         turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
-        turn_recorded.connect(receivers.on_turn_recorded_index, dispatch_uid="memory_index_turn")
+        turn_recorded.connect(
+            receivers.on_turn_recorded_remember, dispatch_uid="memory_remember_turn"
+        )
+        turns_withdrawn.connect(receivers.on_turns_withdrawn, dispatch_uid="memory_forget_turns")
         turn_recorded.connect(
             enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
         )

@@ -31,7 +31,7 @@ def on_turn_recorded(
         logger.exception("could not enqueue memory extraction for turn %s", turn_id)
 
 
-def on_turn_recorded_index(
+def on_turn_recorded_remember(
     sender: Any,
     *,
     turn_id: int,
@@ -40,22 +40,32 @@ def on_turn_recorded_index(
     session_turns_follow: bool = False,
     **kwargs: Any,
 ) -> None:
-    """Enqueue indexing of the session's new turns for context search: once per session
-    per batch (at its last turn there, which indexes those before it too), since a
-    broker publish per turn cost more than recording the turn. Never raising: a broker
+    """Enqueue the writing of the session's new turns as the user's memories: once per
+    session per batch (at its last turn there, which covers those before it too), since
+    a broker publish per turn cost more than recording the turn. Never raising: a broker
     outage or stall keeps the task in the outbox, never delays the response."""
-    from memory_app.tasks import index_session_turns, index_turn
+    from memory_app.tasks import remember_session_turns, remember_turn
     from sessions_app.services.outbox import task_publish
 
     if session_turns_follow:
         return
     try:
         if turn is None or session_id is None:  # a sender that names only the turn
-            task_publish(index_turn, turn_id)
+            task_publish(remember_turn, turn_id)
         else:
-            task_publish(index_session_turns, str(session_id), turn.turn_number)
-    except Exception:  # the turn is stored; the next turn's task indexes it too
-        logger.exception("could not enqueue indexing of turn %s", turn_id)
+            task_publish(remember_session_turns, str(session_id), turn.turn_number)
+    except Exception:  # the turn is stored; the next turn's task remembers it too
+        logger.exception("could not enqueue remembering turn %s", turn_id)
+
+
+def on_turns_withdrawn(
+    sender: Any, *, tenant_id: int, session_ids: Any, turn_numbers: Any = None, **kwargs: Any
+) -> None:
+    """Inside the transaction that rolls turns back or deletes sessions: their memories
+    go with them. Raising rolls that transaction back."""
+    from memory_app.services.conversation import conversation_forget
+
+    conversation_forget(tenant_id=tenant_id, session_ids=session_ids, turn_numbers=turn_numbers)
 
 
 def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:

@@ -8,12 +8,15 @@ from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
 from memory_app.services.access import memory_access_flush
+from memory_app.services.conversation import (
+    conversation_remember_session,
+    conversation_remember_turn,
+)
 from memory_app.services.decay import memories_decay
 from memory_app.services.extraction import (
     memories_extract_from_span,
     memories_extract_from_turn,
 )
-from memory_app.services.turn_index import turn_index_session, turn_index_update
 
 
 @shared_task(name="memory_app.extract_memories_from_turn", **TASK_DEFAULTS)
@@ -36,16 +39,16 @@ def extract_memories_from_span(summary_id: int) -> dict[str, Any]:
     return {"summary_id": summary_id, "actions": [result.action for result in results]}
 
 
-@shared_task(name="memory_app.index_turn", **TASK_DEFAULTS)
-def index_turn(turn_id: int) -> dict[str, Any]:
-    """Safe to re-run: indexing a turn again rewrites the same rows."""
-    return {"turn_id": turn_id, "written": turn_index_update(turn_id=turn_id)}
+@shared_task(name="memory_app.remember_turn", **TASK_DEFAULTS)
+def remember_turn(turn_id: int) -> dict[str, Any]:
+    """Safe to re-run: a turn already remembered is not written again."""
+    return {"turn_id": turn_id, "written": conversation_remember_turn(turn_id=turn_id)}
 
 
-@shared_task(name="memory_app.index_session_turns", **TASK_DEFAULTS)
-def index_session_turns(session_id: str, up_to: int) -> dict[str, Any]:
-    """Safe to re-run: turns already indexed are skipped, the rest written once."""
-    written = turn_index_session(session_id=session_id, up_to=up_to)
+@shared_task(name="memory_app.remember_session_turns", **TASK_DEFAULTS)
+def remember_session_turns(session_id: str, up_to: int) -> dict[str, Any]:
+    """Safe to re-run: turns already remembered are skipped, the rest written once."""
+    written = conversation_remember_session(session_id=session_id, up_to=up_to)
     return {"session_id": session_id, "up_to": up_to, "written": written}
 
 

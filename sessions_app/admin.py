@@ -42,7 +42,7 @@ from sessions_app.models import (
 from sessions_app.services.api_keys import api_key_create, api_key_revoke
 from sessions_app.services.erasure import user_erase
 from sessions_app.services.runaway import session_clear_runaway, session_set_runaway_block
-from sessions_app.services.sessions import session_archive, session_update
+from sessions_app.services.sessions import session_archive, session_delete, session_update
 
 
 def admin_link(obj: Model | None, label: object = None) -> SafeString | str:
@@ -287,6 +287,13 @@ class ChatSessionAdmin(LargeTableAdmin):
     def actions(self) -> list[Any]:  # type: ignore[override]
         """Ours, then those other apps registered (`hooks.register_session_admin_action`)."""
         return [*self.own_actions, *session_admin_actions()]
+
+    def delete_model(self, request: HttpRequest, obj: ChatSession) -> None:
+        session_delete(session=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:
+        for session in queryset:
+            session_delete(session=session)
 
     # Only budgets and metadata are edited here, through `session_update`; totals, flags and
     # workspace move with the services that own them.

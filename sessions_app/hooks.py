@@ -11,6 +11,12 @@ attached by the other apps in their `AppConfig.ready()`:
   sends it once per turn, in order, with `session_turns_follow=True` on every turn but
   the session's last in that batch, so a receiver that judges the session as a whole may
   wait for the last. Receivers enqueue Celery tasks; they must be quick and must not raise.
+- `turns_withdrawn` is sent *inside the transaction* that takes turns out of the
+  conversation, with `tenant_id`, `session_ids` and `turn_numbers`: a rollback (the
+  session's turns from n on; `turn_numbers` lists them) or the deletion of sessions
+  (directly or by retention; `turn_numbers` is None: all of them). Receivers delete what
+  they derived from those turns verbatim, atomically with the change; one that raises
+  rolls it back.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
 - `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
@@ -46,6 +52,7 @@ from django.dispatch import Signal
 from sessions_app.usage import TokenCounts
 
 turn_recorded = Signal()
+turns_withdrawn = Signal()
 demo_loaded = Signal()
 user_erased = Signal()
 

@@ -264,6 +264,8 @@ ENGRAM_CAPTURE_PROMPTS = env_bool("ENGRAM_CAPTURE_PROMPTS", False)
 ENGRAM_CAPTURE_MAX_CHARS = env_int("ENGRAM_CAPTURE_MAX_CHARS", 32_000)
 # POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
 ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
+# How far ahead of the server's clock a turn's `occurred_at` may be (client clock skew).
+ENGRAM_TURN_CLOCK_SKEW_SECONDS = env_int("ENGRAM_TURN_CLOCK_SKEW_SECONDS", 300)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn
 # spends it first; clients may ask for 1-3600 s.
 ENGRAM_BUDGET_LEASE_SECONDS = env_int("ENGRAM_BUDGET_LEASE_SECONDS", 60)
@@ -322,6 +324,11 @@ ENGRAM_CONTEXT_WINDOW_SHARE = env_float("ENGRAM_CONTEXT_WINDOW_SHARE", 0.5)
 # With a query, summaries, milestones, recalled turns, memories and older open turns whose
 # cosine to the query is under this are left out (reason "not_relevant"); 0 disables.
 ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
+# Turns of the user's other sessions a context may recall (then packed under the budget),
+# and whether they come from every agent's sessions of the user (on) or only from the
+# session's own agent's (off): a user's history is one, whichever agent heard it.
+ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 30)
+ENGRAM_RECALL_ACROSS_AGENTS = env_bool("ENGRAM_RECALL_ACROSS_AGENTS", True)
 
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)

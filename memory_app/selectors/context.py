@@ -15,9 +15,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory_app.embedding import embed_query, embed_texts
+from memory_app.selectors.context_recall import past_turn_candidates, recalled_turn_candidates
 from memory_app.selectors.memories import Actor, memory_neighbours
-from memory_app.selectors.search import memory_search
-from memory_app.selectors.turn_search import session_turn_search
+from memory_app.selectors.recall import TURN_SOURCES
+from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.window.milestones import KINDS, milestone_lines
 from memory_app.window.models import ContextSummary
 from memory_app.window.packing import Candidate, Score, content_tokens, pack, score_candidate
@@ -30,7 +31,6 @@ from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import (
     steps_failed_recent,
     turn_times,
-    turns_by_number,
     turns_live,
     turns_open,
 )
@@ -41,12 +41,13 @@ if TYPE_CHECKING:
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
-MAX_RECALLED_TURNS = 10  # older turns found by searching the session for the query
 # With a query, these kinds go in only if they relate to it (ENGRAM_CONTEXT_MIN_SEMANTIC):
 # a context is read by a model whose attention and price grow with every token, so the
 # budget is a ceiling, not a target. Session state, the reserved window and failures are
 # always offered.
-RELEVANCE_FLOORED = frozenset({"summary", "milestone", "recalled_turn", "memory", "turn"})
+RELEVANCE_FLOORED = frozenset(
+    {"summary", "milestone", "recalled_turn", "past_turn", "memory", "turn"}
+)
 MAX_FAILURES = 5
 MAX_LINE_TOKENS = 300  # one state/result line never crowds out everything else
 MILESTONE_SIGNAL = {
@@ -217,52 +218,6 @@ def _summary_candidates(session: ChatSession, summaries: list[ContextSummary]) -
     return out
 
 
-def _recalled_turn_candidates(
-    session: ChatSession, query: str, offered: set[int]
-) -> tuple[list[Candidate], dict[str, float]]:
-    """The session's own earlier turns (compacted ones included) that best answer
-    `query`, verbatim, as lines of the "recalled" section; turns already offered as
-    window turns are left to the window. Their signal is the search's fused relevance
-    (1 = best match of the session), and their semantic score the search's best cosine
-    over the turn's window (the unit the search matches, so that a turn answering a
-    question asked the turn before passes the relevance floor), so they need no second
-    embedding. Returns the candidates and those semantic scores."""
-    if not query.strip():
-        return [], {}
-    hits = session_turn_search(
-        session_id=session.pk,
-        query=query,
-        query_vector=embed_query(query),
-        limit=MAX_RECALLED_TURNS,
-        weight=float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT),
-    )
-    hits = [hit for hit in hits if hit.turn_number not in offered]
-    turns = turns_by_number(session_id=session.pk, numbers=[hit.turn_number for hit in hits])
-    out: list[Candidate] = []
-    semantic: dict[str, float] = {}
-    for hit in hits:
-        turn = turns.get(hit.turn_number)
-        if turn is None:  # rolled back since it was indexed
-            continue
-        lines = [f"[turn {turn.turn_number}]"]
-        lines += [part for part in (turn.user_message, turn.assistant_response) if part]
-        key = f"recalled:{turn.turn_number}"
-        out.append(
-            Candidate(
-                key=key,
-                kind="recalled_turn",
-                section="recalled",
-                text=truncate_to_tokens(" ".join(" ".join(lines).split()), MAX_LINE_TOKENS),
-                role="system",
-                at=turn.created_at,
-                signal=hit.relevance,
-                order=(turn.turn_number,),
-            )
-        )
-        semantic[key] = hit.window_semantic
-    return out, semantic
-
-
 def _failure_candidates(session: ChatSession) -> list[Candidate]:
     steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES)
     return [
@@ -325,7 +280,14 @@ def _memory_candidates(
     if not query.strip() or limit <= 0:
         return []
     actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles))
-    hits = memory_search(tenant=tenant, actor=actor, query=query, limit=limit).hits
+    # The user's conversation turns are recalled on their own (`context_recall`).
+    hits = memory_search(
+        tenant=tenant,
+        actor=actor,
+        query=query,
+        limit=limit,
+        filters=MemoryFilters(exclude_sources=TURN_SOURCES),
+    ).hits
     return _related_memory_candidates(tenant, actor, hits) + [
         Candidate(
             f"memory:{hit.memory.pk}",
@@ -409,14 +371,23 @@ def context_assemble(
     keep_last = rules.keep_last_turns
     summaries = active_summaries(session) if rules.compression else []
     window_turns = _turn_candidates(session, keep_last, turn_limit, not rules.compression)
-    recalled, semantic = _recalled_turn_candidates(
-        session, query, {int(c.order[0]) for c in window_turns}
+    recalled, semantic = (
+        recalled_turn_candidates(tenant, session, query, {int(c.order[0]) for c in window_turns})
+        if query.strip()
+        else ([], {})
     )
+    past, past_semantic = (
+        past_turn_candidates(tenant, session, query, settings.ENGRAM_CONTEXT_PAST_TURNS)
+        if query.strip()
+        else ([], {})
+    )
+    semantic |= past_semantic
     candidates = [
         *_session_candidates(session),
         *window_turns,
         *_summary_candidates(session, summaries),
         *recalled,
+        *past,
         *predecessor_candidates(
             session,
             summary_candidates=_summary_candidates,

@@ -115,11 +115,25 @@ class MemoryFilters:
     min_importance: float | None = None
     min_confidence: float | None = None
     metadata: dict[str, Any] | None = None  # the memory's metadata contains this object
+    sources: tuple[str, ...] | None = None  # only memories from these sources
+    exclude_sources: tuple[str, ...] | None = None
+    exclude_session_id: uuid.UUID | None = None  # not those learnt in this session
 
     def clauses(self, params: dict[str, Any]) -> list[str]:
         out: list[str] = []
         checks: list[tuple[str, Any, str]] = [
             ("session_id", self.session_id, "m.session_id = %(f_session_id)s"),
+            ("sources", self.sources, "m.source = ANY(%(f_sources)s::varchar[])"),
+            (
+                "exclude_sources",
+                self.exclude_sources,
+                "m.source <> ALL(%(f_exclude_sources)s::varchar[])",
+            ),
+            (
+                "exclude_session_id",
+                self.exclude_session_id,
+                "m.session_id IS DISTINCT FROM %(f_exclude_session_id)s",
+            ),
             ("created_from", self.created_from, "m.created_at >= %(f_created_from)s"),
             ("created_to", self.created_to, "m.created_at < %(f_created_to)s"),
             ("pinned", self.pinned, "m.pinned = %(f_pinned)s"),
@@ -131,7 +145,7 @@ class MemoryFilters:
         for name, value, clause in checks:
             if value is not None:
                 out.append(clause)
-                params[f"f_{name}"] = value
+                params[f"f_{name}"] = list(value) if isinstance(value, tuple) else value
         if self.metadata:
             out.append("m.metadata @> %(f_metadata)s::jsonb")
             params["f_metadata"] = json.dumps(self.metadata)
@@ -278,8 +292,7 @@ _RANK_LIMIT = "1.64493406685"
 def bm25_sql(alias: str, lexical: LexicalQuery | None) -> str:
     """BM25 of row `alias` for the query's lexemes (parameters: `bm25_params(lexical)`;
     0 without a lexical query), as one scalar expression: term frequency = positions of
-    the lexeme in `lexical_vector`, document length = its distinct lexemes. Shared with
-    the turn index (memory_app.selectors.turn_search).
+    the lexeme in `lexical_vector`, document length = its distinct lexemes.
 
     The term frequency comes from `ts_rank` of the one-lexeme query with every weight 1,
     which is sum(1/i^2, i = 1..tf) / 1.64493406685 (tsrank.c's calc_rank_or): inverted,

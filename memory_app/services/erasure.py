@@ -19,7 +19,6 @@ from memory_app.models import (
     MemoryRelation,
     MemoryTermStat,
     MemoryVersion,
-    TurnIndexEntry,
 )
 
 
@@ -42,9 +41,6 @@ def memories_erase_user(
     # The BM25 statistics of the user's memories hold their words: they go too.
     MemoryTermStat.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
     MemoryLexiconStat.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
-    # So does memory_app's index of the user's session turns (the turns' own cascade would
-    # remove it too; this does not depend on how sessions_app deletes them).
-    TurnIndexEntry.objects.filter(tenant_id=tenant_id, session_id__in=list(session_ids)).delete()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memory SET allowed_users = array_remove(allowed_users, %s) "

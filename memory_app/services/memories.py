@@ -290,18 +290,19 @@ def thread_neighbours(memory: Memory) -> ThreadNeighbours | None:
     return ThreadNeighbours([*reversed(before), memory, *after], len(before))
 
 
+def window_text(contents: Sequence[str], index: int) -> str:
+    """The lexical window of the row at `index` of a thread's contents (in thread
+    order): the THREAD_BEFORE rows before it, itself, and the THREAD_AFTER after it."""
+    return "\n".join(contents[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1])
+
+
 def thread_windows(neighbours: ThreadNeighbours) -> list[tuple[Memory, str]]:
     """The window text of every row whose window holds the memory, in thread order: the
     THREAD_AFTER rows before it, itself, and the THREAD_BEFORE after it."""
     rows, here = neighbours.rows, neighbours.here
+    contents = [row.content for row in rows]
     return [
-        (
-            rows[index],
-            "\n".join(
-                row.content
-                for row in rows[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1]
-            ),
-        )
+        (rows[index], window_text(contents, index))
         for index in range(max(0, here - THREAD_AFTER), min(len(rows), here + THREAD_BEFORE + 1))
     ]
 

@@ -178,6 +178,12 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=MAX_STEPS_PER_TURN,
         help_text="Every LLM or tool call of the turn, in order. May be empty.",
     )
+    occurred_at = serializers.DateTimeField(
+        required=False,
+        help_text="When the exchange happened, with a time zone (ISO 8601); defaults to now. "
+        "For imported history: search and context use this time, not the recording's. "
+        "Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).",
+    )
     reservation_id = serializers.UUIDField(
         required=False,
         help_text="The budget reservation this turn spends (from `POST …/budget/check` with "
@@ -251,6 +257,8 @@ _TURN_HELP = {
     "over_limit": "Per-turn ceilings its steps passed: `tokens`, `cost` or both (comma-"
     "separated); blank when none (ENGRAM_TURN_MAX_TOKENS, ENGRAM_TURN_MAX_COST_USD).",
     "created_at": "When it was recorded.",
+    "occurred_at": "When the exchange happened (the caller's `occurred_at`, else when it "
+    "was recorded).",
 }
 
 

@@ -66,6 +66,10 @@ class ChatTurn(models.Model):
         help_text="Which per-turn ceiling the steps passed (`tokens`, `cost`, both); blank: none.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    occurred_at = models.DateTimeField(
+        help_text="When the exchange happened: the caller's time for imported history, "
+        "else when it was recorded. Recall and search order and label turns by it."
+    )
 
     class Meta:
         db_table = "chat_turn"

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import NotFound
+from sessions_app.hooks import turns_withdrawn
 from sessions_app.locks import advisory_lock
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus
 from sessions_app.selectors.sessions import session_ensure_writable
@@ -93,7 +94,19 @@ def sessions_apply_retention(
             if not ids:
                 break
             if mode == "delete":
+                by_tenant: dict[int, list[Any]] = {}
+                for pk, tenant_id in ChatSession.objects.filter(pk__in=ids).values_list(
+                    "pk", "tenant_id"
+                ):
+                    by_tenant.setdefault(tenant_id, []).append(pk)
                 ChatSession.objects.filter(pk__in=ids).delete()
+                for tenant_id, session_ids in by_tenant.items():
+                    turns_withdrawn.send(
+                        sender=ChatSession,
+                        tenant_id=tenant_id,
+                        session_ids=session_ids,
+                        turn_numbers=None,
+                    )
                 deleted += len(ids)
             else:
                 archived += ChatSession.objects.filter(pk__in=ids).update(

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
+from sessions_app.hooks import turns_withdrawn
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
@@ -151,8 +152,14 @@ def session_update(
     return session
 
 
+@transaction.atomic
 def session_delete(*, session: ChatSession) -> None:
+    """Deletes the session with its turns, steps and workspace; what other apps derived
+    from its turns verbatim goes with it (`turns_withdrawn`)."""
     session.delete()
+    turns_withdrawn.send(
+        sender=ChatSession, tenant_id=session.tenant_id, session_ids=[session.pk], turn_numbers=None
+    )
 
 
 @transaction.atomic

@@ -15,7 +15,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
-from sessions_app.hooks import StepUsage, price_step, turn_recorded
+from sessions_app.hooks import StepUsage, price_step, turn_recorded, turns_withdrawn
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import NEWEST_STEP_MODEL, session_ensure_writable
@@ -389,6 +389,29 @@ class TurnFields:
     reservation_id: uuid.UUID | None = None
     kind: str = TurnKind.EXCHANGE
     changed_by: str = ""
+    occurred_at: datetime | None = None
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def occurred_at_check(value: datetime | None, *, now: datetime) -> datetime:
+    """When a turn happened: `value` (imported history keeps its own time) or `now`.
+    InvalidInput naming `occurred_at` for a naive time, one before 1970, or one later
+    than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (a client's clock may run a
+    little ahead; history cannot come from the future)."""
+    if value is None:
+        return now
+    problem = None
+    if value.tzinfo is None:
+        problem = "A time zone is required (e.g. 2024-05-08T13:56:00Z)."
+    elif value < EPOCH:
+        problem = "Before 1970-01-01."
+    elif value > now + timedelta(seconds=settings.ENGRAM_TURN_CLOCK_SKEW_SECONDS):
+        problem = "In the future (beyond the allowed clock skew)."
+    if problem:
+        raise InvalidInput("The turn's time is not acceptable.", fields={"occurred_at": [problem]})
+    return value
 
 
 @dataclass
@@ -423,6 +446,7 @@ def turn_draft(
     the item alone; the only writes (reservation, rotation) come after every check."""
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
+    occurred_at = occurred_at_check(fields.occurred_at, now=now)
     budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
     rotated_from: ChatSession | None = None
     if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
@@ -445,6 +469,7 @@ def turn_draft(
         state_after=session.state if state is UNCHANGED else state,
         context_after=session_workspace_snapshot(session=session, cart=cart),
         idempotency_key=idempotency_key,
+        occurred_at=occurred_at,
     )
     # Steps are priced and summed before the turn is inserted, so the turn is written
     # once, with its totals.
@@ -538,6 +563,7 @@ def turn_record(
     kind: str = TurnKind.EXCHANGE,
     changed_by: str = "",
     reservation_id: uuid.UUID | None = None,
+    occurred_at: datetime | None = None,
     now: datetime | None = None,
 ) -> TurnRecorded:
     """Store one turn with its steps and add them to the session's totals.
@@ -566,6 +592,7 @@ def turn_record(
             reservation_id=reservation_id,
             kind=kind,
             changed_by=changed_by,
+            occurred_at=occurred_at,
         ),
         idempotency_key=idempotency_key,
         now=now,
@@ -612,6 +639,9 @@ def turn_rollback(
     )
     numbers = sorted(later.values_list("turn_number", flat=True))
     later.update(rolled_back=True, rolled_back_at=now)
+    turns_withdrawn.send(
+        sender=ChatTurn, tenant_id=session.tenant_id, session_ids=[session.pk], turn_numbers=numbers
+    )
     session.refresh_from_db()
     return RollbackResult(
         session=session, restored_from_turn=turn_number, rolled_back_turns=numbers

@@ -124,7 +124,7 @@ def record_turn(
 # memory_app's reactions to `turn_recorded`, as its AppConfig.ready() connects them.
 MEMORY_APP_RECEIVERS = (
     (memory_receivers.on_turn_recorded, "memory_extract_on_turn"),
-    (memory_receivers.on_turn_recorded_index, "memory_index_turn"),
+    (memory_receivers.on_turn_recorded_remember, "memory_remember_turn"),
     (enqueue_compaction_when_due, "memory_app.window.compaction"),
 )
 

@@ -354,13 +354,6 @@ def test_a_long_window_keeps_its_lexical_vector_in_the_row(tenant: Tenant) -> No
     assert all(size > 2400 for size, _, _ in rows)  # past the ~2 kB toast threshold
     assert all(embedding_out for _, embedding_out, _ in rows)
     assert all(lexical_inline for _, _, lexical_inline in rows)
-    # The session turn index (context recall) has the same columns and the same storage.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT attstorage FROM pg_attribute WHERE attrelid = 'memory_turn_index'::regclass"
-            " AND attname = 'lexical_vector'"
-        )
-        assert cursor.fetchone() == ("m",)
     found = memory_search(
         tenant=tenant, actor=Actor("ben"), query="quartz7 meadow7", user_id="ben", mode="lexical"
     )

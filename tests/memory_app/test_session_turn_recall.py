@@ -1,4 +1,5 @@
-"""The context finds old turns: compacted turns stay searchable and come back verbatim."""
+"""The context finds the session's old turns: every turn is a memory of its user, compacted
+turns stay searchable and come back verbatim, through the one memory search."""
 
 from __future__ import annotations
 
@@ -7,19 +8,26 @@ from typing import Any
 
 import pytest
 from celery.signals import task_prerun
-from django.db import connection
 from rest_framework.test import APIClient
 
-from memory_app.embedding import embed_query, embedder
-from memory_app.models import TurnIndexEntry
-from memory_app.selectors.search import bounded_lexical_query
-from memory_app.selectors.turn_search import _lexical_query, session_turn_search
-from memory_app.services.turn_index import turn_index_session, turn_index_update
+from memory_app.embedding import embedder
+from memory_app.models import Memory, MemorySource
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.services.conversation import conversation_remember_session
 from memory_app.window.tokens import messages_tokens
 from sessions_app.models import ChatTurn, Tenant
+from sessions_app.services.turns import turn_rollback
 from tests.memory_app.window_helpers import new_session, record
 
 pytestmark = pytest.mark.django_db
+
+TURN = MemorySource.CONVERSATION_TURN
+
+
+def _turn_memories(session: Any) -> dict[int, Memory]:
+    return {m.thread_order: m for m in Memory.objects.filter(session_id=session.pk, source=TURN)}
+
 
 FILLER = [
     ("How was your weekend?", "Quiet, mostly reading on the balcony."),
@@ -47,10 +55,17 @@ def test_a_compacted_turn_comes_back_verbatim(
 ) -> None:
     session = _conversation(tenant, django_capture_on_commit_callbacks)
     assert ChatTurn.objects.get(session=session, turn_number=2).compacted
-    # Every turn was indexed after its commit, compacted ones included.
-    assert TurnIndexEntry.objects.filter(session_id=session.pk).count() == 32
-    entry = TurnIndexEntry.objects.get(session_id=session.pk, turn_number=2)
-    assert "greyhound" in entry.thread_context  # its window holds the turn before it
+    # Every turn became a memory of its user after its commit, compacted ones included,
+    # in the session's thread with the turn's time.
+    memories = _turn_memories(session)
+    assert sorted(memories) == list(range(1, 33))
+    second = memories[2]
+    assert "greyhound" in second.thread_context  # its window holds the turn before it
+    assert second.thread_key == f"session:{session.pk}"
+    assert (second.user_id, second.agent_id, second.type) == ("u1", "shop", "episodic")
+    turn = ChatTurn.objects.get(session=session, turn_number=2)
+    assert second.occurred_at == turn.occurred_at
+    assert second.content == "Her name is Biscuit, she is three.\nBiscuit is a lovely name."
 
     # "greyhound" is only in turn 1; the name is only in turn 2: the window finds it.
     response = api.get(
@@ -66,33 +81,45 @@ def test_a_compacted_turn_comes_back_verbatim(
     recalled = [i for i in body["included"] if i["kind"] == "recalled_turn"]
     assert "recalled:2" in {i["key"] for i in recalled}
     assert body["parts"]["recalled_turn"]["included"] == len(recalled)
-    assert any(m["content"].startswith("Earlier turns that match") for m in body["messages"])
+    assert any(
+        m["content"].startswith("Earlier turns of this session that match")
+        for m in body["messages"]
+    )
 
     # Without a query nothing is recalled.
     plain = api.get(f"/api/v1/sessions/{session.pk}/context", {"budget": 600}).json()
     assert not [i for i in plain["included"] if i["kind"] == "recalled_turn"]
 
 
-def test_indexing_is_idempotent_and_skips_rolled_back_turns(
+def test_remembering_is_idempotent_and_rolled_back_turns_are_forgotten(
     tenant: Tenant, django_capture_on_commit_callbacks: Any
 ) -> None:
     session = _conversation(tenant, django_capture_on_commit_callbacks)
-    turn = ChatTurn.objects.get(session=session, turn_number=2)
-    before = TurnIndexEntry.objects.get(pk=turn.pk)
-    assert turn_index_update(turn_id=turn.pk) == 1  # its own row only: windows unchanged
-    after = TurnIndexEntry.objects.get(pk=turn.pk)
-    assert (after.text, after.thread_context) == (before.text, before.thread_context)
-    assert TurnIndexEntry.objects.filter(session_id=session.pk).count() == 32
-    ChatTurn.objects.filter(pk=turn.pk).update(rolled_back=True)
-    assert turn_index_update(turn_id=turn.pk) == 0
+    before = {n: (m.pk, m.thread_context) for n, m in _turn_memories(session).items()}
+    assert conversation_remember_session(session_id=session.pk, up_to=32) == 0
+    assert {n: (m.pk, m.thread_context) for n, m in _turn_memories(session).items()} == before
+    turn_rollback(tenant=tenant, session_id=session.pk, turn_number=31)
+    after = _turn_memories(session)
+    assert sorted(after) == list(range(1, 31))
+    assert "(29)" not in after[30].thread_context.split("\n")[-1]  # window closed over the gap
+    assert conversation_remember_session(session_id=session.pk, up_to=32) == 0
+    # The rolled-back turn is not recalled, the one before it is.
+    found = memory_search(
+        tenant=tenant,
+        actor=Actor("u1"),
+        query="How is work going? (29)",
+        user_id="u1",
+        filters=MemoryFilters(session_id=session.pk, sources=(TURN,)),
+    ).hits
+    assert 31 not in {hit.memory.thread_order for hit in found}
 
 
 def test_the_turn_that_says_it_ranks_above_the_turns_around_it(
     tenant: Tenant, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """BM25F on the turn index: the turn's own words count twice, its neighbours' once.
-    The greyhound turn sits between two long turns, so its window is the longest of the
-    three that hold its words, and with the window alone it would rank last of them."""
+    """BM25F on the turns' memories: the turn's own words count twice, its neighbours'
+    once. The greyhound turn sits between two long turns, so with the window alone it
+    would rank below them."""
     turns = [
         ("Hi.", "Hello."),
         (
@@ -111,58 +138,16 @@ def test_the_turn_that_says_it_ranks_above_the_turns_around_it(
     for user, reply in turns:
         with django_capture_on_commit_callbacks(execute=True):
             record(tenant, session, user, reply)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT turn_number, length(lexical_vector) FROM memory_turn_index"
-            " WHERE session_id = %s AND thread_context ILIKE '%%greyhound%%'",
-            [session.pk],
-        )
-        lengths = dict(cursor.fetchall())
-    assert set(lengths) == {2, 3, 4}
-    assert max(lengths, key=lambda number: lengths[number]) == 3
-    query = "Did you adopt a greyhound?"
-    hits = session_turn_search(
-        session_id=session.pk, query=query, query_vector=embed_query(query), limit=5, weight=0.0
-    )
-    assert [hit.turn_number for hit in hits][:1] == [3]
-    assert {hit.turn_number for hit in hits} >= {2, 4}  # still found by its words
-
-
-def test_turn_search_counts_the_turns_that_hold_each_query_term(
-    tenant: Tenant, django_capture_on_commit_callbacks: Any
-) -> None:
-    """The turn search's BM25 statistics (`_lexical_query`): per query term, the number
-    of the session's indexed turns whose window holds it, and the session's totals,
-    recounted here from the rows themselves; another session's turns do not count."""
-    session = _conversation(tenant, django_capture_on_commit_callbacks)
-    other = new_session(tenant)
-    with django_capture_on_commit_callbacks(execute=True):
-        record(tenant, other, "My greyhound Biscuit loves the beach.", "Lovely!")
-    query = "Is the greyhound's name Biscuit, and how was the match at the weekend?"
-    with connection.cursor() as cursor:
-        lexical = _lexical_query(cursor, session.pk, query)
-        cursor.execute(
-            "SELECT lexeme, count(*) FROM memory_turn_index,"
-            " unnest(tsvector_to_array(lexical_vector)) AS lexeme"
-            " WHERE session_id = %s GROUP BY lexeme",
-            [session.pk],
-        )
-        recount = dict(cursor.fetchall())
-        cursor.execute(
-            "SELECT count(*), sum(length(lexical_vector)) FROM memory_turn_index"
-            " WHERE session_id = %s",
-            [session.pk],
-        )
-        documents, length = cursor.fetchone()
-    assert lexical is not None
-    assert set(lexical.lexemes) >= {"greyhound", "biscuit", "match", "weekend"}
-    expected = bounded_lexical_query(
-        [(lexeme, recount.get(lexeme, 0)) for lexeme in lexical.lexemes], documents, length
-    )
-    assert expected is not None
-    assert (lexical.lexemes, lexical.idfs) == (expected.lexemes, expected.idfs)
-    assert lexical.average_length == expected.average_length
-    assert 0 < recount["greyhound"] < recount["weekend"] < documents  # not all alike
+    hits = memory_search(
+        tenant=tenant,
+        actor=Actor("u1"),
+        query="Did you adopt a greyhound?",
+        user_id="u1",
+        mode="lexical",
+        filters=MemoryFilters(session_id=session.pk, sources=(TURN,)),
+    ).hits
+    assert [hit.memory.thread_order for hit in hits][:1] == [3]
+    assert {hit.memory.thread_order for hit in hits} >= {2, 4}  # still found by its words
 
 
 def test_a_context_embeds_a_new_query_once(
@@ -192,12 +177,12 @@ def test_a_context_embeds_a_new_query_once(
     assert batches == [[query]]
 
 
-def test_a_batch_indexes_a_sessions_turns_with_one_task(
+def test_a_batch_remembers_a_sessions_turns_with_one_task(
     tenant: Tenant, api: APIClient, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """A batch sends `turn_recorded` per turn, but the index is published once per
-    session (at its last turn there) and that task indexes every new turn with its
-    window, as a task per turn did."""
+    """A batch sends `turn_recorded` per turn, but the remembering task is published once
+    per session (at its last turn there) and writes every new turn with its window, as
+    a task per turn would."""
     first, second = new_session(tenant), new_session(tenant)
     step = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10, "output_tokens": 5}
     turns = [
@@ -213,7 +198,7 @@ def test_a_batch_indexes_a_sessions_turns_with_one_task(
     ran: list[tuple[str, tuple[Any, ...]]] = []
 
     def count(sender: Any = None, args: Any = (), **kwargs: Any) -> None:
-        if sender is not None and sender.name.startswith("memory_app.index_"):
+        if sender is not None and sender.name.startswith("memory_app.remember_"):
             ran.append((sender.name, tuple(args or ())))
 
     task_prerun.connect(count, weak=False)
@@ -226,15 +211,15 @@ def test_a_batch_indexes_a_sessions_turns_with_one_task(
     assert [r["status"] for r in response.json()["results"]] == [201] * 10
     assert sorted(ran) == sorted(
         [
-            ("memory_app.index_session_turns", (str(first.pk), 5)),
-            ("memory_app.index_session_turns", (str(second.pk), 5)),
+            ("memory_app.remember_session_turns", (str(first.pk), 5)),
+            ("memory_app.remember_session_turns", (str(second.pk), 5)),
         ]
     )
     for session, label in ((first, "alpha"), (second, "beta")):
-        entries = {e.turn_number: e for e in TurnIndexEntry.objects.filter(session_id=session.pk)}
+        entries = _turn_memories(session)
         assert sorted(entries) == [1, 2, 3, 4, 5]
-        middle = entries[3].thread_context
-        assert f"{label} question 2" in middle and f"{label} answer 4" in middle
-        assert f"{label} question 1" not in middle
-    # A task for a later number finds nothing left to index.
-    assert turn_index_session(session_id=first.pk, up_to=5) == 0
+        middle = entries[3].thread_context  # two turns before it, itself, one after
+        assert f"{label} question 1" in middle and f"{label} answer 4" in middle
+        assert f"{label} question 5" not in middle
+    # A task for a later number finds nothing left to write.
+    assert conversation_remember_session(session_id=first.pk, up_to=5) == 0

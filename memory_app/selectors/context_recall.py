@@ -1,0 +1,95 @@
+"""Context candidates recalled from the user's conversations: the session's own earlier
+turns (compacted ones included) and the turns of the user's other sessions, each a line
+labelled with when it was said. Both come from `memory_app.selectors.recall`, the one
+memory search over the turns' memories."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memory_app.selectors.recall import RecalledTurn, past_turns_recall, session_turns_recall
+from memory_app.window.packing import Candidate
+from memory_app.window.passages import best_passage
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, Tenant
+
+MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
+MAX_LINE_TOKENS = 300  # a recalled turn's line: the passage that answers, not the whole
+
+
+def date_label(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M") if at is not None else "undated"
+
+
+def _text(recalled: RecalledTurn, label: str, query: str) -> str:
+    text = " ".join(recalled.memory.content.split())
+    return f"[{label}] {best_passage(text, query, MAX_LINE_TOKENS)}"
+
+
+def recalled_turn_candidates(
+    tenant: Tenant, session: ChatSession, query: str, offered: set[int]
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The session's own earlier turns that best answer `query`, verbatim (the passage
+    that answers), as lines of the "recalled" section; turns already offered as window
+    turns are left to the window. Their signal is the search's fused relevance and their
+    semantic score the best cosine over the turn's window, so they need no second
+    embedding. Returns the candidates and those semantic scores."""
+    found = session_turns_recall(
+        tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS
+    )
+    out: list[Candidate] = []
+    semantic: dict[str, float] = {}
+    for recalled in found:
+        if recalled.turn_number in offered:
+            continue
+        key = f"recalled:{recalled.turn_number}"
+        at = recalled.memory.occurred_at
+        label = f"turn {recalled.turn_number}, {date_label(at)}"
+        out.append(
+            Candidate(
+                key=key,
+                kind="recalled_turn",
+                section="recalled",
+                text=_text(recalled, label, query),
+                role="system",
+                at=at,
+                signal=recalled.relevance,
+                order=(recalled.turn_number,),
+            )
+        )
+        semantic[key] = recalled.window_semantic
+    return out, semantic
+
+
+def past_turn_candidates(
+    tenant: Tenant, session: ChatSession, query: str, limit: int
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The turns of the user's earlier sessions that best answer `query`, as lines of the
+    "past" section in the order they were said, each labelled with its date, its session
+    and its turn number, so the model can tell when and where it was said."""
+    found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit)
+    out: list[Candidate] = []
+    semantic: dict[str, float] = {}
+    for recalled in found:
+        memory = recalled.memory
+        key = f"past:{memory.session_id}:{recalled.turn_number}"
+        at = memory.occurred_at
+        label = (
+            f"{date_label(at)}, session {str(memory.session_id)[:8]}, turn {recalled.turn_number}"
+        )
+        out.append(
+            Candidate(
+                key=key,
+                kind="past_turn",
+                section="past",
+                text=_text(recalled, label, query),
+                role="system",
+                at=at,
+                signal=recalled.relevance,
+                order=(int(at.timestamp()) if at else 0, recalled.turn_number),
+            )
+        )
+        semantic[key] = recalled.window_semantic
+    return out, semantic

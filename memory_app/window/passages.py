@@ -1,0 +1,115 @@
+"""The part of a long text that answers a query, for a context line of bounded size.
+
+A recalled message may run to thousands of words while a context line holds a few
+hundred tokens; its head is rarely where the answer is. The passage kept is the run of
+sentences around the sentence sharing the most query words (weighted by how rare each
+word is in the text's sentences), grown on both sides while it fits."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from memory_app.window.text import split_sentences
+from memory_app.window.tokens import count_tokens, truncate_to_tokens
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Words that say nothing about which sentence answers: a query's function words.
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "he",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
+ELLIPSIS = "…"
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def best_passage(text: str, query: str, max_tokens: int) -> str:
+    """`text` whole when it fits in `max_tokens`; else the sentences around the one that
+    best matches `query`, marked with an ellipsis where text was left out."""
+    if count_tokens(text) <= max_tokens:
+        return text
+    sentences = split_sentences(text)
+    if len(sentences) <= 1:
+        return truncate_to_tokens(text, max_tokens)
+    wanted = _words(query)
+    sets = [_words(sentence) for sentence in sentences]
+    df = {w: sum(w in s for s in sets) for w in wanted}
+    idf = {w: math.log(1 + len(sets) / df[w]) for w in wanted if df[w]}
+    scores = [sum(idf.get(w, 0.0) for w in s & wanted) for s in sets]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    low = high = best
+    used = count_tokens(sentences[best])
+    while True:
+        grew = False
+        for candidate in (high + 1, low - 1):
+            if 0 <= candidate < len(sentences) and not low <= candidate <= high:
+                cost = count_tokens(sentences[candidate]) + 1
+                if used + cost <= max_tokens - 2:
+                    used += cost
+                    low, high = min(low, candidate), max(high, candidate)
+                    grew = True
+        if not grew:
+            break
+    passage = truncate_to_tokens(" ".join(sentences[low : high + 1]), max_tokens - 2)
+    return (ELLIPSIS if low > 0 else "") + passage + (ELLIPSIS if high < len(sentences) - 1 else "")
