@@ -141,9 +141,7 @@ def longmemeval_cases(path: Path, per_type: int) -> list[Case]:
         if entry["question_id"].endswith("_abs") or taken[kind] >= per_type:
             continue
         own = list(entry["haystack_session_ids"])
-        history = " ".join(
-            m.get("content") or "" for sid in own for m in pool[sid][1]
-        )
+        history = " ".join(m.get("content") or "" for sid in own for m in pool[sid][1])
         answer = str(entry["answer"])
         if not normalise(answer) or normalise(answer) not in normalise(history):
             continue
@@ -192,7 +190,9 @@ def _record(client: httpx.Client, session_id: str, session: Session, single: boo
             _ok(client.post(f"/api/v1/sessions/{session_id}/turns", json=body))
         return
     for start in range(0, len(turns), 200):
-        response = _ok(client.post("/api/v1/turns/batch", json={"turns": turns[start : start + 200]}))
+        response = _ok(
+            client.post("/api/v1/turns/batch", json={"turns": turns[start : start + 200]})
+        )
         bad = [r for r in response.json()["results"] if r["status"] != 201]
         if bad:
             raise RuntimeError(f"batch items refused: {bad[:3]}")
@@ -370,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
                     rows += run_case(client, case, run_id, args.single)
                     kept = sum(r["kept"] for r in rows)
                     base = sum(r["bm25_kept"] for r in rows)
-                    log(f"[{name}] {index}/{len(cases)} users, kept {kept}/{len(rows)}, bm25 {base}")
+                    log(
+                        f"[{name}] {index}/{len(cases)} users, kept {kept}/{len(rows)}, bm25 {base}"
+                    )
                 results[name] = summarise(rows)
                 log(f"[{name}] {json.dumps(results[name])}")
         result = BenchResult(ID, TITLE, markdown(results, command), {"results": results})

@@ -156,9 +156,10 @@ def session_update(
 def session_delete(*, session: ChatSession) -> None:
     """Deletes the session with its turns, steps and workspace; what other apps derived
     from its turns verbatim goes with it (`turns_withdrawn`)."""
+    session_id = session.pk  # delete() clears it
     session.delete()
     turns_withdrawn.send(
-        sender=ChatSession, tenant_id=session.tenant_id, session_ids=[session.pk], turn_numbers=None
+        sender=ChatSession, tenant_id=session.tenant_id, session_ids=[session_id], turn_numbers=None
     )
 
 

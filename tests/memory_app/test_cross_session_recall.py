@@ -1,0 +1,195 @@
+"""A new session remembers what the user said in earlier ones: every turn is a memory of
+its user, recalled into another session's context with its date, and only ever for that
+user of that tenant; rollback, session deletion and erasure take it away."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from memory_app.models import Memory, MemorySource
+
+pytestmark = pytest.mark.django_db
+
+STEP = [{"step_type": "response", "input_tokens": 5, "output_tokens": 5}]
+
+
+@pytest.fixture
+def converse(
+    django_capture_on_commit_callbacks: Any,
+) -> Callable[..., str]:
+    """Record a session of `user` (the after-commit work runs, as in production) and
+    answer its id."""
+
+    def _converse(
+        api: APIClient,
+        user: str,
+        turns: list[tuple[str, str]],
+        *,
+        agent: str = "assistant",
+        occurred_at: str | None = None,
+    ) -> str:
+        session = api.post("/api/v1/sessions", {"user_id": user, "agent_id": agent}, format="json")
+        assert session.status_code == 201, session.content
+        session_id = session.json()["id"]
+        for user_message, reply in turns:
+            body: dict[str, Any] = {
+                "user_message": user_message,
+                "assistant_response": reply,
+                "steps": STEP,
+            }
+            if occurred_at:
+                body["occurred_at"] = occurred_at
+            with django_capture_on_commit_callbacks(execute=True):
+                response = api.post(f"/api/v1/sessions/{session_id}/turns", body, format="json")
+            assert response.status_code == 201, response.content
+        return session_id
+
+    return _converse
+
+
+def _context(api: APIClient, user: str, query: str, agent: str = "assistant") -> dict[str, Any]:
+    session = api.post("/api/v1/sessions", {"user_id": user, "agent_id": agent}, format="json")
+    response = api.get(
+        f"/api/v1/sessions/{session.json()['id']}/context", {"query": query, "budget": 1500}
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def _text(body: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in body["messages"])
+
+
+MOVE = [
+    ("We finally moved to Lisbon last month, the flat is near the river.", "Congratulations!"),
+    ("The cat hated the trip though.", "Cats rarely enjoy moving."),
+]
+SMALL_TALK = [("What a rainy day.", "Stay dry!"), ("Any film tips?", "Try a comedy.")]
+
+
+def test_a_new_session_recalls_the_users_earlier_sessions_with_their_dates(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    first = converse(api, "ana", MOVE, occurred_at="2023-05-08T13:56:00Z")
+    converse(api, "ana", SMALL_TALK)
+    body = _context(api, "ana", "Which city did I move to?")
+    text = _text(body)
+    assert "moved to Lisbon" in text
+    assert "From the user's earlier sessions" in text
+    past = [row for row in body["included"] if row["kind"] == "past_turn"]
+    assert f"past:{first}:1" in {row["key"] for row in past}
+    assert body["parts"]["past_turn"]["included"] == len(past)
+    line = next(line for line in text.splitlines() if "moved to Lisbon" in line)
+    assert line.startswith(f"[2023-05-08 13:56, session {first[:8]}, turn 1]")
+    memory = Memory.objects.get(session_id=first, thread_order=1)
+    assert memory.source == MemorySource.CONVERSATION_TURN
+    assert memory.occurred_at.isoformat() == "2023-05-08T13:56:00+00:00"
+
+
+def test_another_users_or_tenants_turns_are_never_recalled(
+    api: APIClient, other_api: APIClient, converse: Callable[..., str]
+) -> None:
+    converse(api, "ana", [("I moved to Lisbon in spring.", "Nice.")])
+    converse(api, "bob", [("I moved to Porto in spring.", "Nice.")])
+    converse(other_api, "ana", [("I moved to Madrid in spring.", "Nice.")])
+    text = _text(_context(api, "ana", "Where did I move in spring?"))
+    assert "Lisbon" in text
+    assert "Porto" not in text and "Madrid" not in text
+    search = api.post(
+        "/api/v1/memories/search",
+        {"query": "moved in spring", "user_id": "ana", "limit": 50},
+        format="json",
+    ).json()
+    contents = " ".join(hit["memory"]["content"] for hit in search["results"])
+    assert "Lisbon" in contents and "Porto" not in contents and "Madrid" not in contents
+    assert "Madrid" in _text(_context(other_api, "ana", "Where did I move in spring?"))
+
+
+def test_rolled_back_turns_are_not_recalled(api: APIClient, converse: Callable[..., str]) -> None:
+    session = converse(
+        api, "ana", [("My locker code is 4471.", "Noted."), ("My locker code is 9902.", "Ok.")]
+    )
+    assert api.post(f"/api/v1/sessions/{session}/turns/2/rollback").status_code == 200
+    text = _text(_context(api, "ana", "What is my locker code?"))
+    assert "4471" in text and "9902" not in text
+
+
+def test_deleting_a_session_forgets_its_turns_and_erasure_forgets_the_user(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    lisbon = converse(api, "ana", MOVE)
+    converse(api, "ana", [("My sister lives in Lisbon too.", "How nice.")])
+    assert api.delete(f"/api/v1/sessions/{lisbon}").status_code == 204
+    assert not Memory.objects.filter(session_id=lisbon).exists()
+    text = _text(_context(api, "ana", "Who lives in Lisbon?"))
+    assert "sister lives in Lisbon" in text and "flat is near the river" not in text
+    assert api.delete("/api/v1/users/ana").status_code == 200
+    assert not Memory.objects.filter(user_id="ana").exists()
+    body = _context(api, "ana", "Who lives in Lisbon?")
+    assert not [row for row in body["included"] if row["kind"] == "past_turn"]
+
+
+def test_recall_spans_the_users_agents_unless_the_policy_says_otherwise(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    """The switch is about conversation turns; facts drawn from them are the user's."""
+    converse(api, "ana", [("Book the 7:40 train to Porto, please.", "Booked.")], agent="travel")
+    query = "Which train to Porto was booked?"
+    assert "7:40 train" in _text(_context(api, "ana", query, agent="chef"))
+    with override_settings(ENGRAM_RECALL_ACROSS_AGENTS=False):
+        assert "7:40 train" not in _text(_context(api, "ana", query, agent="chef"))
+        assert "7:40 train" in _text(_context(api, "ana", query, agent="travel"))
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("2999-01-01T00:00:00Z", "future"),
+        ("1969-12-31T23:59:59Z", "1970"),
+        ("last tuesday", "format"),
+        ("2023-13-01T00:00:00Z", "format"),
+    ],
+)
+def test_a_bad_occurred_at_is_refused_naming_the_field(
+    api: APIClient, value: str, problem: str
+) -> None:
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    response = api.post(
+        f"/api/v1/sessions/{session}/turns",
+        {"user_message": "hi", "steps": STEP, "occurred_at": value},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert list(error["fields"]) == ["occurred_at"]
+    assert problem in error["fields"]["occurred_at"][0].lower() or problem == "format"
+    assert api.get(f"/api/v1/sessions/{session}/turns").json()["results"] == []
+
+
+def test_a_batch_refuses_the_item_with_a_bad_time_alone(api: APIClient) -> None:
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    soon = (timezone.now() + timedelta(days=2)).isoformat()
+    turns = [
+        {"session_id": session, "user_message": "one", "steps": STEP},
+        {"session_id": session, "user_message": "two", "steps": STEP, "occurred_at": soon},
+        {"session_id": session, "user_message": "three", "steps": STEP},
+    ]
+    response = api.post("/api/v1/turns/batch", {"turns": turns}, format="json")
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert [r["status"] for r in results] == [201, 400, 201]
+    assert list(results[1]["error"]["fields"]) == ["occurred_at"]
+    stored = api.get(f"/api/v1/sessions/{session}/turns").json()["results"]
+    assert [t["user_message"] for t in stored] == ["one", "three"]
+    assert stored[0]["occurred_at"] is not None
