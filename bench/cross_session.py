@@ -100,7 +100,7 @@ def locomo_cases(path: Path) -> list[Case]:
 
 
 def _lme_date(text: str) -> str:
-    return datetime.strptime(text[:10] + text[-6:], "%Y/%m/%d%H:%M").isoformat() + "Z"
+    return datetime.strptime(text[:10] + text[-6:], "%Y/%m/%d %H:%M").isoformat() + "Z"
 
 
 def _lme_pairs(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:

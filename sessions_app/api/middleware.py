@@ -133,13 +133,14 @@ class ApiErrorMiddleware:
         return response
 
 
-BATCH_PATH_SUFFIX = "/turns/batch"
+# Routes that carry many turns in one body, with their own, larger limit.
+BATCH_PATH_SUFFIXES = ("/turns/batch", "/conversations/import")
 
 
 class BodySizeLimitMiddleware:
     """DRF's parsers read the stream directly, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE
     check; this answers 413 in the API's error shape from the Content-Length alone. The
-    batch route carries many turns and has its own, larger limit."""
+    batch and import routes carry many turns and have their own, larger limit."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -147,7 +148,7 @@ class BodySizeLimitMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         limit = (
             settings.ENGRAM_TURN_BATCH_MAX_BODY_BYTES
-            if request.path.endswith(BATCH_PATH_SUFFIX)
+            if request.path.endswith(BATCH_PATH_SUFFIXES)
             else min(settings.ENGRAM_MAX_BODY_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         )
         raw = request.META.get("CONTENT_LENGTH") or "0"

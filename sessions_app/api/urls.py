@@ -1,6 +1,7 @@
 from django.urls import path
 
 from sessions_app.api import (
+    views_imports,
     views_sessions,
     views_tenant,
     views_turn_batches,
@@ -15,6 +16,11 @@ urlpatterns = [
     path("sessions", views_sessions.SessionListView.as_view(), name="session-list"),
     path(session, views_sessions.SessionDetailView.as_view(), name="session-detail"),
     path("turns/batch", views_turn_batches.TurnBatchView.as_view(), name="turns-batch"),
+    path(
+        "conversations/import",
+        views_imports.ConversationImportView.as_view(),
+        name="conversations-import",
+    ),
     path(f"{session}/turns", views_turns.TurnListView.as_view(), name="session-turns"),
     path(f"{session}/turns.jsonl", views_turns.TurnJsonlView.as_view(), name="session-turns-jsonl"),
     path(

@@ -1,3 +1,4 @@
+import django.utils.timezone
 from django.db import migrations, models
 
 
@@ -18,6 +19,7 @@ class Migration(migrations.Migration):
             model_name="chatturn",
             name="occurred_at",
             field=models.DateTimeField(
+                default=django.utils.timezone.now,
                 help_text="When the exchange happened: the caller's time for imported "
                 "history, else when it was recorded. Recall and search order and label "
                 "turns by it."

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 from sessions_app.models.fields import money_field, token_field
 from sessions_app.models.sessions import ChatSession
@@ -67,6 +68,7 @@ class ChatTurn(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     occurred_at = models.DateTimeField(
+        default=timezone.now,
         help_text="When the exchange happened: the caller's time for imported history, "
         "else when it was recorded. Recall and search order and label turns by it."
     )
