@@ -9,10 +9,11 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from analytics_app.pages.layout import operator_render
 from analytics_app.pages.views import staff_required
 from cockpit.diffs import word_diff
 from cockpit.forms import MemoryEditForm, MemoryExplorerForm
@@ -102,7 +103,7 @@ def memory_explorer(request: HttpRequest) -> HttpResponse:
         "page": page,
         "query_string": query_string.urlencode(),
     }
-    return render(request, "cockpit/memories.html", context)
+    return operator_render(request, "cockpit/memories.html", context)
 
 
 def _staff_memory(memory_id: uuid.UUID) -> Any:
@@ -141,7 +142,7 @@ def memory_detail(request: HttpRequest, memory_id: uuid.UUID) -> HttpResponse:
             }
         ),
     }
-    return render(request, "cockpit/memory.html", context)
+    return operator_render(request, "cockpit/memory.html", context)
 
 
 @staff_required

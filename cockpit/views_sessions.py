@@ -7,9 +7,9 @@ import uuid
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from analytics_app.pages.charts import column_chart
+from analytics_app.pages.layout import operator_render
 from analytics_app.pages.views import staff_required
 from cockpit.forms import ContextPreviewForm
 from cockpit.sessions import budget_use
@@ -82,4 +82,4 @@ def session_page(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
         ),
         "runaway_detail": sorted((session.runaway_detail or {}).items()),
     }
-    return render(request, "cockpit/session.html", context)
+    return operator_render(request, "cockpit/session.html", context)

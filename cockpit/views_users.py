@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.utils import timezone
 
 from analytics_app.pages.charts import bar_chart, column_chart
+from analytics_app.pages.layout import operator_render
 from analytics_app.pages.views import staff_required
 from analytics_app.selectors.user_spend import spend_by_model, user_spend_over_time
 from cockpit.paging import page_number, page_of
@@ -68,4 +68,4 @@ def user_page(request: HttpRequest, tenant: int, user_id: str) -> HttpResponse:
         "memory_total": sum(count for _, count, _ in memories),
         "summaries": newest_summaries(session_ids=newest_ids, limit=8),
     }
-    return render(request, "cockpit/user.html", context)
+    return operator_render(request, "cockpit/user.html", context)

@@ -11,10 +11,10 @@ from django import forms
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.utils import timezone
 
 from analytics_app.pages.charts import bar_chart, column_chart
+from analytics_app.pages.layout import operator_render
 from analytics_app.pages.panels import dashboard_panels
 from analytics_app.selectors import dashboards
 
@@ -128,4 +128,4 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         "budgets": dashboards.budget_consumption(f),
         "panels": dashboard_panels(f),
     }
-    return render(request, "dashboards/spend.html", context)
+    return operator_render(request, "dashboards/spend.html", context)

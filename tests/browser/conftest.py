@@ -4,7 +4,9 @@ no request beyond the live server."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
@@ -30,3 +32,15 @@ def browser() -> Iterator[Browser]:
         )
         yield chromium
         chromium.close()
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    """Where a test saves its screenshots: the directory named by $ENGRAM_SCREENSHOTS
+    (created if missing) to keep them for review, else the test's own tmp directory."""
+    chosen = os.environ.get("ENGRAM_SCREENSHOTS")
+    if not chosen:
+        return tmp_path
+    directory = Path(chosen)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory

@@ -1,7 +1,7 @@
 """The cockpit's memory pages in a real headless Chromium: a staff member follows the
 money from the spend page to a costly session, its user and one of their memories, reads
 its history and pins it; the explorer finds memories by meaning and by id; non-staff are
-refused. Each page is screenshotted into `screenshots/` (git-ignored) for review."""
+refused. Each page is screenshotted into the `screenshots` directory (see conftest)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from tests.cockpit.seed import World, seed_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 T = TypeVar("T")
 
 
@@ -61,13 +60,12 @@ def log_in(page: Page, base: str, next_url: str) -> None:
     page.wait_for_url(f"**{next_url}")
 
 
-def shoot(page: Page, name: str) -> None:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+def shoot(page: Page, directory: Path, name: str) -> None:
+    page.screenshot(path=str(directory / f"{name}.png"), full_page=True)
 
 
 def test_from_spend_to_session_to_user_to_memory_and_pin_it(
-    live_server, seeded: Seeded, browser: Browser
+    live_server, seeded: Seeded, browser: Browser, screenshots: Path
 ) -> None:
     world = seeded.world
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -75,7 +73,7 @@ def test_from_spend_to_session_to_user_to_memory_and_pin_it(
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     log_in(page, live_server.url, "/dashboards/spend/")
     expect(page.locator("#top-sessions-chart svg.chart rect")).to_have_count(2)
-    shoot(page, "spend")
+    shoot(page, screenshots, "spend")
 
     # The costliest session, from the top-sessions table.
     page.click(f"#top-sessions a.session-link:has-text('{world.costly_id[:8]}')")
@@ -87,7 +85,7 @@ def test_from_spend_to_session_to_user_to_memory_and_pin_it(
     page.fill("#id_query", "which screen finish does the user like")
     page.click("#context input[type=submit]")
     expect(page.locator("#context-items")).to_contain_text("memory:")
-    shoot(page, "session")
+    shoot(page, screenshots, "session")
 
     # Its user.
     page.click("#user-link")
@@ -95,7 +93,7 @@ def test_from_spend_to_session_to_user_to_memory_and_pin_it(
     expect(page.locator("#sessions")).to_contain_text(world.costly_id[:8])
     expect(page.locator("#by-model")).to_contain_text("claude-sonnet-4")
     expect(page.locator("#memories")).to_contain_text("A-73812")
-    shoot(page, "user")
+    shoot(page, screenshots, "user")
 
     # One of the user's memories: its history, then pin it.
     page.click("#memories a.memory-link:has-text('matte screens')")
@@ -109,14 +107,14 @@ def test_from_spend_to_session_to_user_to_memory_and_pin_it(
     page.click("#pin")
     expect(page.locator("#pinned-state")).to_have_text("pinned")
     expect(page.locator("#unpin")).to_be_visible()
-    shoot(page, "memory")
+    shoot(page, screenshots, "memory")
     assert errors == []
     page.close()
     assert in_thread(lambda: Memory.objects.get(pk=world.matte_id).pinned) is True
 
 
 def test_explorer_finds_a_memory_by_paraphrase_and_by_exact_id(
-    live_server, seeded: Seeded, browser: Browser
+    live_server, seeded: Seeded, browser: Browser, screenshots: Path
 ) -> None:
     world = seeded.world
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -134,7 +132,7 @@ def test_explorer_finds_a_memory_by_paraphrase_and_by_exact_id(
         for i in range(hits.count())
     ]
     assert "matte screens" in max(semantic, key=lambda row: row[1])[0]
-    shoot(page, "explorer")
+    shoot(page, screenshots, "explorer")
 
     page.fill("#id_q", world.order_id)
     page.click("#explorer-form input[type=submit]")
