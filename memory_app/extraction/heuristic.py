@@ -61,6 +61,7 @@ _TRAILING_FILLER = re.compile(
     re.IGNORECASE,
 )
 
+# A value naming one of these is about the conversation or someone else, not a taste.
 _PRONOUNS = word_set(
     "you your yours you're u ur it it's its this that these those them they he she him "
     "her his their theirs we us our ours what's how what"
@@ -69,8 +70,7 @@ _BAD_FIRST = _PRONOUNS | word_set(
     "the my a an me when whenever where why who whom which whatever everything anything "
     "something nothing all both each every such some any so too if because lots much more "
     "less very as with for about at in on out up back by here there what whether seeing "
-    "hearing knowing getting talking chatting reading_ being ya lol haha yeah yes no not "
-    "to_"
+    "hearing knowing getting talking chatting being ya lol haha yeah yes no not"
 )
 # Nouns that make "I like/love X" a reaction to the conversation, not a taste.
 _CONVERSATION_NOUNS = word_set(
@@ -96,6 +96,7 @@ _NAME_STOP = word_set(
 _PLACE_STOP = word_set(
     "the here there it this that my your his her their our denial peace fear hope moment head"
 )
+# Words before a job title that make "I'm a X" a judgement or a joke, not an occupation.
 _EVALUATIVE = word_set(
     "good great bad terrible awful decent horrible amazing big huge lousy better worse "
     "best worst pretty natural born total complete real true proud ai virtual language "

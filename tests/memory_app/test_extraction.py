@@ -92,6 +92,23 @@ def test_heuristic_summaries_speak_of_the_user() -> None:
     assert home.content == "I've lived in Tokyo since 2015, it's great"  # the user's words
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "",
+        "\x00\ud800?!",
+        "I love " + "a " * 5000,
+        "I'm a " + "very " * 3000 + "nurse",
+        "my name is " + "A" * 9000,
+        "I live in " + ", ".join(["Xanadu"] * 2000),
+    ],
+)
+def test_heuristic_survives_odd_messages(message: str) -> None:
+    found = extract_heuristic(message)
+    assert len(found) <= 1
+    assert all(len(c.content) <= 300 and len(c.summary) <= 300 for c in found)
+
+
 def test_heuristic_precision_and_recall_on_the_labelled_sample(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
