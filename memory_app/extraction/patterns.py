@@ -176,6 +176,8 @@ _RULE_SPECS: tuple[tuple[str, str, str, str, str, tuple[str, ...], float, float]
      "User moved to {value}", "proper", ("profile", "location"), 0.7, 0.8),
     ("hometown", _R, rf"(?:{I_AM}\s+(?:originally\s+)?from|I\s+(?:originally\s+)?come\s+from|I\s+grew\s+up\s+in|my\s+home\s*town\s+is)\s+(?P<value>.+)",
      "User is from {value}", "place", ("profile", "location"), 0.6, 0.85),
+    ("hometown", _R, r"(?:I|we)\s+(?:originally\s+)?moved\s+(?:here\s+)?from\s+(?P<value>.+)",
+     "User moved from {value}", "proper", ("profile", "location"), 0.6, 0.8),
     ("timezone", _R, rf"(?:{I_AM}\s+(?:in|on)\s+|my\s+time\s*zone\s+is\s+)(?P<value>(?-i:[A-Z]{{2,5}})\b|[\w/+-]+\s+time(?:\s*zone)?)",
      "User's time zone is {value}", "free", ("profile", "time"), 0.6, 0.8),
     ("works_from_home", _R, r"I\s+(?:mostly\s+|usually\s+)?work\s+(?:from\s+home|remotely)(?P<value>)$",
