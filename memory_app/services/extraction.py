@@ -91,7 +91,7 @@ def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     if not candidates:
         return []
     session = turn.session
-    stated_at = turn.created_at
+    stated_at = turn.occurred_at
     drafts = [
         MemoryDraft(
             user_id=session.user_id,
@@ -125,7 +125,7 @@ def _candidates_of_turn(turn: Any) -> tuple[str, list[Candidate]]:
     if endpoint is not None:
         try:
             candidates, completion = extract_llm(
-                turn.user_message, endpoint, written_at=turn.created_at
+                turn.user_message, endpoint, written_at=turn.occurred_at
             )
         except LLMError as exc:
             llm_step_record(turn_id=turn.pk, step_type=STEP_EXTRACT, outcome=exc)

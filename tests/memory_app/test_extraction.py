@@ -140,18 +140,22 @@ def test_heuristic_precision_and_recall_on_the_labelled_sample(
 
 def test_recorded_turn_yields_memories_once_with_the_turns_time(tenant: Tenant) -> None:
     turn = record_turn(tenant, "I'm allergic to shellfish. Please keep it brief.")
-    memories = Memory.objects.filter(tenant=tenant, user_id="alice").order_by("type")
+    memories = (
+        Memory.objects.filter(tenant=tenant, user_id="alice")
+        .exclude(source="conversation_turn")
+        .order_by("type")
+    )
     assert [(m.type, m.source) for m in memories] == [
         ("fact", "heuristic_extraction"),
         ("preference", "heuristic_extraction"),
     ]
     assert all(m.session_id == turn.session_id and 0 < m.confidence <= 1 for m in memories)
-    assert all(m.occurred_at == turn.created_at for m in memories)
+    assert all(m.occurred_at == turn.occurred_at for m in memories)
     assert memories[0].structured["extracted_from"]["turn_id"] == turn.pk
-    assert memories[0].structured["stated_at"] == turn.created_at.isoformat()
+    assert memories[0].structured["stated_at"] == turn.occurred_at.isoformat()
     # Re-running the task on the same turn adds nothing.
     assert extract_memories_from_turn.delay(turn.pk).get()["actions"] == ["duplicate", "duplicate"]
-    assert Memory.objects.filter(tenant=tenant).count() == 2
+    assert Memory.objects.filter(tenant=tenant).exclude(source="conversation_turn").count() == 2
 
 
 @pytest.fixture
@@ -206,11 +210,14 @@ def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeL
     assert body["model"] == "test-model" and body["response_format"] == {"type": "json_object"}
     assert "resolve relative times" in body["messages"][0]["content"].lower()
     assert body["messages"][-1]["content"] == (
-        f"Written at: {turn.created_at.astimezone(UTC).isoformat()} "
-        f"({turn.created_at.astimezone(UTC):%A})\n\n"
+        f"Written at: {turn.occurred_at.astimezone(UTC).isoformat()} "
+        f"({turn.occurred_at.astimezone(UTC):%A})\n\n"
         "Message:\nWe moved to Lisbon last May. No meat for me, and the two kids."
     )
-    stored = {m.content: m for m in Memory.objects.filter(tenant=tenant)}
+    stored = {
+        m.content: m
+        for m in Memory.objects.filter(tenant=tenant).exclude(source="conversation_turn")
+    }
     assert set(stored) == {"Moved to Lisbon", "Is vegetarian", "Has two kids"}
     moved = stored["Moved to Lisbon"]
     assert (moved.type, moved.source, moved.confidence, moved.tags) == (
@@ -221,7 +228,7 @@ def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeL
     )
     assert moved.occurred_at == datetime(2025, 5, 1, tzinfo=UTC)
     assert moved.structured["when_text"] == "last May"
-    assert stored["Is vegetarian"].occurred_at == turn.created_at  # no time: the turn's
+    assert stored["Is vegetarian"].occurred_at == turn.occurred_at  # no time: the turn's
     kids = stored["Has two kids"]
     assert (kids.importance, kids.confidence) == (1.0, 0.7)  # clamped / defaulted
 
@@ -242,17 +249,17 @@ def test_an_unusable_llm_answer_falls_back_to_rules(
     llm.chat_reply = _answer(answer)
     record_turn(tenant, "I live in Ghent.")
     assert len(llm.requests) == 1
-    assert list(Memory.objects.values_list("content", "source")) == [
-        ("I live in Ghent", "heuristic_extraction")
-    ]
+    assert list(
+        Memory.objects.exclude(source="conversation_turn").values_list("content", "source")
+    ) == [("I live in Ghent", "heuristic_extraction")]
 
 
 def test_an_unreachable_llm_falls_back_to_rules(tenant: Tenant, settings: Any) -> None:
     settings.ENGRAM_LLM_URL = "http://127.0.0.1:9/v1"  # nothing listens on discard
     record_turn(tenant, "I work at Globex.", user_id="bob")
-    assert list(Memory.objects.values_list("content", "source")) == [
-        ("I work at Globex", "heuristic_extraction")
-    ]
+    assert list(
+        Memory.objects.exclude(source="conversation_turn").values_list("content", "source")
+    ) == [("I work at Globex", "heuristic_extraction")]
 
 
 def test_a_fenced_llm_answer_is_read() -> None:
@@ -312,8 +319,9 @@ def test_the_hook_enqueues_extraction_only_when_something_may_be_found(
     for message in ("What's the weather like?", "I'm allergic to peanuts."):
         with django_capture_on_commit_callbacks(execute=True):  # the hook passes the turn
             turn_record(tenant=tenant, session_id=session.pk, steps=[], user_message=message)
-    assert [m.content for m in Memory.objects.filter(user_id="alice")] == [
-        "I'm allergic to peanuts"
-    ]
+    assert [
+        m.content
+        for m in Memory.objects.filter(user_id="alice").exclude(source="conversation_turn")
+    ] == ["I'm allergic to peanuts"]
     settings.ENGRAM_LLM_URL = "http://127.0.0.1:9"  # with an LLM, any message may hold one
     assert extraction_may_find("What's the weather like?")
