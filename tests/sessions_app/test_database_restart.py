@@ -7,7 +7,8 @@ Django's psycopg pool, as `make run` serves) and a real Celery worker on it. Six
 record turns over HTTP, a new TCP connection per request, each turn with its own
 Idempotency-Key, retrying a 503 (and a 409 `idempotency_in_flight`) with the same key
 as the SDK does. In the middle, the cluster is stopped with `pg_ctl -m fast` (every
-connection closed, the pool's idle ones included) and started again.
+connection closed, the pool's idle ones included) and started again. A second restart
+hits a turn held inside the COPY of its steps; a third meets a task in the worker.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ tenant = tenant_get_or_create(name="restart")
 secret = api_key_create(tenant=tenant).secret
 sessions = [
     str(session_create(tenant=tenant, user_id=f"u{n}", agent_id=f"agent-{n}").pk)
-    for n in range(AGENTS)
+    for n in range(AGENTS + 1)
 ]
 due = session_create(tenant=tenant, user_id="idle", agent_id="idle")
 ChatSession.objects.filter(pk=due.pk).update(expires_at=timezone.now() - timedelta(hours=1))
@@ -138,16 +139,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         postgres.stop()
 
 
+def turn_body(key: str) -> dict[str, Any]:
+    return {"user_message": key, "assistant_response": f"ok {key}", "steps": SEED_STEPS}
+
+
 @dataclass
 class Agent:
     """One agent recording turns in its session until told to stop."""
 
     session_id: str
-    base_url: str
+    url: str
     secret: str
     stop: threading.Event
     acknowledged: dict[str, str] = field(default_factory=dict)  # key -> turn id
     statuses: list[int] = field(default_factory=list)
+    longest: float = 0.0  # seconds from a key's first attempt to its answer
     refused: list[str] = field(default_factory=list)  # what no retry may answer
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -159,7 +165,7 @@ class Agent:
         try:
             # No Session: a new TCP connection per request, as many agent frameworks do.
             return requests.post(
-                f"{self.base_url}/api/v1/sessions/{self.session_id}/turns",
+                self.url,
                 json=body,
                 headers={"Authorization": f"Bearer {self.secret}", "Idempotency-Key": key},
                 timeout=60,
@@ -168,7 +174,8 @@ class Agent:
             return None
 
     def record(self, key: str, deadline: float) -> None:
-        body = {"user_message": key, "assistant_response": f"ok {key}", "steps": SEED_STEPS}
+        body = turn_body(key)
+        started = time.monotonic()
         while time.monotonic() < deadline:
             response = self._post(key, body)
             if response is None:
@@ -179,6 +186,7 @@ class Agent:
             if response.status_code in (200, 201):
                 with self.lock:
                     self.acknowledged[key] = str(response.json()["turn"]["id"])
+                    self.longest = max(self.longest, time.monotonic() - started)
                 return
             code = (response.json().get("error") or {}).get("code")
             retryable = response.status_code == 503 or code == "idempotency_in_flight"
@@ -199,8 +207,20 @@ class Agent:
             n += 1
 
 
-def _start_gunicorn(cluster: Cluster, tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+@dataclass
+class Web:
+    port: int
+    log: Path
+
+    def url(self, session_id: str) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1/sessions/{session_id}/turns"
+
+
+@pytest.fixture(scope="module")
+def web(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+    """gunicorn as `make run` serves: gthread workers, Django's psycopg pool."""
     port = free_port()
+    log = tmp_path_factory.mktemp("restart-web") / "gunicorn.log"
     env = cluster.env(
         DATABASE_POOL="true",
         # As many idle pooled connections as threads: the restart closes them all.
@@ -215,22 +235,24 @@ def _start_gunicorn(cluster: Cluster, tmp_path: Path) -> tuple[subprocess.Popen[
          f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
          "--threads", str(AGENTS), "--timeout", "120"],
         cwd=str(django_settings.BASE_DIR), env=env,
-        stdout=(tmp_path / "gunicorn.log").open("wb"), stderr=subprocess.STDOUT,
+        stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
-    _wait(lambda: port_is_open(port) or server.poll() is not None, 120, "gunicorn")
-    assert server.poll() is None, (tmp_path / "gunicorn.log").read_text()[-4000:]
-    return server, port
+    try:
+        _wait(lambda: port_is_open(port) or server.poll() is not None, 120, "gunicorn")
+        assert server.poll() is None, log.read_text()[-4000:]
+        yield Web(port, log)
+    finally:
+        _stop(server)
 
 
 def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
-    cluster: Cluster, tmp_path: Path
+    cluster: Cluster, web: Web
 ) -> None:
-    server, port = _start_gunicorn(cluster, tmp_path)
     stop = threading.Event()
     deadline = time.monotonic() + SCENARIO_SECONDS
     agents = [
-        Agent(session_id, f"http://127.0.0.1:{port}", cluster.secret, stop)
-        for session_id in cluster.sessions
+        Agent(session_id, web.url(session_id), cluster.secret, stop)
+        for session_id in cluster.sessions[:AGENTS]
     ]
     threads = [threading.Thread(target=agent.run, args=(deadline,)) for agent in agents]
 
@@ -246,8 +268,10 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
             SCENARIO_SECONDS / 2,
             "turns before the restart",
         )
+        down = time.monotonic()
         if not failed():
             cluster.restart()
+        down = time.monotonic() - down
         marks = [agent.count() for agent in agents]
         _wait(
             lambda: (
@@ -261,14 +285,15 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
         stop.set()
         for thread in threads:
             thread.join(timeout=SCENARIO_SECONDS)
-        _stop(server)
-    log = (tmp_path / "gunicorn.log").read_text()
+    log = web.log.read_text()
     assert cluster.query("SELECT pg_postmaster_start_time()")[0][0] > backends_before
 
     statuses = [status for agent in agents for status in agent.statuses]
     print(  # the run's shape, for `pytest -s`
         f"acknowledged {sum(a.count() for a in agents)} turns;"
-        f" answers {dict(sorted(Counter(statuses).items()))}"
+        f" answers {dict(sorted(Counter(statuses).items()))};"
+        f" longest wait for one turn {max(a.longest for a in agents):.1f} s;"
+        f" restart (stop, start) {down:.1f} s"
     )
     assert [agent.refused for agent in agents] == [[]] * AGENTS, log[-4000:]
     assert not [status for status in statuses if status >= 500 and status != 503], log[-4000:]
@@ -291,6 +316,65 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
             [agent.session_id],
         )
         assert turn_count == last_number == len(rows)
+
+
+def test_restart_during_a_turns_steps_copy_answers_503_and_its_retry_records_it_once(
+    cluster: Cluster, web: Web
+) -> None:
+    """The restart hits a turn inside the COPY of its steps (held there by a SHARE lock on
+    turn_step: reads pass, writes wait). That turn answers 503; its retry with the same
+    Idempotency-Key records it once: the claim the failed attempt had taken was released
+    on a new pooled connection once the database was back."""
+    session_id = cluster.sessions[AGENTS]
+    key = "copy-restart"
+    body = turn_body(key)
+    headers = {"Authorization": f"Bearer {cluster.secret}", "Idempotency-Key": key}
+    out: dict[str, requests.Response] = {}
+
+    def post() -> None:
+        out["first"] = requests.post(web.url(session_id), json=body, headers=headers, timeout=120)
+
+    client = threading.Thread(target=post)
+    locker = psycopg.connect(cluster.postgres.url)
+    try:
+        locker.execute("LOCK TABLE turn_step IN SHARE MODE")
+        client.start()
+        _wait(
+            lambda: bool(
+                cluster.query(
+                    "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND query ILIKE 'COPY%%turn_step%%'"
+                )
+            ),
+            60,
+            "the turn's COPY waiting on the lock",
+        )
+        cluster.restart()
+    finally:
+        client.join(timeout=120)
+        locker.close()
+    first = out["first"]
+    assert first.status_code == 503, first.text
+    assert first.json()["error"]["code"] == "dependency_unavailable"
+    assert int(first.headers["Retry-After"]) > 0
+    assert cluster.query("SELECT count(*) FROM chat_turn WHERE session_id = %s", [session_id]) == [
+        (0,)
+    ]
+
+    agent = Agent(session_id, web.url(session_id), cluster.secret, threading.Event())
+    agent.record(key, time.monotonic() + SCENARIO_SECONDS)
+    assert agent.refused == []
+    rows = cluster.query(
+        "SELECT id::text, turn_number FROM chat_turn WHERE session_id = %s", [session_id]
+    )
+    assert rows == [(agent.acknowledged[key], 1)]
+    # Once more with the key: the stored answer, nothing new written.
+    again = requests.post(web.url(session_id), json=body, headers=headers, timeout=60)
+    assert again.status_code == 201 and str(again.json()["turn"]["id"]) == rows[0][0]
+    assert cluster.query("SELECT count(*) FROM chat_turn WHERE session_id = %s", [session_id]) == [
+        (1,)
+    ]
+    assert "unhandled error" not in web.log.read_text()
 
 
 def test_task_meeting_a_restart_is_retried_with_backoff_until_it_runs(
