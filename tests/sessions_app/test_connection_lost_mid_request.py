@@ -1,6 +1,6 @@
 """A request whose database connection is closed under it answers 503 with Retry-After,
-never a 500, wherever the statement ran: here inside the COPY of a turn's steps, which
-runs on psycopg's raw cursor, outside Django's error wrappers.
+never a 500, wherever the statement ran: inside the COPY of a turn's steps, which runs on
+psycopg's raw cursor, outside Django's error wrappers; or outside a DRF view's handler.
 
 To stop the request at that statement without a hook in the code, the test holds a SHARE
 lock on turn_step (reads pass, writes wait): the turn's transaction reaches the COPY and
@@ -19,11 +19,14 @@ import psycopg
 import pytest
 import requests
 from django.db import connection
+from rest_framework.test import APIClient
 
+from config.embedded import free_port
+from sessions_app.api import views_sessions
 from sessions_app.models import ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.sessions import session_create
-from tests.sessions_app.helpers import SEED_STEPS
+from tests.sessions_app.helpers import SEED_STEPS, assert_error
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -90,3 +93,31 @@ def test_connection_closed_inside_the_steps_copy_answers_503_and_a_retry_records
     retry = requests.post(url, json=body, headers=headers, timeout=120)
     assert retry.status_code == 201, retry.text
     assert ChatTurn.objects.filter(session_id=session.pk).count() == 1
+
+
+def _refused_connection_error() -> psycopg.OperationalError:
+    """What psycopg raises for a server that is not listening (a restart's gap)."""
+    try:
+        psycopg.connect(f"postgres://postgres@127.0.0.1:{free_port()}/engram", connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        return exc
+    raise AssertionError("a closed port accepted a connection")
+
+
+def test_a_connection_error_that_escapes_the_view_handler_is_a_503_too(
+    api: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The middleware's net under the DRF handler: an exception raised outside a view's
+    own handling (here the whole dispatch) reaches Django, and a lost connection there is
+    the same 503, not the generic 500."""
+    error = _refused_connection_error()
+
+    def dispatch(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(views_sessions.SessionListView, "dispatch", dispatch)
+    api.raise_request_exception = False
+    response = api.get("/api/v1/sessions")
+    assert_error(response, 503, "dependency_unavailable")
+    assert int(response["Retry-After"]) > 0
+    assert response["X-Request-ID"]
