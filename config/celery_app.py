@@ -12,7 +12,7 @@ from typing import Any
 
 from celery import Celery, Task
 
-from config.database_errors import DATABASE_CONNECTION_ERRORS
+from config.database_errors import DATABASE_CONNECTION_ERRORS, is_connection_lost
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -32,8 +32,11 @@ def database_retry_delay(retries: int) -> float:
 
 
 class DatabaseRetryTask(Task):
-    """Every Engram task: a run that loses its database connection is retried with
-    backoff (`database_retry_delay`) up to `DATABASE_RETRIES` times, instead of failing.
+    """Every Engram task: a run that loses its database connection (or cannot get one)
+    is retried with backoff (`database_retry_delay`) up to `DATABASE_RETRIES` times,
+    instead of failing. Other operational errors (a deadlock, a statement timeout) fail
+    as before.
+
     Retrying is safe because a lost connection rolls back the run's open transaction and
     the tasks are idempotent. Celery's Django fixup closes an unusable connection around
     each task, so the retry runs on a new one."""
@@ -43,7 +46,11 @@ class DatabaseRetryTask(Task):
             return super().__call__(*args, **kwargs)
         except DATABASE_CONNECTION_ERRORS as exc:
             retries = int(self.request.retries or 0)
-            if self.request.called_directly or retries >= DATABASE_RETRIES:
+            if (
+                not is_connection_lost(exc)
+                or self.request.called_directly
+                or retries >= DATABASE_RETRIES
+            ):
                 raise
             try:
                 raise self.retry(

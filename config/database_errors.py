@@ -20,3 +20,22 @@ DATABASE_CONNECTION_ERRORS: tuple[type[Exception], ...] = (
     psycopg.OperationalError,
     psycopg.InterfaceError,
 )
+
+# SQLSTATEs of a connection that is gone or not yet accepted: class 08 (connection
+# exception), the server shutting down (57P01 admin_shutdown, 57P02 crash_shutdown) and
+# starting up (57P03 cannot_connect_now: "the database system is starting up").
+_CONNECTION_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` (one of DATABASE_CONNECTION_ERRORS) is a lost or refused connection,
+    not an error of the statement that psycopg also classes as operational (a deadlock,
+    a statement timeout, a lock not available): worth retrying on a new connection later.
+    A connection that closed or never opened has no SQLSTATE (the client saw it)."""
+    error = exc if isinstance(exc, psycopg.Error) else exc.__cause__
+    if isinstance(error, psycopg.InterfaceError) or isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(error, psycopg.OperationalError):
+        return isinstance(exc, OperationalError)
+    sqlstate = error.sqlstate
+    return sqlstate is None or sqlstate.startswith(_CONNECTION_SQLSTATE_PREFIXES)
