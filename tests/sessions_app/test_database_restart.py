@@ -259,7 +259,7 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
     def failed() -> bool:
         return any(agent.refused for agent in agents)
 
-    backends_before = cluster.query("SELECT pg_postmaster_start_time()")[0][0]
+    postmaster_started = cluster.query("SELECT pg_postmaster_start_time()")[0][0]
     try:
         for thread in threads:
             thread.start()
@@ -286,7 +286,7 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
         for thread in threads:
             thread.join(timeout=SCENARIO_SECONDS)
     log = web.log.read_text()
-    assert cluster.query("SELECT pg_postmaster_start_time()")[0][0] > backends_before
+    assert cluster.query("SELECT pg_postmaster_start_time()")[0][0] > postmaster_started
 
     statuses = [status for agent in agents for status in agent.statuses]
     print(  # the run's shape, for `pytest -s`
