@@ -422,8 +422,8 @@ def context_assemble(
         to_embed = [c for c in candidates if c.key not in semantic]
         vectors = _vectors([embed_text_of(c) for c in to_embed])
         # The query's vector from the query cache, which the turn recall and the memory
-        # search above have filled: in `_vectors` it was embedded a second time on most
-        # requests (its texts are the session's, already cached; the query is new).
+        # search above have filled, not from `_vectors` (whose cache holds the session's
+        # texts; the query is new).
         query_vector = np.asarray(embed_query(query), dtype=np.float32)
         semantic |= {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in to_embed}
     half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
