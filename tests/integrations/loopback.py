@@ -34,6 +34,7 @@ class Served:
 class FakeLLM:
     url: str
     served: list[Served] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)  # the bodies, in order
 
     def totals(self) -> dict[str, int]:
         return {
@@ -271,6 +272,7 @@ def serve_fake_llm() -> Iterator[FakeLLM]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             route = ROUTES.get(self.path)
+            fake.requests.append(body)
             if route is None:
                 _json(
                     self,
