@@ -14,7 +14,7 @@ from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
 from agents.exceptions import UserError
 from agents.memory import Session as AgentsSession
 from django.conf import settings
-from engram import AsyncEngram
+from engram import AsyncEngram, Engram
 from engram.openai_agents import EngramSession, EngramSessionError
 from openai import AsyncOpenAI
 
@@ -121,6 +121,10 @@ def test_the_example_resumes_the_conversation_in_a_second_process(
     }
     example = settings.BASE_DIR / "examples" / "openai_agents_session.py"
     assert len(example.read_text().splitlines()) < 60
+    with Engram(live_server.url, live_key.secret) as client:  # what the context brings in
+        client.add_memory(
+            user_id="maria", type="preference", content="Maria wants a laptop under 1.5 kg."
+        )
     outputs = []
     for message in ("Find me a laptop under $1500", "Which one is the cheapest?"):
         run = subprocess.run(
@@ -133,6 +137,9 @@ def test_the_example_resumes_the_conversation_in_a_second_process(
         assert run.returncode == 0, run.stderr
         outputs.append(run.stdout)
     assert f"answer: {ANSWER}" in outputs[1] and "history: 4 items" in outputs[1]
+    for request in fake_llm.requests:  # the agent's instructions, then Engram's context
+        assert request["instructions"].startswith("You help Maria choose a laptop.")
+        assert "Maria wants a laptop under 1.5 kg." in request["instructions"]
     second_input = [m.get("content") for m in fake_llm.requests[1]["input"]]
     assert second_input[0] == "Find me a laptop under $1500"
     assert second_input[-1] == "Which one is the cheapest?"
