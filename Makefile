@@ -29,7 +29,13 @@ dev: $(STAMP)
 # docker-compose. Installed with apt-get when we are root, otherwise we say what to install.
 SYSTEM_DEPS_MISSING = $(shell command -v chromium >/dev/null 2>&1 || echo chromium; \
 	command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || echo docker-compose)
+# The TypeScript client's tests (npm test, run by the suite) need Node.js 20+ and npm;
+# distributions ship older ones, so we say what is missing rather than install it.
 test-system-deps:
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null \
+		&& command -v npm >/dev/null 2>&1 || { \
+		echo "make test needs Node.js 20+ and npm (the TypeScript client's tests): https://nodejs.org/"; \
+		exit 1; }
 	@missing="$(strip $(SYSTEM_DEPS_MISSING))"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
