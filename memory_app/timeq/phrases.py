@@ -113,7 +113,10 @@ def _dated(query: str, now: Now) -> list[TimeScope]:
     found: list[TimeScope] = []
     for pattern in PATTERNS:
         for match in pattern.regex.finditer(query):
-            interval = pattern.resolve(match, now)
+            try:
+                interval = pattern.resolve(match, now)
+            except (ValueError, OverflowError):  # past year 1 or 9999: no such date
+                continue
             if interval is None:
                 continue
             found.append(

@@ -454,6 +454,15 @@ class TestTimeZones:
         assert scope.end.utcoffset() == timedelta(hours=1)  # CET on Monday 30 October
         assert scope.end.astimezone(UTC) - scope.start.astimezone(UTC) == timedelta(hours=169)
 
+    def test_phrases_past_the_calendar_are_dropped(self) -> None:
+        end_of_time = datetime(9999, 12, 31, 12, tzinfo=UTC)
+        assert resolve_time_phrases("next year", end_of_time) is None
+        assert _days(_scope("next year or last year", end_of_time)) == (
+            date(9998, 1, 1),
+            date(9999, 1, 1),
+        )
+        assert resolve_time_phrases("last year", datetime(1, 6, 1, tzinfo=UTC)) is None
+
     def test_naive_as_of_is_refused(self) -> None:
         with pytest.raises(ValueError, match="aware"):
             resolve_time_phrases("yesterday", datetime(2023, 5, 30))
