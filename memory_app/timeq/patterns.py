@@ -231,7 +231,7 @@ def _named_month(match: re.Match[str], now: Now) -> cal.Interval | None:
 
 
 def _named_weekday(match: re.Match[str], now: Now) -> cal.Interval:
-    weekday = WEEKDAYS[match.group("weekday").lower()]
+    weekday = WEEKDAYS[(match.group("weekday") or match.group("bare")).lower()]
     modifier = _modifier(match)
     if modifier == "this":
         day = cal.week_monday(now.today) + timedelta(days=weekday)
@@ -279,6 +279,12 @@ def _day_of_month_only(match: re.Match[str], now: Now) -> cal.Interval | None:
     return None
 
 
+# A weekday alone is a date only at the end of a clause or before a part of the day
+# ("we met Saturday.", "Saturday morning"): before a noun it names a habit or a thing
+# ("Sunday mass", "the Friday market").
+_PART_OF_DAY = r"(?:morning|afternoon|evening|night)\b"
+# "on Saturday mornings" is a habit, as "on Saturdays" is.
+_PARTS_OF_DAY = r"(?:mornings|afternoons|evenings|nights)\b"
 _MOD = r"(?:(?P<mod>this\s+past|last|this|next|previous|coming)\s+)"
 _WEEKDAY_PREFIX = rf"(?:on\s+)?(?:{WEEKDAY_OR_ABBREVIATION_RE},?\s+)?"
 
@@ -329,7 +335,11 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "named_weekday",
-        _compile(rf"(?:on\s+)?{_MOD}?(?P<weekday>{WEEKDAY_RE})"),
+        _compile(
+            rf"(?:(?=(?:on|this|last|next|previous|coming)\s)(?:on\s+)?{_MOD}?"
+            rf"(?P<weekday>{WEEKDAY_RE})(?!\s+{_PARTS_OF_DAY})"
+            rf"|(?P<bare>{WEEKDAY_RE})(?=\s*(?:[,.;:?!)]|$|{_PART_OF_DAY})))"
+        ),
         _named_weekday,
     ),
     Pattern(

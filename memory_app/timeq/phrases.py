@@ -58,9 +58,12 @@ ORDER_WORDS = {
     "since": "since",
 }
 _ORDER_RE = re.compile(r"\b(before|prior\s+to|until|till|after|since)\s+", re.IGNORECASE)
-# Where an event's words end: punctuation, or a conjunction that starts another clause.
+# Where an event's words end: punctuation, a conjunction that starts another clause, or
+# the inverted auxiliary of a question ("before my party did I order the cake").
 _ANCHOR_END_RE = re.compile(
-    r"[,.;:?!()\"]|\s(?:and|but|so|or|when|while|because|than|then|what|which|how)\b",
+    r"[,.;:?!()\"]|\s(?:and|but|so|or|when|while|because|than|then|what|which|how)\b"
+    r"|\s(?:did|do|does|was|were|is|are|have|has|had|will|would|can|could)\s+"
+    r"(?:I|you|we|he|she|they|it|(?-i:[A-Z])\w*)\b",
     re.IGNORECASE,
 )
 _ANCHOR_MAX_WORDS = 8
@@ -179,8 +182,8 @@ def _event(word: str, match: re.Match[str], query: str, dated: list[TimeScope]) 
         if begin < scope.span[0] < end:
             end = scope.span[0]
     words = query[begin:end].split()[:_ANCHOR_MAX_WORDS]
-    if not words or words[0].lower() in _NOT_EVENTS:
-        return None
+    if not words or words[0].lower() in _NOT_EVENTS or words[0][0].isdigit():
+        return None  # "after 5": a time of day or a count, not an event
     anchor = " ".join(words)
     phrase_end = begin + query[begin:].find(words[-1]) + len(words[-1])
     return TimeScope(

@@ -317,6 +317,19 @@ class TestNamedWeekdays:
 
     def test_plural_weekday_is_a_habit_not_a_date(self) -> None:
         assert find_time_phrases("I swim on Saturdays", TUESDAY) == []
+        assert find_time_phrases("when do I wake up on Saturday mornings", TUESDAY) == []
+
+    @pytest.mark.parametrize("query", ["the Sunday mass at St. Mary's", "the Friday market stall"])
+    def test_a_bare_weekday_before_a_noun_is_no_date(self, query: str) -> None:
+        assert find_time_phrases(query, TUESDAY) == []
+
+    @pytest.mark.parametrize(
+        ("query", "phrase"),
+        [("we met Saturday, then left", "Saturday"), ("Saturday morning I ran", "Saturday")],
+    )
+    def test_a_bare_weekday_at_a_clause_end_or_part_of_day(self, query: str, phrase: str) -> None:
+        day = date(2023, 5, 27)
+        _expect(query, TUESDAY, "named_weekday", day, day + timedelta(days=1), phrase)
 
 
 class TestAbsoluteDates:
@@ -385,6 +398,17 @@ class TestBeforeAfter:
             ("what did I buy after my trip to Japan", "after_event", "my trip to Japan"),
             ("which shoes did I wear since the wedding, and why", "after_event", "the wedding"),
             (
+                "How many days before my best friend's party did I order her gift?",
+                "before_event",
+                "my best friend's party",
+            ),
+            ("before I was promoted, who was my manager", "before_event", "I was promoted"),
+            (
+                "months before my anniversary did Rachel get engaged",
+                "before_event",
+                "my anniversary",
+            ),
+            (
                 "prior to starting the new job what was my commute",
                 "before_event",
                 "starting the new job",
@@ -413,7 +437,13 @@ class TestBeforeAfter:
         assert _scope("after my trip to Japan in April", TUESDAY).kind == "named_month"
 
     @pytest.mark.parametrize(
-        "query", ["Have I been here before?", "after all, what is it", "what did I do before that"]
+        "query",
+        [
+            "Have I been here before?",
+            "after all, what is it",
+            "what did I do before that",
+            "the move you made after 27. Kg2",
+        ],
     )
     def test_no_event(self, query: str) -> None:
         assert resolve_time_phrases(query, TUESDAY) is None
