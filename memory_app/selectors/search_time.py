@@ -9,7 +9,9 @@ beside seed 004's 0.6 relevance): between candidates about as relevant, the one 
 named time ranks first; a candidate clearly more relevant (by more than TIME_WEIGHT / 0.6
 = 1/6 of the pool's relevance range) still ranks above it.
 
-A phrase about an event ("before I moved") has no interval here: nothing is boosted.
+The boost ranks the pool the vector and lexical steps found (their top-k): a memory of
+the named time that neither found is not brought in. A phrase about an event ("before I
+moved") has no interval here: nothing is boosted.
 """
 
 from __future__ import annotations
