@@ -9,6 +9,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from memory_app.api.serializers_time import TimeScopeSerializer, as_of_field
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
 from memory_app.selectors.search import MemoryFilters
 from memory_app.services.memories import MemoryDraft
@@ -395,6 +396,7 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
     acting_roles = _identifiers_field(
         required=False, default=list, help_text="Roles of the acting user."
     )
+    as_of = as_of_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         start, end = attrs.get("created_from"), attrs.get("created_to")
@@ -432,11 +434,15 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     recency = serializers.FloatField(help_text="0.5 ** (days since update / half-life).")
     importance = serializers.FloatField(help_text="The memory's importance.")
     access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
+    time = serializers.FloatField(
+        help_text="1 when the query names a time (see time_scope) and the memory occurred "
+        "(occurred_at) inside it, else 0."
+    )
 
 
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
     score = serializers.FloatField(
-        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access."
+        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time."
     )
     parts = ScorePartsSerializer(help_text="The score's parts.")
     memory = MemorySerializer(help_text="The memory.")
@@ -444,6 +450,14 @@ class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     query = serializers.CharField(help_text="The query as searched.")
+    as_of = serializers.DateTimeField(
+        required=False, help_text="When the question was asked: the request's as_of or now."
+    )
+    time_scope = TimeScopeSerializer(
+        allow_null=True,
+        required=False,
+        help_text="The query's time phrase as read against as_of; null when it names none.",
+    )
     results = SearchHitSerializer(many=True, help_text="Best first.")
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 import django_filters
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -40,6 +41,7 @@ from memory_app.api.serializers import (
     memory_data,
     memory_draft_from,
 )
+from memory_app.api.serializers_time import as_of_data, time_scope_data
 from memory_app.models import Memory, MemoryScope, MemoryType
 from memory_app.selectors.memories import (
     Actor,
@@ -314,7 +316,8 @@ class MemorySearchView(TenantAPIView):
         responses=SearchResultSerializer,
         description="Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is "
         "indexed with its neighbours' words), fused by z-normalised score, then recency, "
-        "importance and access; under tenant and visibility filters.",
+        "importance and access; under tenant and visibility filters. Time phrases of the "
+        "query are read against `as_of` and boost the memories that occurred in them.",
     )
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)
@@ -324,6 +327,7 @@ class MemorySearchView(TenantAPIView):
             user_id=data.get("acting_user_id") or data.get("user_id") or None,
             roles=tuple(data.get("acting_roles", [])),
         )
+        as_of = data.get("as_of") or timezone.now()
         outcome = memory_search(
             tenant=self.tenant,
             actor=actor,
@@ -334,11 +338,14 @@ class MemorySearchView(TenantAPIView):
             tags=data.get("tags"),
             limit=data["limit"],
             filters=payload.filters(),
+            as_of=as_of,
         )
         memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
         # The shape of SearchResultSerializer (the schema), built directly: see memory_data.
         body = {
             "query": data["query"],
+            "as_of": as_of_data(as_of),
+            "time_scope": time_scope_data(outcome.time_scope),
             "results": [
                 {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
                 for hit in outcome.hits

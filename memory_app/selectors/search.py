@@ -37,6 +37,9 @@ final score.
    signal. The parts are returned: semantic (cosine), lexical (BM25), relevance, rrf (the
    reciprocal rank fusion of the two lists, kept for comparison), recency, importance,
    access.
+5. Time: given `as_of`, a time phrase of the query ("last Saturday", "in May") adds a
+   small boost to the candidates that occurred in its interval, part `time`
+   (memory_app.selectors.search_time).
 
 Steps 1-3's SQL is one statement (`_pool_sql`, sent with its SET LOCALs), after the IDF
 lookup; then the hits' rows and their edges: four round trips per search.
@@ -67,8 +70,10 @@ from memory_app.selectors.memories import (
     visibility_branches_sql,
     visibility_sql,
 )
+from memory_app.selectors.search_time import apply_time_scope, query_time_scope
 
 if TYPE_CHECKING:
+    from memory_app.timeq import TimeScope
     from sessions_app.models import Tenant
 
 SearchMode = Literal["hybrid", "vector", "lexical"]
@@ -99,6 +104,7 @@ class SearchOutcome:
     hits: list[SearchHit]
     vector_ranking: list[uuid.UUID] = field(default_factory=list)
     lexical_ranking: list[uuid.UUID] = field(default_factory=list)
+    time_scope: TimeScope | None = None  # the query's time phrase, when `as_of` was given
 
 
 @dataclass(frozen=True)
@@ -494,10 +500,15 @@ def memory_search(
     now: datetime | None = None,
     query_embedding: list[float] | None = None,
     filters: MemoryFilters | None = None,
+    as_of: datetime | None = None,
 ) -> SearchOutcome:
     """The memories that best answer `query`, visible to `actor`, best first. A read
-    only: the caller records the access (`memory_record_access`) for the hits it uses."""
-    now = now or timezone.now()
+    only: the caller records the access (`memory_record_access`) for the hits it uses.
+
+    `as_of`, the moment the question is asked: the query's time phrases are read against
+    it (a boost, `search_time`) and it stands for `now`."""
+    time_scope = query_time_scope(query, as_of)
+    now = now or as_of or timezone.now()
     candidates = max(3 * limit, 30)
     where, params = search_where(
         tenant=tenant,
@@ -525,7 +536,7 @@ def memory_search(
                 own_user_id=actor.user_id if where.own_branch is not None else None,
             )
         if vector is None and lexical is None:
-            return SearchOutcome([], [], [])
+            return SearchOutcome([], [], [], time_scope)
         if lexical is not None:
             params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
         pool = _pool_sql(where, vector=vector is not None, lexical=lexical)
@@ -557,7 +568,7 @@ def memory_search(
             for row in rows
         }
         if not candidates_of_pool:
-            return SearchOutcome([], vector_ranking, lexical_ranking)
+            return SearchOutcome([], vector_ranking, lexical_ranking, time_scope)
         weight = float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT)
         if mode == "vector":
             weight = 1.0
@@ -568,15 +579,19 @@ def memory_search(
         )
         rrf = _rrf([ranking for ranking in (vector_ranking, lexical_ranking) if ranking])
         scored = sorted(
-            (
-                _score(pk, candidate, relevance.get(pk, 0.0), rrf.get(pk, 0.0), now)
-                for pk, candidate in candidates_of_pool.items()
+            apply_time_scope(
+                cursor,
+                time_scope,
+                [
+                    _score(pk, candidate, relevance.get(pk, 0.0), rrf.get(pk, 0.0), now)
+                    for pk, candidate in candidates_of_pool.items()
+                ],
             ),
             key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])),
         )[:limit]
         memories = _hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
-    return SearchOutcome(hits, vector_ranking, lexical_ranking)
+    return SearchOutcome(hits, vector_ranking, lexical_ranking, time_scope)
 
 
 # A hit's columns: all but the two tsvectors and the embedding, which no caller reads

@@ -1,0 +1,73 @@
+"""The time of a question in the memory API: `as_of` in, the time scope read from the
+query out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from memory_app.timeq import TimeScope
+
+
+class AsOfField(serializers.DateTimeField):
+    """An ISO 8601 datetime that keeps the offset the client sent: it is the calendar the
+    query's time phrases are read in ("yesterday" in Tokyo is not yesterday in UTC).
+    Without an offset, UTC (the service's time zone), as every datetime of the API."""
+
+    def enforce_timezone(self, value: datetime) -> datetime:
+        if timezone.is_aware(value):
+            return value
+        return super().enforce_timezone(value)
+
+
+def as_of_field() -> AsOfField:
+    return AsOfField(
+        required=False,
+        help_text="When the question is asked (ISO 8601, with its UTC offset: the query's "
+        "time phrases are read in its calendar; without one, UTC). Default: now. Time "
+        "phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', "
+        "'since March', '8 May 2023') are resolved against it, and memories whose "
+        "occurred_at lies in the phrase's interval get a small boost (score part `time`).",
+    )
+
+
+_AS_OF_OUT = AsOfField()
+
+
+class TimeScopeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    phrase = serializers.CharField(help_text="The words of the query that name a time.")
+    kind = serializers.CharField(
+        help_text="What kind of phrase: relative_day, earlier, ago, past_span, relative_week, "
+        "weekend, relative_month, relative_year, year, named_month, named_weekday, "
+        "absolute_date, before, after (an interval); before_event, after_event (an order "
+        "relative to an event the query names, `anchor`, with no interval: nothing boosted)."
+    )
+    start = serializers.DateTimeField(
+        allow_null=True, help_text="The interval's start, inclusive, in as_of's offset; null: open."
+    )
+    end = serializers.DateTimeField(
+        allow_null=True, help_text="The interval's end, exclusive, in as_of's offset; null: open."
+    )
+    anchor = serializers.CharField(
+        allow_null=True, help_text="For before_event/after_event: the event's words."
+    )
+
+
+def time_scope_data(scope: TimeScope | None) -> dict[str, Any] | None:
+    """`TimeScopeSerializer(scope).data`, written out (the search answers built directly)."""
+    if scope is None:
+        return None
+    return {
+        "phrase": scope.phrase,
+        "kind": scope.kind,
+        "start": _AS_OF_OUT.to_representation(scope.start) if scope.start else None,
+        "end": _AS_OF_OUT.to_representation(scope.end) if scope.end else None,
+        "anchor": scope.anchor,
+    }
+
+
+def as_of_data(as_of: datetime) -> str:
+    return str(_AS_OF_OUT.to_representation(as_of))
