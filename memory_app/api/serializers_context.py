@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from memory_app.api.serializers_time import as_of_field
 from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
 from sessions_app.api.fields import ContextPolicyField
 from sessions_app.context_policy_limits import MEMORY_LIMIT_MAX
@@ -25,6 +26,7 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_length=MAX_CONTEXT_QUERY_CHARS,
         help_text="What the next LLM call is about; ranks candidates by semantic match.",
     )
+    as_of = as_of_field()
     budget = serializers.IntegerField(
         required=False,
         min_value=MIN_BUDGET,

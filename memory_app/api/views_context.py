@@ -33,5 +33,6 @@ class SessionContextView(TenantAPIView):
             memory_limit=data.get("memory_limit"),
             turn_limit=data["turn_limit"],
             policy=data.get("policy"),
+            as_of=data.get("as_of"),
         )
         return Response(ContextSerializer(asdict(context)).data)

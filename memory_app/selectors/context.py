@@ -361,10 +361,13 @@ def context_assemble(
     memory_limit: int | None = None,
     turn_limit: int = MAX_VERBATIM_TURNS,
     policy: str | None = None,
+    as_of: datetime | None = None,
 ) -> AssembledContext:
     """The messages for the session's next LLM call, packed under `budget` tokens, from
     at most `memory_limit` found memories (default: the policy's K) and `turn_limit` open
-    turns, under the named context `policy` (default: the session's)."""
+    turns, under the named context `policy` (default: the session's). `as_of`: when the
+    question is asked (default now); the recall of turns reads the query's time phrases
+    against it ("last month", "in May") and prefers the turns said then."""
     session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
     rules = context_policy_get(
@@ -378,12 +381,16 @@ def context_assemble(
     window_turns = _turn_candidates(session, keep_last, turn_limit, not rules.compression)
     has_query = bool(query.strip())
     recalled = (
-        recalled_turn_candidates(tenant, session, query, {int(c.order[0]) for c in window_turns})
+        recalled_turn_candidates(
+            tenant, session, query, {int(c.order[0]) for c in window_turns}, as_of or now
+        )
         if has_query
         else RecallCandidates()
     )
     past = (
-        past_turn_candidates(tenant, session, query, settings.ENGRAM_CONTEXT_PAST_TURNS)
+        past_turn_candidates(
+            tenant, session, query, settings.ENGRAM_CONTEXT_PAST_TURNS, as_of or now
+        )
         if has_query
         else RecallCandidates()
     )

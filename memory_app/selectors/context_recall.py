@@ -55,7 +55,7 @@ def _text(recalled: RecalledTurn, label: str, query: str) -> str:
 
 
 def recalled_turn_candidates(
-    tenant: Tenant, session: ChatSession, query: str, offered: set[int]
+    tenant: Tenant, session: ChatSession, query: str, offered: set[int], as_of: datetime
 ) -> RecallCandidates:
     """The session's own earlier turns that best answer `query`, verbatim (the passage
     that answers), as lines of the "recalled" section; turns already offered as window
@@ -63,7 +63,7 @@ def recalled_turn_candidates(
     semantic score the best cosine over the turn's window, so they need no second
     embedding."""
     found = session_turns_recall(
-        tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS
+        tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS, as_of=as_of
     )
     out = RecallCandidates()
     for recalled in found:
@@ -89,12 +89,12 @@ def recalled_turn_candidates(
 
 
 def past_turn_candidates(
-    tenant: Tenant, session: ChatSession, query: str, limit: int
+    tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
 ) -> RecallCandidates:
     """The turns of the user's earlier sessions that best answer `query`, as lines of the
     "past" section in the order they were said, each labelled with its date, its session
     and its turn number, so the model can tell when and where it was said."""
-    found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit)
+    found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit, as_of=as_of)
     out = RecallCandidates()
     for recalled in found:
         memory = recalled.memory

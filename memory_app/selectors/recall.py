@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -40,22 +41,23 @@ class RecalledTurn:
 
 
 def session_turns_recall(
-    *, tenant: Tenant, session: ChatSession, query: str, limit: int
+    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
 ) -> list[RecalledTurn]:
-    """The session's own remembered turns that best answer `query`, best first."""
+    """The session's own remembered turns that best answer `query` asked at `as_of`
+    (its time phrases boost the turns said then), best first."""
     filters = MemoryFilters(session_id=session.pk, sources=TURN_SOURCES)
-    return _recall(tenant, session, query, limit, filters, agent_id=None)
+    return _recall(tenant, session, query, limit, filters, None, as_of)
 
 
 def past_turns_recall(
-    *, tenant: Tenant, session: ChatSession, query: str, limit: int
+    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
 ) -> list[RecalledTurn]:
     """The turns of the user's other sessions that best answer `query`, best first: of
     every agent's sessions unless ENGRAM_RECALL_ACROSS_AGENTS is off, then only of the
     session's agent."""
     filters = MemoryFilters(exclude_session_id=session.pk, sources=TURN_SOURCES)
     agent_id = None if settings.ENGRAM_RECALL_ACROSS_AGENTS else session.agent_id
-    return _recall(tenant, session, query, limit, filters, agent_id=agent_id)
+    return _recall(tenant, session, query, limit, filters, agent_id, as_of)
 
 
 def _recall(
@@ -65,6 +67,7 @@ def _recall(
     limit: int,
     filters: MemoryFilters,
     agent_id: str | None,
+    as_of: datetime,
 ) -> list[RecalledTurn]:
     if not query.strip() or limit <= 0:
         return []
@@ -78,6 +81,7 @@ def _recall(
         limit=limit,
         query_embedding=vector,
         filters=filters,
+        as_of=as_of,
     ).hits
     around = _window_cosines(tenant.pk, session.user_id, [hit.memory for hit in hits], vector)
     return [

@@ -193,3 +193,26 @@ def test_a_batch_refuses_the_item_with_a_bad_time_alone(api: APIClient) -> None:
     stored = api.get(f"/api/v1/sessions/{session}/turns").json()["results"]
     assert [t["user_message"] for t in stored] == ["one", "three"]
     assert stored[0]["occurred_at"] is not None
+
+
+def test_the_context_takes_the_time_the_question_is_asked(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    converse(
+        api,
+        "ana",
+        [("The dentist said my filling is fine.", "Good news.")],
+        occurred_at="2023-03-10T10:00:00Z",
+    )
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    url = f"/api/v1/sessions/{session}/context"
+    body = api.get(
+        url, {"query": "What did the dentist say in March?", "as_of": "2023-07-01T09:00:00+02:00"}
+    )
+    assert body.status_code == 200, body.content
+    assert "[2023-03-10 10:00" in _text(body.json())
+    bad = api.get(url, {"query": "dentist", "as_of": "next tuesday"})
+    assert bad.status_code == 400
+    assert list(bad.json()["error"]["fields"]) == ["as_of"]
