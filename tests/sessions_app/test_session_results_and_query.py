@@ -1,4 +1,4 @@
-"""Issue 15, sessions (seeds 002 and 003): the session shows its last results and query
+"""Seeds 002 and 003: the session shows its last results and query
 history, one turn can be read, state changes are logged and rolled back as turns, and a
 session's TTL defaults by provider."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 / seed 001: `supersedes` is written on merge and on update.
+"""Seed 001: `supersedes` is written on merge and on update.
 
 The model: a merge or an update keeps the memory's row and id and moves the replaced text
 to its history, so what is superseded is a *version*. Each new version writes one edge
@@ -14,7 +14,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from memory_app.models import MemoryRelation
-from tests.memory_app.test_issue15_memories import AS, created
+from tests.memory_app.test_memory_types_metadata_relations import AS, created
 from tests.memory_app.test_memories_api import MEMORIES, add
 
 pytestmark = pytest.mark.django_db

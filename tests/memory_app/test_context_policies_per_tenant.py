@@ -1,4 +1,4 @@
-"""Issue 15 / seed 004: named context policies are managed per tenant (API and admin),
+"""Seed 004: named context policies are managed per tenant (API and admin),
 the settings' ENGRAM_CONTEXT_POLICIES being every tenant's defaults; sessions and
 `GET …/context?policy=` name them, and two policies can be compared on one session."""
 

@@ -1,4 +1,4 @@
-"""Issue 15, memories (seeds 001 and 003): interest/event types, free metadata, relations
+"""Seeds 001 and 003: interest/event types, free metadata, relations
 through the API, search filters, insertion gates, revert, the user export, related
 memories in the context and `derived_from` on span memories."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 / seed 002: a session past its token threshold rotates. The next turn opens a
+"""Seed 002: a session past its token threshold rotates. The next turn opens a
 successor linked by previous_session_id, carrying state, focus, results and cart; the old
 one is archived and answers 410 naming its successor; the successor's context still
 finds what was said in the old one."""

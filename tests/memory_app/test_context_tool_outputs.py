@@ -1,4 +1,4 @@
-"""Issue 15 / seed 004: tool outputs are context candidates of their own kind, old
+"""Seed 004: tool outputs are context candidates of their own kind, old
 verbatim turns and dissimilar snippets page out first (and the breakdown says so), and
 the context takes memory_limit and turn_limit next to budget."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 / seed 000: optional capture of each step's prompt and completion (off by
+"""Seed 000: optional capture of each step's prompt and completion (off by
 default; per tenant or session; size-capped; erased with the user), exported as
 chat-format JSONL over HTTP and by a management command."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 / seed 000: the tenant's prompt-capture switch through the API
+"""Seed 000: the tenant's prompt-capture switch through the API
 (`GET/PATCH /api/v1/tenant`), not only the admin. A key acts for its own tenant only."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from sessions_app.models import Tenant
-from tests.sessions_app.test_issue15_capture import captured_turn, jsonl
+from tests.sessions_app.test_prompt_capture import captured_turn, jsonl
 from tests.sessions_app.workspace_helpers import assert_error, create_session
 
 pytestmark = pytest.mark.django_db
