@@ -70,7 +70,9 @@ def test_a_run_is_kept_as_turns_with_the_models_usage(
         ("assistant", ANSWER),
     ]
     # The second model call saw the first exchange: the history came from Engram.
-    assert [m.get("content") for m in fake_llm.requests[1]["body"]["input"]][:1] == ["Find me a laptop"]
+    assert [m.get("content") for m in fake_llm.requests[1]["body"]["input"]][:1] == [
+        "Find me a laptop"
+    ]
     stored = ChatSession.objects.get(external_session_id="c1")
     totals = fake_llm.totals()
     assert stored.total_input_tokens == totals["input_tokens"] > 0

@@ -14,8 +14,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from memory_app.models import MemoryRelation
-from tests.memory_app.test_memory_types_metadata_relations import AS, created
 from tests.memory_app.test_memories_api import MEMORIES, add
+from tests.memory_app.test_memory_types_metadata_relations import AS, created
 
 pytestmark = pytest.mark.django_db
 
