@@ -5,8 +5,8 @@ so `Engram` and `AsyncEngram` (and their session handles) cannot drift apart."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
