@@ -11,6 +11,9 @@ attached by the other apps in their `AppConfig.ready()`:
   sends it once per turn, in order, with `session_turns_follow=True` on every turn but
   the session's last in that batch, so a receiver that judges the session as a whole may
   wait for the last. Receivers enqueue Celery tasks; they must be quick and must not raise.
+- `budget_threshold_crossed` is sent after commit with `crossed`: the
+  `ThresholdCrossed` items of period budgets whose spend a turn moved past an alert
+  threshold (once per budget, period and threshold); analytics_app sends the webhook.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
 - `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
@@ -48,6 +51,7 @@ from sessions_app.usage import TokenCounts
 turn_recorded = Signal()
 demo_loaded = Signal()
 user_erased = Signal()
+budget_threshold_crossed = Signal()
 
 
 @dataclass(frozen=True)
