@@ -2,6 +2,7 @@
 
 from analytics_app.models.alerts import AlertStatus, RunawayAlert
 from analytics_app.models.prices import ModelPrice
+from analytics_app.models.reconciliation import ProviderUsage
 from analytics_app.models.rollups import (
     ROLLUP_COUNTERS,
     Granularity,
@@ -16,6 +17,7 @@ __all__ = [
     "AlertStatus",
     "Granularity",
     "ModelPrice",
+    "ProviderUsage",
     "RollupFillState",
     "RunawayAlert",
     "SpendCounters",
