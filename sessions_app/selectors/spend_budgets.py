@@ -149,6 +149,12 @@ def spend_budget_get(*, tenant: Tenant, budget_id: Any) -> SpendBudget:
         raise NotFound("Budget not found.") from exc
 
 
+def spend_budgets_by_id(ids: list[Any]) -> dict[Any, SpendBudget]:
+    """Budgets by id, whatever their tenant (for after-commit receivers that were handed
+    ids by sessions_app itself)."""
+    return {budget.pk: budget for budget in SpendBudget.objects.filter(pk__in=ids)}
+
+
 @dataclass(frozen=True)
 class BudgetForecast:
     """Spend at the period's end if it goes on at the rate so far (None: no period)."""

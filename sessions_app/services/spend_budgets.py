@@ -88,10 +88,13 @@ def _errors(values: dict[str, Any]) -> dict[str, list[str]]:
     known = isinstance(zone, str) and zone in _python_zones()
     if not known or not _zone_known_to_postgres(str(zone)):
         errors["time_zone"] = ["Unknown time zone; an IANA name such as 'Europe/Paris'."]
-    for name in ("limit_tokens", "limit_usd"):
-        limit = values.get(name)
-        if limit is not None and limit < 0:
-            errors[name] = ["Must be zero or more."]
+    tokens, usd = values.get("limit_tokens"), values.get("limit_usd")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+        errors["limit_tokens"] = ["Must be a whole number."]
+    elif tokens is not None and tokens < 0:
+        errors["limit_tokens"] = ["Must be zero or more."]
+    if usd is not None and (not usd.is_finite() or usd < 0):
+        errors["limit_usd"] = ["Must be a number, zero or more."]
     if values.get("limit_tokens") is None and values.get("limit_usd") is None:
         errors["limit_tokens"] = ["Give limit_tokens, limit_usd or both."]
     thresholds = values.get("alert_thresholds")
@@ -108,6 +111,12 @@ def _normalised(values: dict[str, Any]) -> dict[str, Any]:
     for key in ("user_id", "agent_id", "name"):
         values[key] = str(values.get(key) or "").strip()
     values["model"] = str(values.get("model") or "").strip().lower()
+    usd = values.get("limit_usd")
+    if usd is not None and not isinstance(usd, Decimal):
+        try:
+            values["limit_usd"] = Decimal(str(usd))
+        except ArithmeticError:
+            values["limit_usd"] = Decimal("NaN")
     if isinstance(values.get("alert_thresholds"), list):
         values["alert_thresholds"] = sorted(set(values["alert_thresholds"]))
     return values
