@@ -284,3 +284,40 @@ def test_a_week_starts_on_monday_and_a_lifetime_budget_never_rolls(
     _spend_at(tenant, session.pk, _local(zone, 2029, 1, 1))
     lifetime = _figures(tenant, session.pk, _local(zone, 2030, 1, 1))
     assert lifetime.spent_tokens == 2000 and lifetime.period_end is None
+
+
+@pytest.mark.django_db
+def test_the_batch_route_counts_against_period_budgets_too(api: APIClient) -> None:
+    made = create_budget(api, scope="tenant", user_id="")
+    first = create_session(api)["id"]
+    second = create_session(api, user_id="u2")["id"]
+    items = [{"session_id": sid, "steps": [STEP]} for sid in (first, second, first)]
+    response = api.post("/api/v1/turns/batch", {"turns": items}, format="json")
+    assert response.status_code == 200, response.content
+    assert [r["status"] for r in response.json()["results"]] == [201, 201, 201]
+    current = api.get(f"/api/v1/budgets/{made['id']}").json()["current"]
+    assert current["spent_tokens"] == 3000
+
+
+@pytest.mark.django_db
+def test_the_schema_documents_every_budget_field() -> None:
+    from django.test import Client
+
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    paths = schema["paths"]
+    assert {"get", "post"} <= set(paths["/api/v1/budgets"])
+    assert {"get", "patch", "delete"} <= set(paths["/api/v1/budgets/{budget_id}"])
+    assert "400" in paths["/api/v1/budgets"]["post"]["responses"]
+    assert "404" in paths["/api/v1/budgets/{budget_id}"]["patch"]["responses"]
+    components = schema["components"]["schemas"]
+    for name in ("SpendBudgetWriteRequest", "SpendBudget", "BudgetPeriod", "BudgetFigures"):
+        for field, spec in components[name]["properties"].items():
+            described = spec.get("description") or any(
+                "description" in part for part in spec.get("allOf", [])
+            )
+            assert described, f"{name}.{field} has no help_text"
+    check = components["BudgetCheckRequest"]["properties"]
+    assert "model" in check
+    assert "budgets" in components["BudgetCheckResult"]["properties"]
+    assert "get" in paths["/api/v1/usage/reconciliation"]
+    assert "post" in paths["/api/v1/usage/imports"]
