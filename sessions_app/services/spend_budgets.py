@@ -67,7 +67,7 @@ def _zone_known_to_postgres(name: str) -> bool:
     return True
 
 
-def _errors(values: dict[str, Any]) -> dict[str, list[str]]:
+def spend_budget_errors(values: dict[str, Any]) -> dict[str, list[str]]:
     """What is wrong with a budget's values, by field (empty when nothing)."""
     errors: dict[str, list[str]] = {}
     scope = values.get("scope")
@@ -106,7 +106,7 @@ def _errors(values: dict[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _normalised(values: dict[str, Any]) -> dict[str, Any]:
+def spend_budget_normalised(values: dict[str, Any]) -> dict[str, Any]:
     values = dict(values)
     for key in ("user_id", "agent_id", "name"):
         values[key] = str(values.get(key) or "").strip()
@@ -132,8 +132,8 @@ def spend_budget_create(*, tenant: Tenant, **fields: Any) -> SpendBudget:
         "action": BudgetAction.REFUSE,
         "alert_thresholds": SpendBudget._meta.get_field("alert_thresholds").get_default(),
     }
-    values = _normalised({**defaults, **fields})
-    errors = _errors(values)
+    values = spend_budget_normalised({**defaults, **fields})
+    errors = spend_budget_errors(values)
     if errors:
         raise InvalidInput(fields=errors)
     return SpendBudget.objects.create(tenant=tenant, **values)
@@ -146,8 +146,9 @@ def spend_budget_update(*, budget: SpendBudget, **fields: Any) -> SpendBudget:
     unknown = set(fields) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput(fields={name: ["Unknown field."] for name in sorted(unknown)})
-    values = _normalised({**{name: getattr(budget, name) for name in EDITABLE_FIELDS}, **fields})
-    errors = _errors(values)
+    stored = {name: getattr(budget, name) for name in EDITABLE_FIELDS}
+    values = spend_budget_normalised({**stored, **fields})
+    errors = spend_budget_errors(values)
     if errors:
         raise InvalidInput(fields=errors)
     changed = [name for name in EDITABLE_FIELDS if getattr(budget, name) != values[name]]
