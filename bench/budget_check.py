@@ -1,6 +1,6 @@
 """Budget check with reservation over HTTP, five period budgets applying, 20 agents.
 
-`python -m bench.budget_check [--rounds 2] [--seconds 8] [--no-record]`: gunicorn
+`python -m bench.budget_check [--agents 20] [--rounds 2] [--seconds 8] [--no-record]`: gunicorn
 (`config.wsgi`, production settings, workers = nproc, gthread) and 20 client threads on
 keep-alive connections, each agent in its own session of one user, one agent and one
 model, so that all five budgets (tenant, user, agent, model, user x agent; day periods,
@@ -64,7 +64,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def _setup() -> tuple[str, dict[str, list[str]]]:
+def _setup(agents: int) -> tuple[str, dict[str, list[str]]]:
     from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
     from sessions_app.services.sessions import session_create
     from sessions_app.services.spend_budgets import spend_budget_create
@@ -91,18 +91,18 @@ def _setup() -> tuple[str, dict[str, list[str]]]:
         tenant = plain if phase == "turn" else budgeted
         sessions[phase] = [
             str(session_create(tenant=tenant, user_id="bench-user", agent_id="bench-agent").pk)
-            for _ in range(AGENTS)
+            for _ in range(agents)
         ]
     return json.dumps(secrets), sessions
 
 
-def measure(ctx: BenchContext, rounds: int, seconds: float) -> dict[str, Any]:
+def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict[str, Any]:
     from django.db import connection
 
     from bench.b1_ingestion import TURN_BODY
     from bench.servers import Gunicorn
 
-    secrets_json, sessions = _setup()
+    secrets_json, sessions = _setup(agents)
     secrets = json.loads(secrets_json)
     connection.close()
     turn = json.dumps(TURN_BODY).encode()
@@ -152,6 +152,7 @@ def measure(ctx: BenchContext, rounds: int, seconds: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.budget_check", description=__doc__)
+    parser.add_argument("--agents", type=int, default=AGENTS, help="client threads")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=8.0, help="per phase and round")
     parser.add_argument("--no-record", action="store_true")
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             nproc=os.cpu_count() or 1, log=log,
         )  # fmt: skip
         load_before = os.getloadavg()[0]
-        f = measure(ctx, args.rounds, args.seconds)
+        f = measure(ctx, args.agents, args.rounds, args.seconds)
         load_after = os.getloadavg()[0]
         plain, budgeted, pair = f["turn"], f["turn_budgeted"], f["check_then_turn"]
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         markdown = f"""
 Command: `{command}`
 
-{AGENTS} agents (client threads), each in its own session of one user, agent and model;
+{args.agents} agents (client threads), each in its own session of one user, agent and model;
 five day budgets (tenant, user, agent, model, user x agent) apply to every call of the
 budgeted phases. {args.rounds} rounds of {args.seconds:.0f} s per phase, alternating.
 1-minute load average {load_before:.1f} before, {load_after:.1f} after (2 shared cores:

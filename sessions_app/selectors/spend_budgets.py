@@ -42,14 +42,13 @@ APPLIES_SQL = (
     " AND (b.model = '' OR b.model = lower(%(model)s))"
 )
 
-# Lock the refusing budgets that apply, in id order, so that two checks sharing budgets
-# queue instead of deadlocking. NO KEY UPDATE: checks exclude each other, while turns
-# (whose spend rows reference the budget) are not held up by it.
+# Lock budgets by id, in id order, so that two checks sharing budgets queue instead of
+# deadlocking. NO KEY UPDATE: checks exclude each other, while turns (whose spend rows
+# reference the budget) are not held up by it.
 _LOCK_SQL = (
-    "SELECT b.id FROM spend_budget AS b WHERE "  # noqa: S608 - constant text
-    + APPLIES_SQL
-    + " AND b.action = 'refuse' ORDER BY b.id FOR NO KEY UPDATE OF b"
+    "SELECT b.id FROM spend_budget AS b WHERE b.id = ANY(%s) ORDER BY b.id FOR NO KEY UPDATE"
 )
+_APPLYING_SQL = "SELECT b.* FROM spend_budget AS b WHERE " + APPLIES_SQL + " ORDER BY b.id"  # noqa: S608
 
 # One statement, so one snapshot: a turn that commits in between spends a reservation
 # and adds its cost at once, never one without the other.
@@ -94,25 +93,20 @@ def budgets_applying(
 ) -> list[BudgetFigures]:
     """Every budget of the tenant that applies to a call by `user_id` with `agent_id` on
     `model`, with its figures at `at`, in id order. With `lock` (inside a transaction),
-    the refusing ones are locked first and the figures read after the locks are held."""
+    the refusing ones are locked, and the figures read after the locks are held: the
+    locked part is two statements, so that checks sharing budgets queue briefly."""
     params: dict[str, Any] = {
         "tenant": tenant.pk,
         "user": user_id,
         "agent": agent_id,
         "model": model or "",
-        "at": at,
     }
-    if lock:
+    budgets = list(SpendBudget.objects.raw(_APPLYING_SQL, params))
+    refusing = [budget.pk for budget in budgets if budget.action == BudgetAction.REFUSE]
+    if lock and refusing:
         with connection.cursor() as cursor:
-            cursor.execute(_LOCK_SQL, params)
-    budgets = {
-        budget.pk: budget
-        for budget in SpendBudget.objects.raw(
-            "SELECT b.* FROM spend_budget AS b WHERE " + APPLIES_SQL,  # noqa: S608
-            params,
-        )
-    }
-    return budgets_figures(budgets=list(budgets.values()), at=at)
+            cursor.execute(_LOCK_SQL, [refusing])
+    return budgets_figures(budgets=budgets, at=at)
 
 
 def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetFigures]:

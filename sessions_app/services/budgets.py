@@ -154,6 +154,13 @@ def budget_check_reserve(
         raise NotFound("Session not found.") from exc
     session_ensure_writable(session=session, now=now)
     model = session_model(session) if model is None else model
+    # Everything that needs no budget lock first: checks sharing budgets queue on them.
+    held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
+    if reserve:
+        # A reservation lost with the database's last moments is what a killed worker
+        # leaves too (nothing held): no need to wait for the WAL flush under the locks.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
     periods = budgets_applying(
         tenant=tenant,
         user_id=session.user_id,
@@ -165,7 +172,6 @@ def budget_check_reserve(
     refusing = [figures for figures in periods if figures.refuses]
     if estimated_usd is None and any(f.budget.limit_usd is not None for f in refusing):
         estimated_usd = _usd_estimate(model=model, estimated_tokens=estimated_tokens, now=now)
-    held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
     check = budget_check(
         session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
     )
