@@ -4,6 +4,7 @@ refuse; each row shows its current period's use and forecast."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django import forms
@@ -20,6 +21,8 @@ from sessions_app.services.spend_budgets import (
     spend_budget_normalised,
     spend_budget_update,
 )
+
+_page = threading.local()
 
 
 class SpendBudgetForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -48,15 +51,17 @@ class SpendBudgetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     raw_id_fields = ["tenant"]
 
     def get_changelist_instance(self, request: HttpRequest) -> Any:
+        """The page's figures in one query, kept for this thread's request (the admin
+        instance is shared by every request)."""
         changelist = super().get_changelist_instance(request)
         now = timezone.now()
         rows = list(changelist.result_list)
-        self._figures = {f.budget.pk: f for f in budgets_figures(budgets=rows, at=now)}
-        self._now = now
+        _page.figures = {f.budget.pk: f for f in budgets_figures(budgets=rows, at=now)}
+        _page.now = now
         return changelist
 
     def _of(self, budget: SpendBudget) -> BudgetFigures | None:
-        return getattr(self, "_figures", {}).get(budget.pk)
+        return getattr(_page, "figures", {}).get(budget.pk)
 
     @admin.display(description="spent this period")
     def use(self, budget: SpendBudget) -> str:
@@ -70,7 +75,7 @@ class SpendBudgetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         figures = self._of(budget)
         if figures is None:
             return "—"
-        forecast = budget_forecast(figures, at=self._now)
+        forecast = budget_forecast(figures, at=_page.now)
         if forecast.tokens is None:
             return "no period"
         return f"{forecast.tokens} tokens, ${forecast.usd:.4f}"
