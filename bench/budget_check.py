@@ -109,17 +109,17 @@ def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict
     server = Gunicorn(env=ctx.server_env, workers=ctx.nproc, threads=4)
     results: dict[str, LoadResult] = {}
     with server:
-        agents: dict[str, list[Any]] = {}
+        clients: dict[str, list[Any]] = {}
         for phase in PHASES:
             auth = {
                 "Authorization": f"Bearer {secrets['plain' if phase == 'turn' else 'budgeted']}"
             }
             if phase == "check_then_turn":
-                agents[phase] = [
+                clients[phase] = [
                     CheckThenTurn(server.port, sid, auth, turn) for sid in sessions[phase]
                 ]
             else:
-                agents[phase] = [
+                clients[phase] = [
                     HttpPoster(port=server.port, paths=[f"/api/v1/sessions/{sid}/turns"],
                                body=turn, headers=auth)
                     for sid in sessions[phase]
@@ -128,7 +128,7 @@ def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict
             for phase in PHASES:
                 result = run_load(
                     name=phase,
-                    operations=agents[phase],
+                    operations=clients[phase],
                     max_requests=100_000,
                     max_seconds=seconds,
                     warmup_per_thread=3 if number == 1 else 0,
@@ -140,8 +140,8 @@ def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict
                     f"{result.first_errors[:1]}"
                 )
                 results[phase] = results[phase].merged(result) if phase in results else result
-    checks = [ms for agent in agents["check_then_turn"] for ms in agent.check_ms]
-    figures = {phase: results[phase].summary() for phase in PHASES}
+    checks = [ms for agent in clients["check_then_turn"] for ms in agent.check_ms]
+    figures: dict[str, Any] = {phase: results[phase].summary() for phase in PHASES}
     figures["check"] = {
         "requests": len(checks),
         "p50_ms": round(_percentile(checks, 50), 2),
