@@ -74,6 +74,13 @@ class AnalyticsAppConfig(AppConfig):
 
         turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
 
+        from analytics_app.services.budget_alerts import on_budget_threshold_crossed
+        from sessions_app.hooks import budget_threshold_crossed
+
+        budget_threshold_crossed.connect(
+            on_budget_threshold_crossed, dispatch_uid="analytics.budget_alerts"
+        )
+
         from analytics_app.selectors.usage_rollups import rollup_lag
         from sessions_app.metrics import scrape_gauge
 

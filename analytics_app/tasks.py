@@ -12,6 +12,7 @@ from celery import Task, shared_task
 from django.conf import settings
 
 from analytics_app.locks import single_run
+from analytics_app.models import BudgetAlert
 from analytics_app.services.alerts import AlertDeliveryFailed, alert_deliver, alert_mark_failed
 from analytics_app.services.rollups import rollups_fill
 from analytics_app.services.runaway import runaway_check_session, runaway_scan
@@ -46,6 +47,19 @@ def runaway_scan_task() -> str:
 @shared_task(name="analytics_app.runaway_check_session", **TASK_DEFAULTS)
 def runaway_check_session_task(session_id: str) -> str | None:
     return runaway_check_session(session_id=UUID(session_id))
+
+
+@shared_task(bind=True, name="analytics_app.budget_alert_deliver", **TASK_DEFAULTS)
+def budget_alert_deliver(self: Task, alert_id: int) -> str:
+    """A budget threshold alert, delivered and retried as the runaway alerts are."""
+    try:
+        return alert_deliver(alert_id=alert_id, model=BudgetAlert)
+    except AlertDeliveryFailed as exc:
+        if self.request.retries >= self.max_retries:
+            alert_mark_failed(alert_id=alert_id, model=BudgetAlert)
+            raise
+        countdown = 10 * 2**self.request.retries + random.uniform(0, 5)
+        raise self.retry(exc=exc, countdown=countdown) from exc
 
 
 @shared_task(bind=True, name="analytics_app.runaway_alert_deliver", **TASK_DEFAULTS)

@@ -2,13 +2,18 @@
 
 from django.urls import URLPattern, path
 
-from cockpit import views_memories, views_sessions, views_users
+from cockpit import views_budgets, views_memories, views_sessions, views_users
 
 urlpatterns: list[URLPattern] = [
     path(
         "dashboards/users/<int:tenant>/<str:user_id>/",
         views_users.user_page,
         name="cockpit-user",
+    ),
+    path(
+        "dashboards/budgets/<int:tenant>/",
+        views_budgets.budgets_page,
+        name="cockpit-budgets",
     ),
     path(
         "dashboards/sessions/<uuid:session_id>/",

@@ -572,3 +572,6 @@ class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[
 
     list_display = ["task_name", "args", "attempts", "created_at", "last_error"]
     list_filter = ["task_name"]
+
+
+from sessions_app import admin_budgets  # noqa: E402, F401 - registers the period budgets' admin

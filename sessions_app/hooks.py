@@ -21,6 +21,9 @@ attached by the other apps in their `AppConfig.ready()`:
   `session_ids` and `reason` (`rotated`, `expired`, `archived`, `imported`), when sessions
   stop taking turns, so other apps can write what outlives them (memory_app: an episode
   per session). Receivers enqueue tasks; they must be quick and must not raise.
+- `budget_threshold_crossed` is sent after commit with `crossed`: the
+  `ThresholdCrossed` items of period budgets whose spend a turn moved past an alert
+  threshold (once per budget, period and threshold); analytics_app sends the webhook.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
 - `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
@@ -61,6 +64,7 @@ turns_withdrawn = Signal()
 sessions_ended = Signal()
 demo_loaded = Signal()
 user_erased = Signal()
+budget_threshold_crossed = Signal()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 """Runaway alerts: one per episode, delivered to a webhook with an HMAC-SHA256 signature.
+Budget threshold alerts (`BudgetAlert`) are delivered by the same code.
 
 Delivery is at-least-once: a worker that dies between the receiver's 2xx and our commit
 sends the alert again on retry. Every delivery carries `X-Engram-Alert-Id`, so the
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from analytics_app.models import AlertStatus, RunawayAlert
+from analytics_app.models import AlertStatus, BudgetAlert, RunawayAlert
 from sessions_app.services.outbox import task_publish
 
 if TYPE_CHECKING:
@@ -89,12 +90,15 @@ def alert_open(
     return alert
 
 
-def alert_deliver(*, alert_id: int) -> str:
-    """Sends a pending alert once; answers its status. Raises AlertDeliveryFailed after
-    recording the failed attempt, so that the task retries."""
+AlertModel = type[RunawayAlert] | type[BudgetAlert]
+
+
+def alert_deliver(*, alert_id: int, model: AlertModel = RunawayAlert) -> str:
+    """Sends a pending alert (of `model`) once; answers its status. Raises
+    AlertDeliveryFailed after recording the failed attempt, so that the task retries."""
     error = ""
     with transaction.atomic():
-        alert = RunawayAlert.objects.select_for_update(skip_locked=True).filter(pk=alert_id).first()
+        alert = model.objects.select_for_update(skip_locked=True).filter(pk=alert_id).first()
         if alert is None:
             return "busy"  # gone, or another worker holds it right now
         if alert.status != AlertStatus.PENDING:
@@ -108,7 +112,7 @@ def alert_deliver(*, alert_id: int) -> str:
         body = json.dumps(alert.payload, sort_keys=True, separators=(",", ":")).encode()
         alert.attempts += 1
         try:
-            _post(url, body, alert.pk)
+            webhook_post(url, body, alert.pk)
         except (OSError, urllib.error.URLError, ValueError) as exc:
             error = f"{type(exc).__name__}: {exc}"
             alert.last_error = error[:2000]
@@ -117,13 +121,13 @@ def alert_deliver(*, alert_id: int) -> str:
             alert.status = AlertStatus.DELIVERED
             alert.delivered_at = timezone.now()
             alert.save(update_fields=["attempts", "status", "delivered_at", "payload"])
-            logger.info("runaway alert %s delivered for session %s", alert.pk, alert.session_id)
+            logger.info("%s %s delivered", model.__name__, alert.pk)
             return alert.status
-    logger.warning("runaway alert %s not delivered: %s", alert_id, error)
+    logger.warning("%s %s not delivered: %s", model.__name__, alert_id, error)
     raise AlertDeliveryFailed(error)
 
 
-def _post(url: str, body: bytes, alert_id: int) -> None:
+def webhook_post(url: str, body: bytes, alert_id: int) -> None:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"webhook URL must be http(s): {url!r}")
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
@@ -144,11 +148,9 @@ def _post(url: str, body: bytes, alert_id: int) -> None:
 
 
 @transaction.atomic
-def alert_mark_failed(*, alert_id: int) -> None:
+def alert_mark_failed(*, alert_id: int, model: AlertModel = RunawayAlert) -> None:
     """Retries are spent: the alert stays visible in the admin for a manual resend."""
-    RunawayAlert.objects.filter(pk=alert_id, status=AlertStatus.PENDING).update(
-        status=AlertStatus.FAILED
-    )
+    model.objects.filter(pk=alert_id, status=AlertStatus.PENDING).update(status=AlertStatus.FAILED)
 
 
 def alert_requeue_stuck(*, older_than: timedelta = STUCK_AFTER) -> int:

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app.api.fields import money_output_field, token_count_field
+from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
 from sessions_app.models import ChatTurn, TurnStep
 from sessions_app.services.turns import StepInput, TurnRecorded
@@ -347,6 +348,13 @@ class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
         max_value=3600,
         help_text="How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60).",
     )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        help_text="The model the next call uses, for model budgets; default: the session's "
+        "model (set on it, else its latest step's).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         legacy = attrs.pop("estimated_usd", None)
@@ -374,4 +382,9 @@ class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-
     )
     reservation = BudgetReservationSerializer(
         allow_null=True, help_text="The reservation taken (with `reserve: true`), else null."
+    )
+    budgets = BudgetFiguresSerializer(
+        many=True,
+        help_text="Every period budget that applies (user, agent, model, tenant), as checked: "
+        "spend in the current period and what other reservations hold.",
     )

@@ -2,6 +2,7 @@ from django.urls import path
 
 from sessions_app.api import (
     views_imports,
+    views_budgets,
     views_sessions,
     views_tenant,
     views_turn_batches,
@@ -68,6 +69,12 @@ urlpatterns = [
         name="session-selection-detail",
     ),
     path(f"{session}/cart-link", views_workspace.CartLinkView.as_view(), name="session-cart-link"),
+    path("budgets", views_budgets.SpendBudgetListView.as_view(), name="budget-list"),
+    path(
+        "budgets/<str:budget_id>",
+        views_budgets.SpendBudgetDetailView.as_view(),
+        name="budget-detail",
+    ),
     path("tenant", views_tenant.TenantView.as_view(), name="tenant"),
     path("users/<str:user_id>", views_users.UserErasureView.as_view(), name="user-erase"),
     path("users/<str:user_id>/export", views_users.UserExportView.as_view(), name="user-export"),

@@ -17,6 +17,8 @@ from rest_framework.response import Response
 from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation import planned_representation
+from sessions_app.api.representation_budgets import figures_data
+from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
     BudgetCheckResultSerializer,
@@ -219,21 +221,30 @@ class BudgetCheckView(TenantGenericAPIView):
             estimated_usd=data["estimated_cost_usd"],
             reserve=data["reserve"],
             lease_seconds=data.get("lease_seconds"),
+            model=data.get("model"),
         )
         check, session = decision.check, decision.session
+        budgets = [figures_data(figures) for figures in decision.periods]
         if not check.allowed:
-            # Held by others' reservations: retry when a lease may have ended or a turn
-            # been recorded, not in a minute.
-            retry = (
-                min(BUDGET_RETRY_AFTER_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-                if decision.held.count
-                else BUDGET_RETRY_AFTER_SECONDS
-            )
+            refusal = decision.refusal
+            if refusal is not None:
+                # A period budget: at the period's end, or sooner when others' leases hold it.
+                retry = refusal.retry_after
+            elif decision.held.count:
+                # Held by others' reservations: retry when a lease may have ended or a turn
+                # been recorded, not in a minute.
+                retry = min(BUDGET_RETRY_AFTER_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+            else:
+                retry = BUDGET_RETRY_AFTER_SECONDS
             raise BudgetExceeded(
                 check.reason,
                 extra={
                     "budget": jsonable(budget_state(session)),
-                    "reserved_tokens": decision.held.tokens,
+                    "reserved_tokens": decision.held.tokens
+                    if refusal is None
+                    else refusal.figures.reserved_tokens,
+                    "budget_id": None if refusal is None else str(refusal.figures.budget.pk),
+                    "budgets": jsonable(BudgetFiguresSerializer(budgets, many=True).data),
                 },
                 headers={"Retry-After": str(retry)},
             )
@@ -244,6 +255,7 @@ class BudgetCheckView(TenantGenericAPIView):
             "budget": budget_state(session),
             "reserved_tokens": decision.held.tokens,
             "reservation": decision.reservation,
+            "budgets": budgets,
         }
         return Response(BudgetCheckResultSerializer(result).data)
 

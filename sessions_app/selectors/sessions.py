@@ -154,6 +154,11 @@ def user_sessions(*, tenant_id: int, user_id: str) -> QuerySet[ChatSession]:
     )
 
 
+def tenant_by_name(name: str) -> Tenant | None:
+    """A tenant by its name, for management commands; None if there is none."""
+    return Tenant.objects.filter(name=name).first()
+
+
 def tenant_for_staff(*, tenant_id: int) -> Tenant | None:
     """A tenant by id for the operators' pages, or None (their views answer 404)."""
     return Tenant.objects.filter(pk=tenant_id).first()

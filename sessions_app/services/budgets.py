@@ -1,7 +1,12 @@
 """Budget pre-flight with reservations: what makes budgets hold when many agents share a
-session. Checking alone is a read, so thirty agents that check at once all see the same
-remaining budget and all go ahead; a reservation taken under the session's row lock is
-counted by every later check until the turn that spends it is recorded or its lease ends.
+session, or a user, agent, model or tenant budget across sessions. Checking alone is a
+read, so thirty agents that check at once all see the same remaining budget and all go
+ahead; a reservation taken under the locks of the session's row and of every refusing
+period budget that applies (locked in id order, so checks sharing budgets queue rather
+than deadlock) is counted by every later check until the turn that spends it is
+recorded or its lease ends. The reservation is one row, held against the session's
+budget and the period budgets (`budget_ids`) at once: spending or dropping it releases
+all of them, and a worker killed mid-check commits nothing and holds no lock.
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.errors import NotFound
+from sessions_app.hooks import StepUsage, price_step
 from sessions_app.models import BudgetReservation, ChatSession, Tenant
 from sessions_app.selectors.budgets import (
     NOTHING_HELD,
@@ -25,7 +30,23 @@ from sessions_app.selectors.budgets import (
     budget_check,
     reservations_held,
 )
-from sessions_app.selectors.sessions import session_ensure_writable
+from sessions_app.selectors.sessions import session_ensure_writable, session_model
+from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
+from sessions_app.usage import TokenCounts
+
+# Whole seconds to wait when others' reservations hold what is left: one of them may be
+# spent or end soon.
+RESERVED_RETRY_SECONDS = 60
+USD_RESERVATION_STEP = Decimal("0.000001")  # BudgetReservation.cost_usd's precision
+
+
+@dataclass(frozen=True)
+class PeriodRefusal:
+    """The first refusing period budget that says no, and when to ask again."""
+
+    figures: BudgetFigures
+    reason: str
+    retry_after: int  # seconds
 
 
 @dataclass(frozen=True)
@@ -34,10 +55,77 @@ class BudgetDecision:
     check: BudgetCheck
     held: Held  # other agents' live reservations, before this one
     reservation: BudgetReservation | None
+    periods: list[BudgetFigures]  # every period budget that applies, before this one
+    refusal: PeriodRefusal | None  # set when a period budget refused
 
 
 def _has_budget(session: ChatSession) -> bool:
     return session.budget_tokens is not None or session.budget_usd is not None
+
+
+def _retry_until_end(figures: BudgetFigures, now: datetime) -> int:
+    end = figures.period_end
+    if end is None:
+        return RESERVED_RETRY_SECONDS  # a lifetime limit: nothing refills it by itself
+    return max(1, int((end - now).total_seconds() + 0.999))
+
+
+def period_refusal(
+    *,
+    periods: list[BudgetFigures],
+    estimated_tokens: int,
+    estimated_usd: Decimal | None,
+    now: datetime,
+) -> PeriodRefusal | None:
+    """Would the estimate overdraw a refusing period budget, once the other agents' live
+    reservations are set aside? The first that would, in id order."""
+    lease_retry = min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+    for figures in periods:
+        if not figures.refuses:
+            continue
+        budget = figures.budget
+        lines = (
+            ("tokens", budget.limit_tokens, figures.spent_tokens, figures.reserved_tokens,
+             estimated_tokens),
+            ("USD", budget.limit_usd, figures.spent_usd, figures.reserved_usd,
+             estimated_usd or Decimal(0)),
+        )  # fmt: skip
+        for unit, limit, spent, held, estimate in lines:
+            if limit is None:
+                continue
+            name = f"The {budget.scope} budget {budget.name or budget.pk} ({budget.period})"
+            if spent >= limit:
+                reason, retry = f"{name} is spent: {spent} of {limit} {unit}.", None
+            elif spent + held >= limit:
+                pending = figures.reserved_count
+                reason = f"{name}: the rest is reserved by {pending} pending step(s)."
+                retry = lease_retry
+            elif spent + held + estimate > limit:
+                reason = (
+                    f"{name}: the estimate exceeds the {limit - spent - held} {unit} that remain"
+                    + (f" ({held} more are reserved)." if figures.reserved_count else ".")
+                )
+                retry = lease_retry if figures.reserved_count else None
+            else:
+                continue
+            return PeriodRefusal(
+                figures=figures,
+                reason=reason,
+                retry_after=retry if retry is not None else _retry_until_end(figures, now),
+            )
+    return None
+
+
+def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decimal | None:
+    """A USD estimate for a token estimate, when a USD limit needs one and the agent sent
+    none: every token priced as output (the dearer side for every provider we price),
+    rounded up, so a reservation never holds less than the call can cost."""
+    if not model or not estimated_tokens:
+        return None
+    cost = price_step(
+        StepUsage(model=model, tokens=TokenCounts(output_tokens=estimated_tokens), at=now)
+    )
+    return None if cost is None else cost.quantize(USD_RESERVATION_STEP, rounding="ROUND_CEILING")
 
 
 @transaction.atomic
@@ -49,12 +137,15 @@ def budget_check_reserve(
     estimated_usd: Decimal | None = None,
     reserve: bool = False,
     lease_seconds: int | None = None,
+    model: str | None = None,
     now: datetime | None = None,
 ) -> BudgetDecision:
-    """Check the estimate against the budget less live reservations; with `reserve`,
-    hold it for `lease_seconds` when allowed. The session row is locked (as recording a
-    turn locks it), so two reservations never both take the last of the budget. A
-    session without a budget answers allowed and holds nothing."""
+    """Check the estimate against the session's budget and every period budget that
+    applies to its user, agent and `model` (default: the session's), less live
+    reservations; with `reserve`, hold it for `lease_seconds` when allowed. The session
+    row and the refusing period budgets are locked (as recording a turn locks the
+    session), so two reservations never both take the last of a budget. Nothing to hold
+    against (no budget applies): allowed, and nothing is held."""
     now = now or timezone.now()
     try:
         query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
@@ -62,21 +153,75 @@ def budget_check_reserve(
     except (ValueError, ChatSession.DoesNotExist) as exc:
         raise NotFound("Session not found.") from exc
     session_ensure_writable(session=session, now=now)
+    model = session_model(session) if model is None else model
+    # Everything that needs no budget lock first: checks sharing budgets queue on them.
     held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
+    if reserve:
+        # A reservation lost with the database's last moments is what a killed worker
+        # leaves too (nothing held): no need to wait for the WAL flush under the locks.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+    periods = budgets_applying(
+        tenant=tenant,
+        user_id=session.user_id,
+        agent_id=session.agent_id,
+        model=model,
+        at=now,
+        lock=reserve,
+    )
+    refusing = [figures for figures in periods if figures.refuses]
+    if estimated_usd is None and any(f.budget.limit_usd is not None for f in refusing):
+        estimated_usd = _usd_estimate(model=model, estimated_tokens=estimated_tokens, now=now)
     check = budget_check(
         session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
     )
+    refusal = None
+    if check.allowed:
+        refusal = period_refusal(
+            periods=periods,
+            estimated_tokens=estimated_tokens,
+            estimated_usd=estimated_usd,
+            now=now,
+        )
+        if refusal is not None:
+            check = BudgetCheck(
+                allowed=False,
+                reason=refusal.reason,
+                tokens_remaining_after=check.tokens_remaining_after,
+            )
     reservation = None
-    if reserve and check.allowed and _has_budget(session):
+    if reserve and check.allowed and (_has_budget(session) or refusing):
         lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
         reservation = BudgetReservation.objects.create(
             session=session,
             tokens=estimated_tokens,
             cost_usd=estimated_usd,
+            budget_ids=[figures.budget.pk for figures in refusing],
             created_at=now,
             expires_at=now + timedelta(seconds=lease),
         )
-    return BudgetDecision(session=session, check=check, held=held, reservation=reservation)
+    return BudgetDecision(
+        session=session,
+        check=check,
+        held=held,
+        reservation=reservation,
+        periods=periods,
+        refusal=refusal,
+    )
+
+
+# The named reservation if live, else the session's oldest live one; and the session's
+# ended ones. One statement: it runs for every recorded turn, budget or not, since
+# period budgets hold reservations of sessions that have no budget of their own.
+_RELEASE_SQL = """
+DELETE FROM budget_reservation
+ WHERE session_id = %(session)s
+   AND (expires_at <= %(now)s OR id = (
+        SELECT r.id FROM budget_reservation AS r
+         WHERE r.session_id = %(session)s AND r.expires_at > %(now)s
+         ORDER BY (r.id = %(named)s::uuid) DESC NULLS LAST, r.created_at, r.id
+         LIMIT 1))
+"""
 
 
 def budget_reservation_release(
@@ -87,18 +232,10 @@ def budget_reservation_release(
     reserved and then records its turn need not pass the id: FIFO is right when agents
     reserve one step at a time; and when a turn without an id already spent the named
     one, the turn that names it spends the one left over instead, so every turn spends
-    exactly one while any is live). Ended leases of the session go at the same time."""
-    if not _has_budget(session):
-        return
-    ended = Q(expires_at__lte=now)
-    mine = BudgetReservation.objects.filter(session=session)
-    if reservation_id is not None:
-        named, _ = mine.filter(pk=reservation_id, expires_at__gt=now).delete()
-        if named:
-            mine.filter(ended).delete()
-            return
-    oldest = mine.filter(expires_at__gt=now).order_by("created_at", "pk").values("pk")[:1]
-    mine.filter(Q(pk__in=oldest) | ended).delete()
+    exactly one while any is live). Ended leases of the session go at the same time.
+    Deleting the reservation releases its holds on period budgets too."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RELEASE_SQL, {"session": session.pk, "now": now, "named": reservation_id})
 
 
 def budget_reservations_purge(*, now: datetime | None = None, limit: int = 10_000) -> int:

@@ -44,6 +44,7 @@ from sessions_app.services.idempotency import (
     idempotency_release_many,
 )
 from sessions_app.services.rows import rows_copy, rows_next_ids
+from sessions_app.services.spend_budgets import period_budgets_spend
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
@@ -264,6 +265,7 @@ def _record(
     rows_copy(ChatTurn, turns, now=now)
     rows_copy(TurnStep, steps, now=now, with_pk=False)
     sessions_save_counters(list(touched.values()))
+    period_budgets_spend(tenant_id=tenant.pk, steps=steps, at=now)
 
     responses: dict[int, tuple[int, dict[str, Any]]] = {}
     for entry in pending:

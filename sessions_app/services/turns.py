@@ -40,6 +40,7 @@ from sessions_app.services.snapshots import (
     session_workspace_restore,
     session_workspace_snapshot,
 )
+from sessions_app.services.spend_budgets import period_budgets_spend
 from sessions_app.usage import TokenCounts, UsageError
 
 UNCHANGED: Any = object()
@@ -599,6 +600,7 @@ def turn_record(
     )
     turns_insert([draft], now=now)
     sessions_save_counters([draft.session])
+    period_budgets_spend(tenant_id=tenant.pk, steps=draft.steps, at=now)
     turn, session = draft.turn, draft.session
     transaction.on_commit(lambda: turn_announce(turn=turn, session=session))
     return TurnRecorded(turn=turn, session=session, warnings=draft.warnings)

@@ -1,0 +1,173 @@
+"""Reading period budgets: which apply to a call, and what each has spent and holds.
+
+Periods are computed by PostgreSQL in the budget's own time zone: `date_trunc(period,
+at, time_zone)` is the local midnight (or Monday, or first of the month) as an instant,
+and the end is the next one, reached by local calendar arithmetic, so a day across a
+DST change lasts 23 or 25 hours and a month its own number of days. Spending
+(`sessions_app.services.spend_budgets`) and checking use the same expressions, so they
+never disagree on which period a turn falls in. A budget without a period has one
+"period" that starts at `LIFETIME_START` and never ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from sessions_app.errors import NotFound
+from sessions_app.models import BudgetAction, SpendBudget, Tenant
+
+LIFETIME_START = datetime(1970, 1, 1, tzinfo=UTC)
+
+# The period containing %(at)s of budget `b`, as SQL over the columns of `b`.
+PERIOD_START_SQL = (
+    "(CASE WHEN b.period = 'none' THEN '1970-01-01T00:00:00Z'::timestamptz"
+    " ELSE date_trunc(b.period, %(at)s::timestamptz, b.time_zone) END)"
+)
+PERIOD_END_SQL = (
+    "(CASE WHEN b.period = 'none' THEN NULL ELSE"
+    " (date_trunc(b.period, %(at)s::timestamptz, b.time_zone) AT TIME ZONE b.time_zone"
+    " + ('1 ' || b.period)::interval) AT TIME ZONE b.time_zone END)"
+)
+# The budgets that apply to a call of (user, agent, model): a blank key matches all.
+APPLIES_SQL = (
+    "b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s)"
+    " AND (b.agent_id = '' OR b.agent_id = %(agent)s)"
+    " AND (b.model = '' OR b.model = lower(%(model)s))"
+)
+
+# Lock budgets by id, in id order, so that two checks sharing budgets queue instead of
+# deadlocking. NO KEY UPDATE: checks exclude each other, while turns (whose spend rows
+# reference the budget) are not held up by it.
+_LOCK_SQL = (
+    "SELECT b.id FROM spend_budget AS b WHERE b.id = ANY(%s) ORDER BY b.id FOR NO KEY UPDATE"
+)
+_APPLYING_SQL = "SELECT b.* FROM spend_budget AS b WHERE " + APPLIES_SQL + " ORDER BY b.id"  # noqa: S608
+
+# One statement, so one snapshot: a turn that commits in between spends a reservation
+# and adds its cost at once, never one without the other.
+_FIGURES_SQL = (
+    "SELECT b.id, p.period_start, p.period_end,"  # noqa: S608 - constant text
+    " coalesce(s.tokens, 0), coalesce(s.cost_usd, 0),"
+    " coalesce(h.n, 0), coalesce(h.tokens, 0), coalesce(h.usd, 0)"
+    " FROM spend_budget AS b"
+    " CROSS JOIN LATERAL (SELECT "
+    + PERIOD_START_SQL
+    + " AS period_start, "
+    + PERIOD_END_SQL
+    + " AS period_end) AS p"
+    " LEFT JOIN budget_spend AS s ON s.budget_id = b.id AND s.period_start = p.period_start"
+    " LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens,"
+    " sum(r.cost_usd) AS usd FROM budget_reservation AS r"
+    " WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true"
+    " WHERE b.id = ANY(%(ids)s) ORDER BY b.id"
+)
+
+
+@dataclass(frozen=True)
+class BudgetFigures:
+    """One budget in its current period: limits, spend, and live reservations."""
+
+    budget: SpendBudget
+    period_start: datetime
+    period_end: datetime | None
+    spent_tokens: int
+    spent_usd: Decimal
+    reserved_count: int
+    reserved_tokens: int
+    reserved_usd: Decimal
+
+    @property
+    def refuses(self) -> bool:
+        return self.budget.action == BudgetAction.REFUSE
+
+
+def budgets_applying(
+    *, tenant: Tenant, user_id: str, agent_id: str, model: str, at: datetime, lock: bool = False
+) -> list[BudgetFigures]:
+    """Every budget of the tenant that applies to a call by `user_id` with `agent_id` on
+    `model`, with its figures at `at`, in id order. With `lock` (inside a transaction),
+    the refusing ones are locked, and the figures read after the locks are held: the
+    locked part is two statements, so that checks sharing budgets queue briefly."""
+    params: dict[str, Any] = {
+        "tenant": tenant.pk,
+        "user": user_id,
+        "agent": agent_id,
+        "model": model or "",
+    }
+    budgets = list(SpendBudget.objects.raw(_APPLYING_SQL, params))
+    refusing = [budget.pk for budget in budgets if budget.action == BudgetAction.REFUSE]
+    if lock and refusing:
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_SQL, [refusing])
+    return budgets_figures(budgets=budgets, at=at)
+
+
+def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetFigures]:
+    """These budgets' figures at `at` (one statement), in id order."""
+    if not budgets:
+        return []
+    by_id = {budget.pk: budget for budget in budgets}
+    with connection.cursor() as cursor:
+        cursor.execute(_FIGURES_SQL, {"at": at, "ids": list(by_id)})
+        rows = cursor.fetchall()
+    return [
+        BudgetFigures(
+            budget=by_id[row[0]],
+            period_start=row[1],
+            period_end=row[2],
+            spent_tokens=int(row[3]),
+            spent_usd=Decimal(row[4]),
+            reserved_count=int(row[5]),
+            reserved_tokens=int(row[6]),
+            reserved_usd=Decimal(row[7]),
+        )
+        for row in rows
+    ]
+
+
+def spend_budgets_of(tenant: Tenant) -> QuerySet[SpendBudget]:
+    return SpendBudget.objects.filter(tenant=tenant).order_by("created_at", "id")
+
+
+def spend_budget_get(*, tenant: Tenant, budget_id: Any) -> SpendBudget:
+    try:
+        return SpendBudget.objects.get(tenant=tenant, pk=uuid.UUID(str(budget_id)))
+    except (ValueError, SpendBudget.DoesNotExist) as exc:
+        raise NotFound("Budget not found.") from exc
+
+
+def spend_budgets_by_id(ids: list[Any]) -> dict[Any, SpendBudget]:
+    """Budgets by id, whatever their tenant (for after-commit receivers that were handed
+    ids by sessions_app itself)."""
+    return {budget.pk: budget for budget in SpendBudget.objects.filter(pk__in=ids)}
+
+
+@dataclass(frozen=True)
+class BudgetForecast:
+    """Spend at the period's end if it goes on at the rate so far (None: no period)."""
+
+    tokens: int | None
+    usd: Decimal | None
+
+
+def budget_forecast(figures: BudgetFigures, *, at: datetime) -> BudgetForecast:
+    """A straight line through the period's spend so far."""
+    end = figures.period_end
+    if end is None:
+        return BudgetForecast(tokens=None, usd=None)
+    elapsed = (at - figures.period_start).total_seconds()
+    length = (end - figures.period_start).total_seconds()
+    if elapsed <= 0 or length <= 0:
+        return BudgetForecast(tokens=figures.spent_tokens, usd=figures.spent_usd)
+    factor = Decimal(length) / Decimal(elapsed)
+    return BudgetForecast(
+        tokens=int(figures.spent_tokens * factor),
+        usd=(figures.spent_usd * factor).quantize(Decimal("0.000001")),
+    )

@@ -1,0 +1,264 @@
+"""Period budgets: managing them, and moving their spend with every recorded turn.
+
+Every recorded step with tokens or cost adds to each budget of its tenant that applies
+to it (its session's user and agent, its own model), in the period that contains the
+recording time; a turn recorded without a check counts all the same, and nothing is
+refused here. One INSERT … ON CONFLICT per recording call, rows in (budget, period)
+order, so that concurrent recorders queue on shared rows instead of deadlocking.
+
+Thresholds: when an upsert moves a period's spend past one of the budget's
+`alert_thresholds` (percent of either limit) above the highest already alerted, the
+row's `alerted` moves up under the row lock the upsert holds, so each threshold fires
+once per budget and period; `budget_threshold_crossed` is sent after commit.
+"""
+
+from __future__ import annotations
+
+import json
+import zoneinfo
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from django.db import DatabaseError, connection, transaction
+
+from sessions_app.errors import InvalidInput
+from sessions_app.hooks import budget_threshold_crossed
+from sessions_app.models import (
+    BudgetAction,
+    BudgetPeriod,
+    BudgetScope,
+    SpendBudget,
+    Tenant,
+    TurnStep,
+)
+from sessions_app.models.spend_budgets import SCOPE_KEYS
+from sessions_app.selectors.spend_budgets import PERIOD_START_SQL
+
+EDITABLE_FIELDS = (
+    "name",
+    "scope",
+    "user_id",
+    "agent_id",
+    "model",
+    "period",
+    "time_zone",
+    "limit_tokens",
+    "limit_usd",
+    "action",
+    "alert_thresholds",
+)
+MAX_THRESHOLD = 1000  # percent: alerting at ten times the limit is the most that makes sense
+
+
+@cache
+def _python_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def _zone_known_to_postgres(name: str) -> bool:
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT now() AT TIME ZONE %s", [name])
+    except DatabaseError:
+        return False
+    return True
+
+
+def spend_budget_errors(values: dict[str, Any]) -> dict[str, list[str]]:
+    """What is wrong with a budget's values, by field (empty when nothing)."""
+    errors: dict[str, list[str]] = {}
+    scope = values.get("scope")
+    if scope not in BudgetScope.values:
+        errors["scope"] = [f"Unknown scope; one of {', '.join(BudgetScope.values)}."]
+    else:
+        for key in ("user_id", "agent_id", "model"):
+            named = bool(str(values.get(key) or "").strip())
+            if key in SCOPE_KEYS[scope] and not named:
+                errors[key] = [f"Required for scope {scope!r}."]
+            elif key not in SCOPE_KEYS[scope] and named:
+                errors[key] = [f"Must be blank for scope {scope!r}."]
+    if values.get("period") not in BudgetPeriod.values:
+        errors["period"] = [f"Unknown period; one of {', '.join(BudgetPeriod.values)}."]
+    if values.get("action") not in BudgetAction.values:
+        errors["action"] = [f"Unknown action; one of {', '.join(BudgetAction.values)}."]
+    zone = values.get("time_zone")
+    known = isinstance(zone, str) and zone in _python_zones()
+    if not known or not _zone_known_to_postgres(str(zone)):
+        errors["time_zone"] = ["Unknown time zone; an IANA name such as 'Europe/Paris'."]
+    tokens, usd = values.get("limit_tokens"), values.get("limit_usd")
+    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+        errors["limit_tokens"] = ["Must be a whole number."]
+    elif tokens is not None and tokens < 0:
+        errors["limit_tokens"] = ["Must be zero or more."]
+    if usd is not None and (not usd.is_finite() or usd < 0):
+        errors["limit_usd"] = ["Must be a number, zero or more."]
+    if values.get("limit_tokens") is None and values.get("limit_usd") is None:
+        errors["limit_tokens"] = ["Give limit_tokens, limit_usd or both."]
+    thresholds = values.get("alert_thresholds")
+    if not isinstance(thresholds, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and 0 < t <= MAX_THRESHOLD
+        for t in thresholds
+    ):
+        errors["alert_thresholds"] = [f"A list of whole percents, 1 to {MAX_THRESHOLD}."]
+    return errors
+
+
+def spend_budget_normalised(values: dict[str, Any]) -> dict[str, Any]:
+    values = dict(values)
+    for key in ("user_id", "agent_id", "name"):
+        values[key] = str(values.get(key) or "").strip()
+    values["model"] = str(values.get("model") or "").strip().lower()
+    usd = values.get("limit_usd")
+    if usd is not None and not isinstance(usd, Decimal):
+        try:
+            values["limit_usd"] = Decimal(str(usd))
+        except ArithmeticError:
+            values["limit_usd"] = Decimal("NaN")
+    if isinstance(values.get("alert_thresholds"), list):
+        values["alert_thresholds"] = sorted(set(values["alert_thresholds"]))
+    return values
+
+
+def spend_budget_create(*, tenant: Tenant, **fields: Any) -> SpendBudget:
+    """InvalidInput naming every bad field; nothing is written then."""
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(fields={name: ["Unknown field."] for name in sorted(unknown)})
+    defaults = {
+        "time_zone": "UTC",
+        "action": BudgetAction.REFUSE,
+        "alert_thresholds": SpendBudget._meta.get_field("alert_thresholds").get_default(),
+    }
+    values = spend_budget_normalised({**defaults, **fields})
+    errors = spend_budget_errors(values)
+    if errors:
+        raise InvalidInput(fields=errors)
+    return SpendBudget.objects.create(tenant=tenant, **values)
+
+
+@transaction.atomic
+def spend_budget_update(*, budget: SpendBudget, **fields: Any) -> SpendBudget:
+    """Change some fields; the result is validated whole. A changed period or time zone
+    starts counting in the periods it defines (spend rows are per period start)."""
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput(fields={name: ["Unknown field."] for name in sorted(unknown)})
+    stored = {name: getattr(budget, name) for name in EDITABLE_FIELDS}
+    values = spend_budget_normalised({**stored, **fields})
+    errors = spend_budget_errors(values)
+    if errors:
+        raise InvalidInput(fields=errors)
+    changed = [name for name in EDITABLE_FIELDS if getattr(budget, name) != values[name]]
+    for name in changed:
+        setattr(budget, name, values[name])
+    if changed:
+        budget.save(update_fields=[*changed, "updated_at"])
+    return budget
+
+
+def spend_budget_delete(*, budget: SpendBudget) -> None:
+    """The budget and its spend rows go; reservations' holds on it no longer count."""
+    budget.delete()
+
+
+# Constant text (the period expression included); every value is a parameter.
+_SPEND_SQL = (
+    "WITH up AS (INSERT INTO budget_spend"  # noqa: S608 - constant text
+    " (budget_id, period_start, tokens, cost_usd, alerted, updated_at)"
+    " SELECT b.id, " + PERIOD_START_SQL + ", sum(s.tokens), sum(s.cost), 0, %(at)s"
+    " FROM spend_budget AS b JOIN unnest(%(users)s::text[], %(agents)s::text[],"
+    " %(models)s::text[], %(tokens)s::bigint[], %(costs)s::numeric[])"
+    " AS s(user_id, agent_id, model, tokens, cost)"
+    " ON (b.user_id = '' OR b.user_id = s.user_id)"
+    " AND (b.agent_id = '' OR b.agent_id = s.agent_id)"
+    " AND (b.model = '' OR b.model = lower(s.model))"
+    " WHERE b.tenant_id = %(tenant)s GROUP BY 1, 2 ORDER BY 1, 2"
+    " ON CONFLICT (budget_id, period_start) DO UPDATE SET"
+    " tokens = budget_spend.tokens + EXCLUDED.tokens,"
+    " cost_usd = budget_spend.cost_usd + EXCLUDED.cost_usd, updated_at = EXCLUDED.updated_at"
+    " RETURNING budget_id, period_start, tokens, cost_usd, alerted)"
+    " SELECT up.budget_id, up.period_start, up.tokens, up.cost_usd, up.alerted,"
+    " b.limit_tokens, b.limit_usd, b.alert_thresholds"
+    " FROM up JOIN spend_budget AS b ON b.id = up.budget_id"
+)
+_ALERTED_SQL = (
+    "UPDATE budget_spend SET alerted = %s WHERE budget_id = %s AND period_start = %s"
+    " AND alerted < %s"
+)
+
+
+@dataclass(frozen=True)
+class ThresholdCrossed:
+    budget_id: Any
+    period_start: datetime
+    threshold: int  # percent
+    spent_tokens: int
+    spent_usd: Decimal
+
+
+def spend_percent(
+    *, tokens: int, usd: Decimal, limit_tokens: int | None, limit_usd: Decimal | None
+) -> Decimal:
+    """How much of the budget is spent, in percent of the tighter limit. A zero limit
+    with any spend is infinitely spent; with none, not at all."""
+    shares = []
+    for spent, limit in ((Decimal(tokens), limit_tokens), (Decimal(usd), limit_usd)):
+        if limit is None:
+            continue
+        if Decimal(limit) == 0:
+            shares.append(Decimal("Infinity") if spent > 0 else Decimal(0))
+        else:
+            shares.append(spent * 100 / Decimal(limit))
+    return max(shares, default=Decimal(0))
+
+
+def period_budgets_spend(*, tenant_id: int, steps: list[TurnStep], at: datetime) -> None:
+    """Add recorded steps to the budgets they fall under (inside the caller's
+    transaction, after the steps are inserted). Alerts for thresholds crossed are sent
+    after commit."""
+    spending = [s for s in steps if s.input_tokens or s.output_tokens or s.cost_usd]
+    if not spending:
+        return
+    params: dict[str, Any] = {
+        "tenant": tenant_id,
+        "at": at,
+        "users": [s.user_id for s in spending],
+        "agents": [s.agent_id for s in spending],
+        "models": [s.model for s in spending],
+        "tokens": [s.input_tokens + s.output_tokens for s in spending],
+        "costs": [s.cost_usd or Decimal(0) for s in spending],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SPEND_SQL, params)
+        rows = cursor.fetchall()
+    crossed = []
+    for budget_id, start, tokens, usd, alerted, limit_tokens, limit_usd, thresholds in rows:
+        percent = spend_percent(
+            tokens=tokens, usd=usd, limit_tokens=limit_tokens, limit_usd=limit_usd
+        )
+        if isinstance(thresholds, str):  # Django's connections read jsonb as text
+            thresholds = json.loads(thresholds)
+        reached = [t for t in thresholds or [] if alerted < t <= percent]
+        if reached:
+            crossed.append(
+                ThresholdCrossed(
+                    budget_id=budget_id,
+                    period_start=start,
+                    threshold=max(reached),
+                    spent_tokens=int(tokens),
+                    spent_usd=Decimal(usd),
+                )
+            )
+    if crossed:
+        with connection.cursor() as cursor:
+            for item in crossed:
+                cursor.execute(
+                    _ALERTED_SQL,
+                    [item.threshold, item.budget_id, item.period_start, item.threshold],
+                )
+        transaction.on_commit(
+            lambda: budget_threshold_crossed.send(sender=SpendBudget, crossed=crossed)
+        )
