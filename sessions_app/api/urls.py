@@ -1,8 +1,8 @@
 from django.urls import path
 
 from sessions_app.api import (
-    views_imports,
     views_budgets,
+    views_imports,
     views_sessions,
     views_tenant,
     views_turn_batches,
