@@ -20,13 +20,12 @@ from memory_app.api.serializers import (
     MemoryAddResultSerializer,
     MemoryCreateSerializer,
     MemorySearchSerializer,
-    SearchResultSerializer,
+    search_result_data,
 )
 from memory_app.api.serializers_context import ContextQuerySerializer, ContextSerializer
-from memory_app.selectors.memories import Actor
-from memory_app.selectors.search import memory_search
 from memory_app.services.context import context_serve
-from memory_app.services.memories import memory_add, memory_record_access
+from memory_app.services.memories import memory_add
+from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
 from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
@@ -137,31 +136,10 @@ def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
 
 
 def memory_search_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
-    data = _validated(
-        MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
-    )
-    actor = Actor(
-        user_id=data.get("acting_user_id") or data.get("user_id") or None,
-        roles=tuple(data.get("acting_roles", [])),
-    )
-    outcome = memory_search(
-        tenant=tenant,
-        actor=actor,
-        query=data["query"],
-        user_id=data.get("user_id"),
-        agent_id=data.get("agent_id"),
-        types=data.get("types"),
-        tags=data.get("tags"),
-        limit=data["limit"],
-    )
-    memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
-    body = {
-        "query": data["query"],
-        "results": [
-            {"score": hit.score, "parts": hit.parts, "memory": hit.memory} for hit in outcome.hits
-        ],
-    }
-    return jsonable(SearchResultSerializer(body).data)
+    payload = MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
+    _validated(payload)
+    outcome = memory_search_for_actor(tenant=tenant, **payload.search_kwargs())
+    return jsonable(search_result_data(query=payload.validated_data["query"], hits=outcome.hits))
 
 
 def context_get(tenant: Tenant, *, session_id: str, **params: Any) -> dict[str, Any]:

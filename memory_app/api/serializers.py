@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -278,6 +279,17 @@ def memory_data(memory: Memory) -> dict[str, Any]:
     return {name: data[name] for name in MemorySerializer.Meta.fields}
 
 
+def search_result_data(*, query: str, hits: Sequence[Any]) -> dict[str, Any]:
+    """The shape of SearchResultSerializer (the schema), built directly: see memory_data."""
+    return {
+        "query": query,
+        "results": [
+            {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
+            for hit in hits
+        ],
+    }
+
+
 class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     action = serializers.ChoiceField(
         choices=["created", "merged", "duplicate"],
@@ -413,6 +425,21 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
             min_confidence=data.get("min_confidence"),
             metadata=data.get("metadata") or None,
         )
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """The arguments of `memory_search_for_actor`, from the validated body."""
+        data = self.validated_data
+        return {
+            "query": data["query"],
+            "user_id": data.get("user_id"),
+            "agent_id": data.get("agent_id"),
+            "types": data.get("types"),
+            "tags": data.get("tags"),
+            "limit": data["limit"],
+            "acting_user_id": data.get("acting_user_id"),
+            "acting_roles": data.get("acting_roles", []),
+            "filters": self.filters(),
+        }
 
 
 class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]

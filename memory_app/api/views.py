@@ -37,8 +37,8 @@ from memory_app.api.serializers import (
     RelationSerializer,
     SearchResultSerializer,
     memory_bulk_serializer,
-    memory_data,
     memory_draft_from,
+    search_result_data,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType
 from memory_app.selectors.memories import (
@@ -48,7 +48,6 @@ from memory_app.selectors.memories import (
     memory_list,
     memory_relations,
 )
-from memory_app.selectors.search import memory_search
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
@@ -59,6 +58,7 @@ from memory_app.services.memories import (
     memory_revert,
     memory_update,
 )
+from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.filters import StrictBooleanFilter, StrictChoiceFilter, StrictUUIDFilter
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
 from sessions_app.errors import InvalidInput
@@ -319,29 +319,6 @@ class MemorySearchView(TenantAPIView):
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        data = payload.validated_data
-        actor = Actor(
-            user_id=data.get("acting_user_id") or data.get("user_id") or None,
-            roles=tuple(data.get("acting_roles", [])),
-        )
-        outcome = memory_search(
-            tenant=self.tenant,
-            actor=actor,
-            query=data["query"],
-            user_id=data.get("user_id"),
-            agent_id=data.get("agent_id"),
-            types=data.get("types"),
-            tags=data.get("tags"),
-            limit=data["limit"],
-            filters=payload.filters(),
-        )
-        memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
-        # The shape of SearchResultSerializer (the schema), built directly: see memory_data.
-        body = {
-            "query": data["query"],
-            "results": [
-                {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
-                for hit in outcome.hits
-            ],
-        }
+        outcome = memory_search_for_actor(tenant=self.tenant, **payload.search_kwargs())
+        body = search_result_data(query=payload.validated_data["query"], hits=outcome.hits)
         return Response(body)
