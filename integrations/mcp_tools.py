@@ -28,21 +28,22 @@ from memory_app.services.memories import memory_add
 from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
-from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
+from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
     SelectionAddSerializer,
     cart_body,
 )
+from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
-from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
-from sessions_app.services.turns import turn_record
+from sessions_app.services.turn_recording import turn_record_idempotent
+from sessions_app.services.turns import TurnFields
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -102,26 +103,15 @@ def turn_record_tool(
     tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
 ) -> dict[str, Any]:
     validated = TurnCreateSerializer().run_validation(body)
-
-    def work() -> tuple[int, dict[str, Any]]:
-        result = turn_record(
-            tenant=tenant,
-            session_id=session_id,
-            idempotency_key=idempotency_key,
-            **TurnCreateSerializer.service_kwargs(validated),
-        )
-        return 201, jsonable(TurnRecordedSerializer(result).data)
-
-    # The REST route's scope: a retry through either way in is the same logical call.
-    outcome = idempotent_execute(
+    outcome = turn_record_idempotent(
         tenant=tenant,
-        key=idempotency_key,
-        scope=f"POST /sessions/{session_id}/turns",
-        request_hash=request_fingerprint(body),
-        work=work,
         session_id=session_id,
+        fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
+        idempotency_key=idempotency_key,
+        request_body=body,
+        render=turn_recorded_json,
     )
-    return {"replayed": outcome.replayed, **outcome.body}
+    return {"replayed": outcome.replayed, **jsonable(outcome.body)}
 
 
 def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.exceptions import error_body, flatten_fields
-from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_turn_batches import (
     TurnBatchItemSerializer,
     TurnBatchResponseSerializer,
@@ -21,12 +20,12 @@ from sessions_app.api.serializers_turn_batches import (
 )
 from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.tenancy import TenantGenericAPIView
-from sessions_app.api.views_turns import turn_recorded_body
+from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
 from sessions_app.models import ChatTurn
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
-from sessions_app.services.turns import TurnFields, TurnRecorded
+from sessions_app.services.turns import TurnFields
 
 ITEM_ONLY = ("session_id", "idempotency_key")
 
@@ -68,11 +67,6 @@ def _parse_item(raw: Any) -> BatchTurn:
         # The single route's fingerprint of the same body: a key replays across routes.
         request_hash=request_fingerprint(body) if key is not None else "",
     )
-
-
-def _render(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
-    data = turn_recorded_body()(recorded)
-    return jsonable(data) if keyed else data
 
 
 class TurnBatchView(TenantGenericAPIView):
@@ -125,7 +119,7 @@ class TurnBatchView(TenantGenericAPIView):
             except ApplicationError as exc:
                 items.append(None)
                 refused[index] = exc
-        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=_render)
+        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=turn_recorded_json)
         results = []
         for index, outcome in enumerate(outcomes):
             if outcome is None:

@@ -33,8 +33,8 @@ from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import budget_check_reserve
-from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
-from sessions_app.services.turns import TurnRecorded, turn_record, turn_rollback
+from sessions_app.services.turn_recording import turn_record_idempotent
+from sessions_app.services.turns import TurnFields, TurnRecorded, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
@@ -71,6 +71,13 @@ def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
     planned once (see `planned_representation`): DRF's generic walk over the turn's and
     its steps' fields cost a tenth of the request."""
     return planned_representation(_turn_recorded_serializer())
+
+
+def turn_recorded_json(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
+    """A recorded turn's 201 body. A stored body must replay byte for byte, so a keyed
+    one is kept as rendered JSON; without a key the renderer's one pass is enough."""
+    data = turn_recorded_body()(recorded)
+    return jsonable(data) if keyed else data
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -136,27 +143,13 @@ class TurnListView(TenantGenericAPIView):
     def post(self, request: Request, session_id: str) -> Response:
         key = idempotency_key(request)
         validated = _turn_create_serializer().run_validation(request.data)
-        tenant = self.tenant
-
-        def work() -> tuple[int, dict[str, Any]]:
-            result = turn_record(
-                tenant=tenant,
-                session_id=session_id,
-                idempotency_key=key,
-                **TurnCreateSerializer.service_kwargs(validated),
-            )
-            data = turn_recorded_body()(result)
-            # A stored body must replay byte for byte, so it is kept as rendered JSON;
-            # without a key the renderer's one pass is enough.
-            return 201, jsonable(data) if key is not None else data
-
-        outcome = idempotent_execute(
-            tenant=tenant,
-            key=key,
-            scope=f"POST /sessions/{session_id}/turns",
-            request_hash=request_fingerprint(request.data),
-            work=work,
+        outcome = turn_record_idempotent(
+            tenant=self.tenant,
             session_id=session_id,
+            fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
+            idempotency_key=key,
+            request_body=request.data,
+            render=turn_recorded_json,
         )
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(outcome.body, status=outcome.status, headers=headers)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -44,6 +43,7 @@ from sessions_app.services.idempotency import (
     idempotency_release_many,
 )
 from sessions_app.services.rows import rows_copy, rows_next_ids
+from sessions_app.services.turn_recording import Render, turn_idempotency_scope
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
@@ -53,8 +53,6 @@ from sessions_app.services.turns import (
     turn_announce,
     turn_draft,
 )
-
-Render = Callable[[TurnRecorded, bool], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class BatchTurn:
     @property
     def scope(self) -> str:
         """The single route's scope, so a key replays across both routes."""
-        return f"POST /sessions/{self.session_id}/turns"
+        return turn_idempotency_scope(self.session_id)
 
 
 @dataclass
