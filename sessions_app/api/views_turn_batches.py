@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -22,18 +21,13 @@ from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
+from sessions_app.fastpaths import shared_serializer
 from sessions_app.models import ChatTurn
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
 from sessions_app.services.turns import TurnFields
 
 ITEM_ONLY = ("session_id", "idempotency_key")
-
-
-@cache
-def _item_serializer() -> TurnBatchItemSerializer:
-    """One stateless serializer validates every item (see `_turn_create_serializer`)."""
-    return TurnBatchItemSerializer()
 
 
 class RequestTooLarge(ApplicationError):
@@ -54,7 +48,7 @@ def _parse_item(raw: Any) -> BatchTurn:
     if not isinstance(raw, dict):
         raise InvalidInput(fields={"non_field_errors": ["Each turn must be a JSON object."]})
     try:
-        validated = _item_serializer().run_validation(raw)
+        validated = shared_serializer(TurnBatchItemSerializer).run_validation(raw)
     except serializers.ValidationError as exc:
         raise InvalidInput(fields=flatten_fields(exc.detail)) from exc
     session_id = validated.pop("session_id")

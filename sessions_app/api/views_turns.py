@@ -16,7 +16,6 @@ from rest_framework.response import Response
 
 from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.renderers import jsonable
-from sessions_app.api.representation import planned_representation
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
     BudgetCheckResultSerializer,
@@ -28,6 +27,7 @@ from sessions_app.api.serializers_turns import (
 )
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
+from sessions_app.fastpaths import planned_representation, shared_serializer
 from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
@@ -49,28 +49,10 @@ ERRORS = {
 
 
 @cache
-def _turn_create_serializer() -> TurnCreateSerializer:
-    """One serializer validates every `POST …/turns` body, for the reason below: building
-    the nested step fields per request cost more than validating them. `run_validation`
-    is what `is_valid` runs; it keeps no state and raises the same ValidationError."""
-    return TurnCreateSerializer()
-
-
-@cache
-def _turn_recorded_serializer() -> TurnRecordedSerializer:
-    """One serializer for every response of `POST …/turns`. DRF builds a serializer's
-    fields (for a ModelSerializer, by introspecting the model) on each instance: for the
-    nested turn and steps that was a fifth of a turn's CPU. An instance-less serializer
-    keeps no per-call state in `to_representation`, so one can answer every request."""
-    return TurnRecordedSerializer()
-
-
-@cache
 def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
-    """The 201 body of a recorded turn: `_turn_recorded_serializer()`'s rendering,
-    planned once (see `planned_representation`): DRF's generic walk over the turn's and
-    its steps' fields cost a tenth of the request."""
-    return planned_representation(_turn_recorded_serializer())
+    """The 201 body of a recorded turn: TurnRecordedSerializer's rendering, planned once
+    (see `sessions_app.fastpaths`)."""
+    return planned_representation(shared_serializer(TurnRecordedSerializer))
 
 
 def turn_recorded_json(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
@@ -142,7 +124,7 @@ class TurnListView(TenantGenericAPIView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         key = idempotency_key(request)
-        validated = _turn_create_serializer().run_validation(request.data)
+        validated = shared_serializer(TurnCreateSerializer).run_validation(request.data)
         outcome = turn_record_idempotent(
             tenant=self.tenant,
             session_id=session_id,

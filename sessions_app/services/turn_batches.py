@@ -34,6 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import ApplicationError, IdempotencyKeyReused, NotFound
+from sessions_app.fastpaths import rows_copy, rows_next_ids, sessions_save_counters
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.idempotency import (
     KeyClaim,
@@ -42,14 +43,12 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
-from sessions_app.services.rows import rows_copy, rows_next_ids
 from sessions_app.services.turn_recording import Render, turn_idempotency_scope
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
     TurnRecorded,
     sessions_lock_for_turns,
-    sessions_save_counters,
     turn_announce,
     turn_draft,
 )
