@@ -20,30 +20,30 @@ from memory_app.api.serializers import (
     MemoryAddResultSerializer,
     MemoryCreateSerializer,
     MemorySearchSerializer,
-    SearchResultSerializer,
+    search_result_data,
 )
 from memory_app.api.serializers_context import ContextQuerySerializer, ContextSerializer
-from memory_app.selectors.memories import Actor
-from memory_app.selectors.search import memory_search
 from memory_app.services.context import context_serve
-from memory_app.services.memories import memory_add, memory_record_access
+from memory_app.services.memories import memory_add
+from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
-from sessions_app.api.serializers_turns import TurnCreateSerializer, TurnRecordedSerializer
+from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
     SelectionAddSerializer,
     cart_body,
 )
+from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
-from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
-from sessions_app.services.turns import turn_record
+from sessions_app.services.turn_recording import turn_record_idempotent
+from sessions_app.services.turns import TurnFields
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -103,26 +103,15 @@ def turn_record_tool(
     tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
 ) -> dict[str, Any]:
     validated = TurnCreateSerializer().run_validation(body)
-
-    def work() -> tuple[int, dict[str, Any]]:
-        result = turn_record(
-            tenant=tenant,
-            session_id=session_id,
-            idempotency_key=idempotency_key,
-            **TurnCreateSerializer.service_kwargs(validated),
-        )
-        return 201, jsonable(TurnRecordedSerializer(result).data)
-
-    # The REST route's scope: a retry through either way in is the same logical call.
-    outcome = idempotent_execute(
+    outcome = turn_record_idempotent(
         tenant=tenant,
-        key=idempotency_key,
-        scope=f"POST /sessions/{session_id}/turns",
-        request_hash=request_fingerprint(body),
-        work=work,
         session_id=session_id,
+        fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
+        idempotency_key=idempotency_key,
+        request_body=body,
+        render=turn_recorded_json,
     )
-    return {"replayed": outcome.replayed, **outcome.body}
+    return {"replayed": outcome.replayed, **jsonable(outcome.body)}
 
 
 def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
@@ -137,31 +126,13 @@ def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
 
 
 def memory_search_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:
-    data = _validated(
-        MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
+    payload = MemorySearchSerializer(data={k: v for k, v in fields.items() if v is not None})
+    _validated(payload)
+    kwargs = payload.search_kwargs()
+    outcome = memory_search_for_actor(tenant=tenant, **kwargs)
+    return jsonable(
+        search_result_data(query=kwargs["query"], outcome=outcome, as_of=kwargs["as_of"])
     )
-    actor = Actor(
-        user_id=data.get("acting_user_id") or data.get("user_id") or None,
-        roles=tuple(data.get("acting_roles", [])),
-    )
-    outcome = memory_search(
-        tenant=tenant,
-        actor=actor,
-        query=data["query"],
-        user_id=data.get("user_id"),
-        agent_id=data.get("agent_id"),
-        types=data.get("types"),
-        tags=data.get("tags"),
-        limit=data["limit"],
-    )
-    memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
-    body = {
-        "query": data["query"],
-        "results": [
-            {"score": hit.score, "parts": hit.parts, "memory": hit.memory} for hit in outcome.hits
-        ],
-    }
-    return jsonable(SearchResultSerializer(body).data)
 
 
 def context_get(tenant: Tenant, *, session_id: str, **params: Any) -> dict[str, Any]:

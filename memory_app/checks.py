@@ -10,6 +10,7 @@ from django.core import checks
 
 EMBEDDING_BACKENDS = ("local", "openai")
 EMBEDDING_RUNTIMES = ("onnx", "torch")
+LOCAL_MODEL_DIMENSIONS = 384  # what the local all-MiniLM-L6-v2 produces
 # (setting, accepted values, check id)
 CHOICES = [
     ("ENGRAM_EMBEDDING_BACKEND", EMBEDDING_BACKENDS, "engram.E010"),
@@ -26,4 +27,13 @@ def check_embedding_settings(**kwargs: Any) -> list[checks.CheckMessage]:
             errors.append(
                 checks.Error(f"{name}={value!r} is not one of {', '.join(accepted)}", id=check_id)
             )
+    dimensions = settings.ENGRAM_EMBEDDING_DIMENSIONS
+    if settings.ENGRAM_EMBEDDING_BACKEND == "local" and dimensions != LOCAL_MODEL_DIMENSIONS:
+        errors.append(
+            checks.Error(
+                f"ENGRAM_EMBEDDING_DIMENSIONS={dimensions} but the local model produces "
+                f"{LOCAL_MODEL_DIMENSIONS}-dimensional vectors",
+                id="engram.E012",
+            )
+        )
     return errors

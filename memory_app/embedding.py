@@ -53,11 +53,11 @@ def embedding_threads() -> int:
 class LocalEmbedder:
     """sentence-transformers on the CPU, model files from the installed wheel."""
 
-    dimensions = 384
     runtime = "torch"
 
     def __init__(self, model_name: str, batch_size: int) -> None:
         self.model_name = model_name
+        self.dimensions: int = settings.ENGRAM_EMBEDDING_DIMENSIONS
         self.batch_size = batch_size
         self._model = None
         self._lock = threading.Lock()
@@ -99,11 +99,11 @@ class LocalEmbedder:
 class OpenAIEmbedder:
     """Any server speaking OpenAI's embeddings protocol (OpenAI, Ollama, vLLM…)."""
 
-    dimensions = 384
     runtime = "remote"
 
     def __init__(self, model_name: str, url: str, api_key: str, batch_size: int) -> None:
         self.model_name = model_name
+        self.dimensions: int = settings.ENGRAM_EMBEDDING_DIMENSIONS
         self.url = url.rstrip("/")
         self.api_key = api_key
         self.batch_size = batch_size
@@ -164,6 +164,7 @@ def embedder() -> Embedder:
         cache_dir=Path(settings.ENGRAM_EMBEDDING_ONNX_DIR),
         threads=embedding_threads(),
         fallback=lambda: LocalEmbedder(model, batch_size),
+        dimensions=settings.ENGRAM_EMBEDDING_DIMENSIONS,
     )
 
 

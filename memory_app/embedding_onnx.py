@@ -248,8 +248,6 @@ class OnnxEmbedder:
     export or the runtime fails, the process logs it and embeds with `fallback` (PyTorch)
     instead of failing every write and search."""
 
-    dimensions = 384
-
     def __init__(
         self,
         model_name: str,
@@ -257,8 +255,10 @@ class OnnxEmbedder:
         cache_dir: Path,
         threads: int,
         fallback: Callable[[], TextEmbedder],
+        dimensions: int,
     ) -> None:
         self.model_name = model_name
+        self.dimensions = dimensions
         self.batch_size = batch_size
         self.cache_dir = cache_dir
         self.threads = threads

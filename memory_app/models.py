@@ -1,9 +1,10 @@
 """Long-term memory: the record of seed 001, its earlier versions and its relations.
 
-Vectors are stored at full precision (`vector(384)`) and indexed as `halfvec(384)` through
-an expression index: half the index size, same recall on MiniLM vectors (bench/RESULTS.md,
-"B2-memory"), and the full-precision column stays available for exact re-ranking and
-dedupe. Queries must use the same expression (`embedding::halfvec(384)`) to hit the index.
+Vectors are stored at full precision (`vector(N)`, N = EMBEDDING_DIMENSIONS, 384 for the
+local MiniLM) and indexed as `halfvec(N)` through an expression index: half the index
+size, same recall on MiniLM vectors (bench/RESULTS.md, "B2-memory"), and the
+full-precision column stays available for exact re-ranking and dedupe. Queries must use
+the same expression (`embedding::halfvec(N)`) to hit the index.
 
 The full-text column is GENERATED, so no write path can forget it: English stems for words
 plus the 'simple' configuration, which keeps ids and part numbers ("A-73812", "XPS-9530")
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -25,7 +27,8 @@ from pgvector.django import VectorField
 
 from sessions_app.models import Tenant
 
-EMBEDDING_DIMENSIONS = 384
+# The vector column's size (and the halfvec the searches cast to, to hit its index).
+EMBEDDING_DIMENSIONS: int = settings.ENGRAM_EMBEDDING_DIMENSIONS
 
 
 class MemoryType(models.TextChoices):

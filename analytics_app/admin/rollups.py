@@ -5,20 +5,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from analytics_app.models import RollupFillState, SpendRollup, UserSpendRollup
+from analytics_app.models import ROLLUP_COUNTERS, RollupFillState, SpendRollup, UserSpendRollup
 from sessions_app.admin import LargeTableAdmin, ReadOnlyAdminMixin
 
-_COUNTERS = [
-    "input_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "cost_usd",
-    "calls",
-    "errors",
-    "unpriced_calls",
-    "zero_cost_calls",
-    "negative_cost_calls",
-]
+_COUNTERS = list(ROLLUP_COUNTERS)
 
 
 @admin.register(SpendRollup)

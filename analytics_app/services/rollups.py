@@ -23,57 +23,61 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg import sql
 
 from analytics_app.models import ROLLUP_COUNTERS, RollupFillState, UserSpendRollup
+from sessions_app.selectors.spend import (
+    step_batch_after,
+    step_bucket,
+    step_first_id_since,
+    step_sums_select,
+)
 
 logger = logging.getLogger(__name__)
 
-# The aggregate of each counter over a batch of turn_step rows, in ROLLUP_COUNTERS order.
-_SUMS = """
-    SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(cache_write_tokens),
-    SUM(reasoning_tokens), COALESCE(SUM(cost_usd), 0), COUNT(*),
-    COUNT(*) FILTER (WHERE NOT success),
-    COUNT(*) FILTER (WHERE cost_usd IS NULL OR price_missing),
-    COUNT(*) FILTER (WHERE cost_usd = 0 AND input_tokens + output_tokens > 0),
-    COUNT(*) FILTER (WHERE cost_usd < 0)
-"""
 
-
-def _bucket(unit: str) -> str:
-    # Buckets are UTC hours/days whatever the connection's time zone.
-    return f"date_trunc('{unit}', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-
-
-def _upsert_sql(table: str, key_columns: list[str], key_select: list[str]) -> str:
-    counters = ", ".join(ROLLUP_COUNTERS)
-    increments = ", ".join(f"{c} = {table}.{c} + EXCLUDED.{c}" for c in ROLLUP_COUNTERS)
-    positions = ", ".join(str(i + 1) for i in range(len(key_select)))
-    return (
-        f"INSERT INTO {table} ({', '.join(key_columns)}, {counters}) "  # noqa: S608 - constants only
-        f"SELECT {', '.join(key_select)}, {_SUMS} FROM turn_step "
-        f"WHERE id > %(lo)s AND id <= %(hi)s GROUP BY {positions} "
-        f"ON CONFLICT ({', '.join(key_columns)}) DO UPDATE SET {increments}"
+def _upsert_sql(
+    table: str, key_columns: list[str], key_select: list[sql.Composable]
+) -> sql.Composed:
+    """INSERT the sums of a batch of steps (`%(lo)s < id <= %(hi)s`), adding to the rows
+    already there."""
+    columns = [sql.Identifier(name) for name in (*key_columns, *ROLLUP_COUNTERS)]
+    increments = [
+        sql.SQL("{c} = {t}.{c} + EXCLUDED.{c}").format(
+            c=sql.Identifier(name), t=sql.Identifier(table)
+        )
+        for name in ROLLUP_COUNTERS
+    ]
+    return sql.SQL(
+        "INSERT INTO {table} ({columns}) {select} ON CONFLICT ({keys}) DO UPDATE SET {increments}"
+    ).format(
+        table=sql.Identifier(table),
+        columns=sql.SQL(", ").join(columns),
+        select=step_sums_select(keys=key_select, counters=ROLLUP_COUNTERS),
+        keys=sql.SQL(", ").join(sql.Identifier(name) for name in key_columns),
+        increments=sql.SQL(", ").join(increments),
     )
+
+
+def _spend_keys(unit: str) -> list[sql.Composable]:
+    return [
+        sql.Identifier("tenant_id"),
+        sql.Literal(unit),
+        step_bucket(unit),
+        *(sql.Identifier(name) for name in ("model", "agent_id", "step_type")),
+    ]
 
 
 _SPEND_KEYS = ["tenant_id", "granularity", "bucket_start", "model", "agent_id", "step_type"]
 
 # One entry per fill marker: its name and the upsert that adds a batch of steps.
-ROLLUP_UPSERTS: dict[str, str] = {
-    "spend:hour": _upsert_sql(
-        "spend_rollup",
-        _SPEND_KEYS,
-        ["tenant_id", "'hour'", _bucket("hour"), "model", "agent_id", "step_type"],
-    ),
-    "spend:day": _upsert_sql(
-        "spend_rollup",
-        _SPEND_KEYS,
-        ["tenant_id", "'day'", _bucket("day"), "model", "agent_id", "step_type"],
-    ),
+ROLLUP_UPSERTS: dict[str, sql.Composed] = {
+    "spend:hour": _upsert_sql("spend_rollup", _SPEND_KEYS, _spend_keys("hour")),
+    "spend:day": _upsert_sql("spend_rollup", _SPEND_KEYS, _spend_keys("day")),
     "user:day": _upsert_sql(
         "user_spend_rollup",
         ["tenant_id", "bucket_start", "user_id"],
-        ["tenant_id", _bucket("day"), "user_id"],
+        [sql.Identifier("tenant_id"), step_bucket("day"), sql.Identifier("user_id")],
     ),
 }
 
@@ -103,24 +107,11 @@ class RollupFiller:
 
     def settled_bound(self) -> int | None:
         """The id of the first step still inside the settle window: the fill stops below."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT min(id) FROM turn_step WHERE created_at >= %s", [self.settle_before]
-            )
-            return cursor.fetchone()[0]
+        return step_first_id_since(since=self.settle_before)
 
     def next_batch(self, after: int, bound: int | None) -> tuple[int, int, datetime] | None:
         """(steps, highest id, newest created_at) of the next batch, or None when done."""
-        limit = "AND id < %(bound)s" if bound is not None else ""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*), max(id), max(created_at) FROM ("  # noqa: S608 - constant
-                f" SELECT id, created_at FROM turn_step WHERE id > %(after)s {limit}"
-                " ORDER BY id LIMIT %(size)s) AS batch",
-                {"after": after, "bound": bound, "size": self.batch_size},
-            )
-            count, highest, newest = cursor.fetchone()
-        return None if not count else (count, highest, newest)
+        return step_batch_after(after=after, below=bound, size=self.batch_size)
 
     def upsert(self, lo: int, hi: int) -> None:
         with connection.cursor() as cursor:

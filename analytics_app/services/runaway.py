@@ -28,13 +28,18 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from analytics_app.services.alerts import alert_open, alert_requeue_stuck
 from sessions_app.selectors.sessions import (
     session_unflagged,
     sessions_unflagged_with_steps_between,
+)
+from sessions_app.selectors.spend import (
+    sessions_recent_turn_inputs,
+    sessions_repeated_failure,
+    sessions_step_spend,
 )
 from sessions_app.services.runaway import session_flag_runaway
 
@@ -85,39 +90,17 @@ def _gather(ids: list[UUID], since: datetime, until: datetime, t: Thresholds) ->
     evidence = _Evidence()
     if not ids:
         return evidence
-    window: dict[str, Any] = {"ids": ids, "since": since, "until": until}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT session_id, SUM(input_tokens + output_tokens), COALESCE(SUM(cost_usd), 0)"
-            " FROM turn_step WHERE session_id = ANY(%(ids)s)"
-            " AND created_at > %(since)s AND created_at <= %(until)s GROUP BY session_id",
-            window,
-        )
-        for session_id, tokens, cost in cursor.fetchall():
-            evidence.tokens[session_id] = int(tokens)
-            evidence.cost[session_id] = cost
-        cursor.execute(
-            "SELECT DISTINCT ON (session_id) session_id, step_type, model,"
-            " COALESCE(error, ''), count(*) FROM turn_step"
-            " WHERE session_id = ANY(%(ids)s) AND NOT success"
-            " AND created_at > %(since)s AND created_at <= %(until)s"
-            " GROUP BY session_id, step_type, model, COALESCE(error, '')"
-            " HAVING count(*) >= %(min)s ORDER BY session_id, count(*) DESC",
-            {**window, "min": t.retry_loop_count},
-        )
-        for session_id, step_type, model, error, count in cursor.fetchall():
-            evidence.loops[session_id] = (step_type, model, error, count)
-        cursor.execute(
-            "SELECT session_id, input_tokens FROM ("
-            " SELECT session_id, turn_number, input_tokens, row_number() OVER"
-            " (PARTITION BY session_id ORDER BY turn_number DESC) AS recent"
-            " FROM chat_turn WHERE session_id = ANY(%(ids)s) AND NOT rolled_back"
-            " AND created_at <= %(until)s) AS t"
-            " WHERE recent <= %(k)s ORDER BY session_id, turn_number",
-            {**window, "k": t.growth_turns},
-        )
-        for session_id, input_tokens in cursor.fetchall():
-            evidence.inputs[session_id].append(int(input_tokens))
+    for session_id, (tokens, cost) in sessions_step_spend(
+        session_ids=ids, since=since, until=until
+    ).items():
+        evidence.tokens[session_id] = tokens
+        evidence.cost[session_id] = cost
+    evidence.loops = sessions_repeated_failure(
+        session_ids=ids, since=since, until=until, at_least=t.retry_loop_count
+    )
+    evidence.inputs = sessions_recent_turn_inputs(
+        session_ids=ids, until=until, turns=t.growth_turns
+    )
     return evidence
 
 

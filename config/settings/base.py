@@ -223,7 +223,9 @@ ENGRAM_OUTBOX_DRAIN_MAX_SECONDS = env_float("ENGRAM_OUTBOX_DRAIN_MAX_SECONDS", 2
 # "openai": an OpenAI-compatible /v1/embeddings endpoint.
 ENGRAM_EMBEDDING_BACKEND = env_str("ENGRAM_EMBEDDING_BACKEND", "local")
 ENGRAM_EMBEDDING_MODEL = env_str("ENGRAM_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
-ENGRAM_EMBEDDING_DIMENSIONS = 384
+# The vector size of the backend's model (the local MiniLM: 384). The `memory.embedding`
+# column and its HNSW index are declared with it: another size needs a migration.
+ENGRAM_EMBEDDING_DIMENSIONS = env_int("ENGRAM_EMBEDDING_DIMENSIONS", 384)
 ENGRAM_EMBEDDING_URL = env_str("ENGRAM_EMBEDDING_URL", "")
 ENGRAM_EMBEDDING_API_KEY = env_str("ENGRAM_EMBEDDING_API_KEY", "")
 ENGRAM_EMBEDDING_BATCH_SIZE = env_int("ENGRAM_EMBEDDING_BATCH_SIZE", 64)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memory_app.api.serializers_time import TimeScopeSerializer, as_of_field
+from memory_app.api.serializers_time import (
+    TimeScopeSerializer,
+    as_of_data,
+    as_of_field,
+    time_scope_data,
+)
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
 from memory_app.selectors.search import MemoryFilters
 from memory_app.services.memories import MemoryDraft
@@ -279,6 +286,19 @@ def memory_data(memory: Memory) -> dict[str, Any]:
     return {name: data[name] for name in MemorySerializer.Meta.fields}
 
 
+def search_result_data(*, query: str, outcome: Any, as_of: datetime) -> dict[str, Any]:
+    """The shape of SearchResultSerializer (the schema), built directly: see memory_data."""
+    return {
+        "query": query,
+        "as_of": as_of_data(as_of),
+        "time_scope": time_scope_data(outcome.time_scope),
+        "results": [
+            {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
+            for hit in outcome.hits
+        ],
+    }
+
+
 class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     action = serializers.ChoiceField(
         choices=["created", "merged", "duplicate"],
@@ -415,6 +435,22 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
             min_confidence=data.get("min_confidence"),
             metadata=data.get("metadata") or None,
         )
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """The arguments of `memory_search_for_actor`, from the validated body."""
+        data = self.validated_data
+        return {
+            "query": data["query"],
+            "user_id": data.get("user_id"),
+            "agent_id": data.get("agent_id"),
+            "types": data.get("types"),
+            "tags": data.get("tags"),
+            "limit": data["limit"],
+            "acting_user_id": data.get("acting_user_id"),
+            "acting_roles": data.get("acting_roles", []),
+            "filters": self.filters(),
+            "as_of": data.get("as_of") or timezone.now(),
+        }
 
 
 class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -13,7 +13,6 @@ from collections import Counter
 from typing import Any
 
 import django_filters
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -38,10 +37,9 @@ from memory_app.api.serializers import (
     RelationSerializer,
     SearchResultSerializer,
     memory_bulk_serializer,
-    memory_data,
     memory_draft_from,
+    search_result_data,
 )
-from memory_app.api.serializers_time import as_of_data, time_scope_data
 from memory_app.models import Memory, MemoryScope, MemoryType
 from memory_app.selectors.memories import (
     Actor,
@@ -50,7 +48,6 @@ from memory_app.selectors.memories import (
     memory_list,
     memory_relations,
 )
-from memory_app.selectors.search import memory_search
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
@@ -61,6 +58,7 @@ from memory_app.services.memories import (
     memory_revert,
     memory_update,
 )
+from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.filters import StrictBooleanFilter, StrictChoiceFilter, StrictUUIDFilter
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
 from sessions_app.errors import InvalidInput
@@ -322,33 +320,7 @@ class MemorySearchView(TenantAPIView):
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        data = payload.validated_data
-        actor = Actor(
-            user_id=data.get("acting_user_id") or data.get("user_id") or None,
-            roles=tuple(data.get("acting_roles", [])),
-        )
-        as_of = data.get("as_of") or timezone.now()
-        outcome = memory_search(
-            tenant=self.tenant,
-            actor=actor,
-            query=data["query"],
-            user_id=data.get("user_id"),
-            agent_id=data.get("agent_id"),
-            types=data.get("types"),
-            tags=data.get("tags"),
-            limit=data["limit"],
-            filters=payload.filters(),
-            as_of=as_of,
-        )
-        memory_record_access(memory_ids=[hit.memory.pk for hit in outcome.hits])
-        # The shape of SearchResultSerializer (the schema), built directly: see memory_data.
-        body = {
-            "query": data["query"],
-            "as_of": as_of_data(as_of),
-            "time_scope": time_scope_data(outcome.time_scope),
-            "results": [
-                {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
-                for hit in outcome.hits
-            ],
-        }
+        kwargs = payload.search_kwargs()
+        outcome = memory_search_for_actor(tenant=self.tenant, **kwargs)
+        body = search_result_data(query=kwargs["query"], outcome=outcome, as_of=kwargs["as_of"])
         return Response(body)

@@ -1,7 +1,7 @@
 """Hybrid memory search: vector top-k + BM25 top-k, fused by score, then seed 004's
 final score.
 
-1. Vector: HNSW over `embedding::halfvec(384)` with `hnsw.iterative_scan = relaxed_order`
+1. Vector: HNSW over `embedding::halfvec(N)` with `hnsw.iterative_scan = relaxed_order`
    (SET LOCAL, this transaction only), so the hard filters (tenant, visibility, user, type,
    tags) applied after the index scan never starve the result; a MATERIALIZED CTE then
    restores exact distance order. A tenant-wide search looks in each visibility branch
@@ -63,7 +63,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memory_app.embedding import embed_query, vector_literal
-from memory_app.models import Memory
+from memory_app.models import EMBEDDING_DIMENSIONS, Memory
 from memory_app.selectors.memories import (
     Actor,
     own_branch_sql,
@@ -742,7 +742,8 @@ def nearest_sql(where: SearchWhere) -> str:
     in an index-only scan of the covering (tenant, user) index, from the index, not from
     the row's TOAST. In the branch's own SELECT list, PostgreSQL would compute it below
     the sort, for every row of the user."""
-    distance = "m.embedding::halfvec(384) <=> %(q)s::halfvec(384)"
+    halfvec = f"halfvec({EMBEDDING_DIMENSIONS:d})"
+    distance = f"m.embedding::{halfvec} <=> %(q)s::{halfvec}"
     selects = [
         f"SELECT m.id, {distance} AS distance, m.embedding FROM memory m"  # noqa: S608
         f" WHERE {where.scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.exceptions import error_body, flatten_fields
-from sessions_app.api.renderers import jsonable
 from sessions_app.api.serializers_turn_batches import (
     TurnBatchItemSerializer,
     TurnBatchResponseSerializer,
@@ -21,20 +19,15 @@ from sessions_app.api.serializers_turn_batches import (
 )
 from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.api.tenancy import TenantGenericAPIView
-from sessions_app.api.views_turns import turn_recorded_body
+from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
+from sessions_app.fastpaths import shared_serializer
 from sessions_app.models import ChatTurn
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
-from sessions_app.services.turns import TurnFields, TurnRecorded
+from sessions_app.services.turns import TurnFields
 
 ITEM_ONLY = ("session_id", "idempotency_key")
-
-
-@cache
-def _item_serializer() -> TurnBatchItemSerializer:
-    """One stateless serializer validates every item (see `_turn_create_serializer`)."""
-    return TurnBatchItemSerializer()
 
 
 class RequestTooLarge(ApplicationError):
@@ -55,7 +48,7 @@ def _parse_item(raw: Any) -> BatchTurn:
     if not isinstance(raw, dict):
         raise InvalidInput(fields={"non_field_errors": ["Each turn must be a JSON object."]})
     try:
-        validated = _item_serializer().run_validation(raw)
+        validated = shared_serializer(TurnBatchItemSerializer).run_validation(raw)
     except serializers.ValidationError as exc:
         raise InvalidInput(fields=flatten_fields(exc.detail)) from exc
     session_id = validated.pop("session_id")
@@ -68,11 +61,6 @@ def _parse_item(raw: Any) -> BatchTurn:
         # The single route's fingerprint of the same body: a key replays across routes.
         request_hash=request_fingerprint(body) if key is not None else "",
     )
-
-
-def _render(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
-    data = turn_recorded_body()(recorded)
-    return jsonable(data) if keyed else data
 
 
 class TurnBatchView(TenantGenericAPIView):
@@ -125,7 +113,7 @@ class TurnBatchView(TenantGenericAPIView):
             except ApplicationError as exc:
                 items.append(None)
                 refused[index] = exc
-        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=_render)
+        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=turn_recorded_json)
         results = []
         for index, outcome in enumerate(outcomes):
             if outcome is None:

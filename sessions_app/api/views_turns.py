@@ -16,7 +16,6 @@ from rest_framework.response import Response
 
 from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.renderers import jsonable
-from sessions_app.api.representation import planned_representation
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_sessions import budget_state
@@ -30,13 +29,14 @@ from sessions_app.api.serializers_turns import (
 )
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
+from sessions_app.fastpaths import planned_representation, shared_serializer
 from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import budget_check_reserve
-from sessions_app.services.idempotency import idempotent_execute, request_fingerprint
-from sessions_app.services.turns import TurnRecorded, turn_record, turn_rollback
+from sessions_app.services.turn_recording import turn_record_idempotent
+from sessions_app.services.turns import TurnFields, TurnRecorded, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
@@ -51,28 +51,17 @@ ERRORS = {
 
 
 @cache
-def _turn_create_serializer() -> TurnCreateSerializer:
-    """One serializer validates every `POST …/turns` body, for the reason below: building
-    the nested step fields per request cost more than validating them. `run_validation`
-    is what `is_valid` runs; it keeps no state and raises the same ValidationError."""
-    return TurnCreateSerializer()
-
-
-@cache
-def _turn_recorded_serializer() -> TurnRecordedSerializer:
-    """One serializer for every response of `POST …/turns`. DRF builds a serializer's
-    fields (for a ModelSerializer, by introspecting the model) on each instance: for the
-    nested turn and steps that was a fifth of a turn's CPU. An instance-less serializer
-    keeps no per-call state in `to_representation`, so one can answer every request."""
-    return TurnRecordedSerializer()
-
-
-@cache
 def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
-    """The 201 body of a recorded turn: `_turn_recorded_serializer()`'s rendering,
-    planned once (see `planned_representation`): DRF's generic walk over the turn's and
-    its steps' fields cost a tenth of the request."""
-    return planned_representation(_turn_recorded_serializer())
+    """The 201 body of a recorded turn: TurnRecordedSerializer's rendering, planned once
+    (see `sessions_app.fastpaths`)."""
+    return planned_representation(shared_serializer(TurnRecordedSerializer))
+
+
+def turn_recorded_json(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
+    """A recorded turn's 201 body. A stored body must replay byte for byte, so a keyed
+    one is kept as rendered JSON; without a key the renderer's one pass is enough."""
+    data = turn_recorded_body()(recorded)
+    return jsonable(data) if keyed else data
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -137,28 +126,14 @@ class TurnListView(TenantGenericAPIView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         key = idempotency_key(request)
-        validated = _turn_create_serializer().run_validation(request.data)
-        tenant = self.tenant
-
-        def work() -> tuple[int, dict[str, Any]]:
-            result = turn_record(
-                tenant=tenant,
-                session_id=session_id,
-                idempotency_key=key,
-                **TurnCreateSerializer.service_kwargs(validated),
-            )
-            data = turn_recorded_body()(result)
-            # A stored body must replay byte for byte, so it is kept as rendered JSON;
-            # without a key the renderer's one pass is enough.
-            return 201, jsonable(data) if key is not None else data
-
-        outcome = idempotent_execute(
-            tenant=tenant,
-            key=key,
-            scope=f"POST /sessions/{session_id}/turns",
-            request_hash=request_fingerprint(request.data),
-            work=work,
+        validated = shared_serializer(TurnCreateSerializer).run_validation(request.data)
+        outcome = turn_record_idempotent(
+            tenant=self.tenant,
             session_id=session_id,
+            fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
+            idempotency_key=key,
+            request_body=request.data,
+            render=turn_recorded_json,
         )
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(outcome.body, status=outcome.status, headers=headers)

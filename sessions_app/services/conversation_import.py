@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
+from sessions_app.fastpaths import sessions_save_counters
 from sessions_app.hooks import announce_sessions_ended
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant
@@ -31,7 +32,6 @@ from sessions_app.services.turns import (
     TurnFields,
     occurred_at_check,
     sessions_lock_for_turns,
-    sessions_save_counters,
     turn_announce,
     turn_draft,
     turns_insert,

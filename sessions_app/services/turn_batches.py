@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,6 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import ApplicationError, IdempotencyKeyReused, NotFound
+from sessions_app.fastpaths import rows_copy, rows_next_ids, sessions_save_counters
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.idempotency import (
     KeyClaim,
@@ -43,19 +43,16 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
-from sessions_app.services.rows import rows_copy, rows_next_ids
 from sessions_app.services.spend_budgets import period_budgets_spend
+from sessions_app.services.turn_recording import Render, turn_idempotency_scope
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
     TurnRecorded,
     sessions_lock_for_turns,
-    sessions_save_counters,
     turn_announce,
     turn_draft,
 )
-
-Render = Callable[[TurnRecorded, bool], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ class BatchTurn:
     @property
     def scope(self) -> str:
         """The single route's scope, so a key replays across both routes."""
-        return f"POST /sessions/{self.session_id}/turns"
+        return turn_idempotency_scope(self.session_id)
 
 
 @dataclass

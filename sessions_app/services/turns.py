@@ -11,20 +11,24 @@ are the row's, so they are moved on in memory and written back with one fixed UP
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
+from sessions_app.fastpaths import (
+    rows_copy,
+    rows_insert,
+    sessions_save_counters,
+    sessions_select_for_turns,
+    turn_steps_preloaded,
+)
 from sessions_app.hooks import StepUsage, price_step, turn_recorded, turns_withdrawn
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
@@ -34,7 +38,6 @@ from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.capture import capture_capped, capture_enabled
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
-from sessions_app.services.rows import rows_copy, rows_insert
 from sessions_app.services.snapshots import (
     EMPTY_WORKSPACE,
     session_workspace_restore,
@@ -76,42 +79,6 @@ class TurnRecorded:
     warnings: list[TurnWarning] = field(default_factory=list)
 
 
-# The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
-# quantity, note}]` in position order) read by the same statement: most sessions have no
-# cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
-# UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
-# the KEY SHARE locks that inserts referencing the session take for their foreign keys.
-# Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
-_LOCK_SQL = """
-SELECT {columns}, ARRAY(
-    SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
-      FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
-) AS cart_json
-  FROM chat_session AS s
- WHERE s.tenant_id = %s AND s.id = ANY(%s)
- ORDER BY s.id
-   FOR NO KEY UPDATE OF s
-"""
-
-Converter = Callable[[Any, Any, Any], Any]
-
-
-@cache
-def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
-    """The lock statement and, per column needing one, the converters the ORM would
-    apply (JSON text to Python, …), worked out once instead of per query as a raw
-    queryset does."""
-    fields = ChatSession._meta.concrete_fields
-    columns = ", ".join(f"s.{connection.ops.quote_name(str(f.column))}" for f in fields)
-    converters = []
-    for position, model_field in enumerate(fields):
-        column = model_field.get_col("s")
-        found = connection.ops.get_db_converters(column) + model_field.get_db_converters(connection)
-        if found:
-            converters.append((position, found, column))
-    return _LOCK_SQL.format(columns=columns), converters
-
-
 @dataclass(frozen=True)
 class LockedSession:
     """A session locked for recording turns, with its cart as read under the lock."""
@@ -126,21 +93,10 @@ def sessions_lock_for_turns(
     """Lock the tenant's sessions among `ids`, in id order (so that two writers sharing
     sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
     are absent from the answer."""
-    sql, converters = _session_reader()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [tenant.pk, ids])
-        rows = cursor.fetchall()
-    locked = {}
-    for row in rows:
-        values = list(row[:-1])
-        for position, functions, column in converters:
-            for convert in functions:
-                values[position] = convert(values[position], column, connection)
-        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]
-        locked[session.pk] = LockedSession(
-            session=session, cart=[json.loads(item) for item in row[-1]]
-        )
-    return locked
+    return {
+        session.pk: LockedSession(session=session, cart=cart)
+        for session, cart in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
+    }
 
 
 def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
@@ -152,70 +108,6 @@ def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
     if locked is None:
         raise NotFound("Session not found.")
     return locked
-
-
-# What recording turns changes on a session row, and the PostgreSQL type of each.
-_COUNTER_COLUMNS = {
-    "turn_count": "int",
-    "last_turn_number": "int",
-    "total_input_tokens": "bigint",
-    "total_output_tokens": "bigint",
-    "total_cached_tokens": "bigint",
-    "total_reasoning_tokens": "bigint",
-    "total_cost_usd": "numeric",
-    "total_calls": "int",
-    "total_errors": "int",
-    "unpriced_calls": "int",
-    "total_duration_ms": "bigint",
-    "last_active_at": "timestamptz",
-    "expires_at": "timestamptz",
-    "updated_at": "timestamptz",
-    "status": "text",
-    "budget_exceeded_at": "timestamptz",
-}
-# Built once from the constant column names above (no input reaches it).
-_SAVE_COUNTERS_SQL = (
-    "UPDATE chat_session AS s SET "  # noqa: S608
-    + ", ".join(f"{name} = v.{name}" for name in _COUNTER_COLUMNS)
-    + ", state = v.state::jsonb FROM unnest(%s::uuid[], "
-    + ", ".join(f"%s::{kind}[]" for kind in _COUNTER_COLUMNS.values())
-    + ", %s::text[]) AS v(id, "
-    + ", ".join(_COUNTER_COLUMNS)
-    + ", state) WHERE s.id = v.id"
-)
-
-
-# The same for one session (the single route): plain parameters, which psycopg adapts
-# at a fraction of the cost of typed arrays.
-_SAVE_ONE_COUNTERS_SQL = (
-    "UPDATE chat_session SET "  # noqa: S608
-    + ", ".join(f"{name} = %s::{kind}" for name, kind in _COUNTER_COLUMNS.items())
-    + ", state = %s::jsonb WHERE id = %s"
-)
-
-
-def sessions_save_counters(sessions: list[ChatSession]) -> None:
-    """Write what recording turns changed on these locked sessions (counters, activity,
-    expiry, status, state, budget flag) in one UPDATE for all of them. The rows are
-    locked by `sessions_lock_for_turns` until commit, so the values on the instances are the
-    rows' values: no other writer can have moved them. A fixed statement, so that
-    neither the ORM nor PostgreSQL compiles it per turn."""
-    if not sessions:
-        return
-    if len(sessions) == 1:
-        (session,) = sessions
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _SAVE_ONE_COUNTERS_SQL,
-                [getattr(session, name) for name in _COUNTER_COLUMNS]
-                + [json.dumps(session.state), session.pk],
-            )
-        return
-    params: list[Any] = [[session.pk for session in sessions]]
-    params += [[getattr(session, name) for session in sessions] for name in _COUNTER_COLUMNS]
-    params.append([json.dumps(session.state) for session in sessions])
-    with connection.cursor() as cursor:
-        cursor.execute(_SAVE_COUNTERS_SQL, params)
 
 
 def turn_limits_passed(turn: ChatTurn) -> str:
@@ -486,7 +378,7 @@ def turn_draft(
     if newest_model:
         setattr(session, NEWEST_STEP_MODEL, newest_model)  # see `session_model`
     # The response lists the steps: serve them from memory, not from another query.
-    turn._prefetched_objects_cache = {"steps": step_rows}  # type: ignore[attr-defined]
+    turn_steps_preloaded(turn, step_rows)
     session_apply_turn(session=session, turn=turn, state=state, now=now)
 
     warnings = turn_price_warnings(step_rows)

@@ -41,6 +41,7 @@ def _onnx(cache_dir: Path, fallback=None) -> OnnxEmbedder:  # type: ignore[no-un
         cache_dir=cache_dir,
         threads=1,
         fallback=fallback or (lambda: LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)),
+        dimensions=settings.ENGRAM_EMBEDDING_DIMENSIONS,
     )
 
 

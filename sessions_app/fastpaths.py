@@ -1,0 +1,392 @@
+"""The shortcuts the turn log's hot path takes around the ORM and DRF, in one place.
+
+Each one does what a plain ORM or DRF call would do, faster, and each has a parity test
+against that plain path in tests/sessions_app/test_fastpaths.py (the planned rendering
+also in test_turn_batch_parity.py), so a field added to a model or a serializer cannot
+silently drift. Only the turn recording services and views use them (import-linter
+contract `fastpaths`). The shortcuts, each with its reason below:
+
+1. `rows_insert`: INSERT … RETURNING with fixed SQL, instead of `save()`/`bulk_create`.
+2. `rows_copy` (with `rows_next_ids`): COPY for many rows, instead of `bulk_create`.
+3. `sessions_select_for_turns`: the session lock read as one fixed statement with its
+   cart, rows turned into instances with the ORM's own converters (`from_db`).
+4. `sessions_save_counters`: one fixed UPDATE of the counters the turns moved, instead
+   of `save(update_fields=…)` per session.
+5. `turn_steps_preloaded`: the steps just written served as the turn's prefetched
+   `steps`, instead of a query when the response lists them.
+6. `planned_representation`: a serializer's `to_representation`, planned once.
+7. `shared_serializer`: one stateless serializer instance per class, instead of one per
+   request.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import cache
+from typing import Any, TypeVar, cast
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import connection
+from django.db.models import Field, JSONField, Model
+from django.db.models.manager import BaseManager
+from rest_framework import serializers
+from rest_framework.fields import Field as ApiField
+from rest_framework.fields import is_simple_callable
+
+from sessions_app.models import ChatSession, ChatTurn, TurnStep
+
+S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]
+
+# --- 1, 2. Writing model rows with fixed SQL ------------------------------------------
+#
+# Django's `save()` and `bulk_create()` compile their INSERT and prepare every value field
+# by field on each call; for a turn and its steps that was a fifth of a single turn's CPU
+# and a third of a batch's. These helpers write the same columns (taken from the model's
+# concrete fields, so a column added to the model later is written too) with statements
+# built once per model and row count, letting psycopg adapt the Python values itself.
+#
+# What they do not do: run `pre_save` beyond the auto_now(_add) stamps, send model signals
+# or validate. Only the turn recording services use them, for models without such hooks.
+
+Getter = Callable[[Model, datetime], Any]
+
+
+def _getter(field: Field[Any, Any]) -> Getter:
+    """How one field's column value is read from an instance. JSON is written as its
+    text (psycopg sends it untyped and PostgreSQL casts it to the column's jsonb); the
+    auto_now(_add) stamps take the caller's `now` and are set on the instance too."""
+    attname = field.attname
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+
+        def stamped(obj: Model, now: datetime) -> Any:
+            setattr(obj, attname, now)
+            return now
+
+        return stamped
+    if isinstance(field, JSONField):
+        encoder = field.encoder
+        nullable = field.null
+
+        def as_json(obj: Model, now: datetime) -> Any:
+            value = getattr(obj, attname)
+            return None if value is None and nullable else json.dumps(value, cls=encoder)
+
+        return as_json
+    read = operator.attrgetter(attname)
+    return lambda obj, now: read(obj)
+
+
+@cache
+def _columns(model: type[Model], with_pk: bool) -> tuple[list[str], list[Getter]]:
+    fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
+    return [str(f.column) for f in fields], [_getter(f) for f in fields]
+
+
+@cache
+def _insert_sql(model: type[Model], count: int) -> str:
+    names, _ = _columns(model, False)
+    quote = connection.ops.quote_name
+    row = "(" + ", ".join(["%s"] * len(names)) + ")"
+    pk = model._meta.pk
+    assert pk is not None
+    return (
+        f"INSERT INTO {quote(model._meta.db_table)} "  # noqa: S608 - names from the model
+        f"({', '.join(quote(name) for name in names)}) VALUES "
+        + ", ".join([row] * count)
+        + f" RETURNING {quote(str(pk.column))}"
+    )
+
+
+def rows_insert(model: type[Model], objects: list[Any], *, now: datetime) -> None:
+    """INSERT `objects` (new, without pk) in one statement; each gets its pk back and is
+    marked saved. For a handful of rows (one turn, its steps); many go by `rows_copy`."""
+    if not objects:
+        return
+    _, getters = _columns(model, False)
+    params = [get(obj, now) for obj in objects for get in getters]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(model, len(objects)), params)
+        keys = cursor.fetchall()
+    for obj, (pk,) in zip(objects, keys, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+def rows_next_ids(model: type[Model], count: int) -> list[int]:
+    """`count` ids from the table's identity sequence, so that rows can be written by
+    COPY (which returns nothing) and rows referencing them still name them."""
+    pk = model._meta.pk
+    assert pk is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [model._meta.db_table, pk.column, count],
+        )
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def rows_copy(
+    model: type[Model], objects: list[Any], *, now: datetime, with_pk: bool = True
+) -> None:
+    """Write `objects` with one COPY, then mark them saved. With `with_pk`, their pks
+    must be set (`rows_next_ids`)."""
+    if not objects:
+        return
+    names, getters = _columns(model, with_pk)
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in names)
+    table = quote(model._meta.db_table)
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+    ):
+        for obj in objects:
+            copy.write_row([get(obj, now) for get in getters])
+    for obj in objects:
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+# --- 3. The session lock read ------------------------------------------------------
+
+# The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
+# quantity, note}]` in position order) read by the same statement: most sessions have no
+# cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
+# UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
+# the KEY SHARE locks that inserts referencing the session take for their foreign keys.
+# Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
+_LOCK_SQL = """
+SELECT {columns}, ARRAY(
+    SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
+      FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
+) AS cart_json
+  FROM chat_session AS s
+ WHERE s.tenant_id = %s AND s.id = ANY(%s)
+ ORDER BY s.id
+   FOR NO KEY UPDATE OF s
+"""
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+@cache
+def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
+    """The lock statement and, per column needing one, the converters the ORM would
+    apply (JSON text to Python, …), worked out once instead of per query as a raw
+    queryset does."""
+    fields = ChatSession._meta.concrete_fields
+    columns = ", ".join(f"s.{connection.ops.quote_name(str(f.column))}" for f in fields)
+    converters = []
+    for position, model_field in enumerate(fields):
+        column = model_field.get_col("s")
+        found = connection.ops.get_db_converters(column) + model_field.get_db_converters(connection)
+        if found:
+            converters.append((position, found, column))
+    return _LOCK_SQL.format(columns=columns), converters
+
+
+def sessions_select_for_turns(
+    *, tenant_id: int, ids: list[uuid.UUID]
+) -> list[tuple[ChatSession, list[dict[str, Any]]]]:
+    """Lock the tenant's sessions among `ids` in id order and read each one with its cart
+    (`[{mpn, quantity, note}]`): instances equal to what `ChatSession.objects.get` gives."""
+    sql, converters = _session_reader()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, ids])
+        rows = cursor.fetchall()
+    out = []
+    for row in rows:
+        values = list(row[:-1])
+        for position, functions, column in converters:
+            for convert in functions:
+                values[position] = convert(values[position], column, connection)
+        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]
+        out.append((session, [json.loads(item) for item in row[-1]]))
+    return out
+
+
+# --- 4. The session counters -------------------------------------------------------
+
+# What recording turns changes on a session row, and the PostgreSQL type of each.
+_COUNTER_COLUMNS = {
+    "turn_count": "int",
+    "last_turn_number": "int",
+    "total_input_tokens": "bigint",
+    "total_output_tokens": "bigint",
+    "total_cached_tokens": "bigint",
+    "total_reasoning_tokens": "bigint",
+    "total_cost_usd": "numeric",
+    "total_calls": "int",
+    "total_errors": "int",
+    "unpriced_calls": "int",
+    "total_duration_ms": "bigint",
+    "last_active_at": "timestamptz",
+    "expires_at": "timestamptz",
+    "updated_at": "timestamptz",
+    "status": "text",
+    "budget_exceeded_at": "timestamptz",
+}
+# Built once from the constant column names above (no input reaches it).
+_SAVE_COUNTERS_SQL = (
+    "UPDATE chat_session AS s SET "  # noqa: S608
+    + ", ".join(f"{name} = v.{name}" for name in _COUNTER_COLUMNS)
+    + ", state = v.state::jsonb FROM unnest(%s::uuid[], "
+    + ", ".join(f"%s::{kind}[]" for kind in _COUNTER_COLUMNS.values())
+    + ", %s::text[]) AS v(id, "
+    + ", ".join(_COUNTER_COLUMNS)
+    + ", state) WHERE s.id = v.id"
+)
+
+
+# The same for one session (the single route): plain parameters, which psycopg adapts
+# at a fraction of the cost of typed arrays.
+_SAVE_ONE_COUNTERS_SQL = (
+    "UPDATE chat_session SET "  # noqa: S608
+    + ", ".join(f"{name} = %s::{kind}" for name, kind in _COUNTER_COLUMNS.items())
+    + ", state = %s::jsonb WHERE id = %s"
+)
+
+
+def sessions_save_counters(sessions: list[ChatSession]) -> None:
+    """Write what recording turns changed on these locked sessions (counters, activity,
+    expiry, status, state, budget flag) in one UPDATE for all of them. The rows are
+    locked by `sessions_lock_for_turns` until commit, so the values on the instances are the
+    rows' values: no other writer can have moved them. A fixed statement, so that
+    neither the ORM nor PostgreSQL compiles it per turn."""
+    if not sessions:
+        return
+    if len(sessions) == 1:
+        (session,) = sessions
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _SAVE_ONE_COUNTERS_SQL,
+                [getattr(session, name) for name in _COUNTER_COLUMNS]
+                + [json.dumps(session.state), session.pk],
+            )
+        return
+    params: list[Any] = [[session.pk for session in sessions]]
+    params += [[getattr(session, name) for session in sessions] for name in _COUNTER_COLUMNS]
+    params.append([json.dumps(session.state) for session in sessions])
+    with connection.cursor() as cursor:
+        cursor.execute(_SAVE_COUNTERS_SQL, params)
+
+
+# --- 5. The steps just written, as the turn's prefetched steps ------------------------
+
+
+def turn_steps_preloaded(turn: ChatTurn, steps: list[TurnStep]) -> None:
+    """Serve `turn.steps.all()` from `steps` (what was just written for the turn): the
+    201 body lists them, and a query for rows still in memory cost a round trip per turn.
+    Writes Django's prefetch cache, as `prefetch_related` would."""
+    turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]
+
+
+# --- 6, 7. Rendering and validating without DRF's per-call machinery ------------------
+#
+# A serializer's `to_representation`, planned once instead of walked per call.
+#
+# DRF renders an object field by field through generic machinery (`_readable_fields`,
+# `get_attribute` with its dotted sources and error handling, a None check, the field's
+# `to_representation`); for the 201 body of a turn (40-odd fields, nested steps) that was
+# a tenth of the request's CPU. `planned_representation(serializer)` reads the same
+# fields once and returns a function that renders an object the way the serializer does:
+# same keys, same order, same values. Fields whose rendering is the identity or a plain
+# cast (char, integer, boolean, JSON) are done inline; every other field (dates,
+# decimals, UUIDs, …) still goes through its own `to_representation`, and a field with
+# a dotted or `*` source falls back to DRF's `get_attribute`. The tests compare both
+# renderings over varied turns, so a field added to the serializer stays covered.
+
+Render = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _converter(field: ApiField[Any, Any, Any, Any]) -> Render:
+    """How a leaf field turns a non-None attribute into its representation."""
+    kind = type(field)
+    if kind is serializers.CharField:
+        return str
+    if kind is serializers.IntegerField:
+        return int
+    if kind is serializers.JSONField and not field.binary:  # type: ignore[attr-defined]
+        return _identity
+    if kind is serializers.BooleanField:
+        convert = field.to_representation
+        return lambda value: value if type(value) is bool else convert(value)
+    return field.to_representation
+
+
+def _reader(field: ApiField[Any, Any, Any, Any]) -> Render:
+    attrs = field.source_attrs
+    if len(attrs) == 1 and field.source != "*":
+        read = operator.attrgetter(attrs[0])
+
+        def attribute(instance: Any) -> Any:
+            if isinstance(instance, Mapping):
+                return instance[attrs[0]]
+            try:
+                value = read(instance)
+            except ObjectDoesNotExist:
+                return None
+            return value() if is_simple_callable(value) else value
+
+        return attribute
+    return field.get_attribute
+
+
+def planned_representation(serializer: serializers.BaseSerializer[Any]) -> Render:
+    """`serializer.to_representation`, planned. The serializer must be instance-less and
+    keep no per-call state (as the turn serializers are)."""
+    if isinstance(serializer, serializers.ListSerializer):
+        child = planned_representation(serializer.child)  # type: ignore[arg-type]
+
+        def many(value: Any) -> list[Any]:
+            items = value.all() if isinstance(value, BaseManager) else value
+            return [child(item) for item in items]
+
+        return many
+    if not isinstance(serializer, serializers.Serializer):
+        return serializer.to_representation
+    plan: list[tuple[str, Render, Render]] = []
+    for field in serializer._readable_fields:
+        name = field.field_name
+        assert name is not None
+        if isinstance(field, serializers.SerializerMethodField):
+            method = getattr(serializer, field.method_name)
+            plan.append((name, method, _identity))
+        elif isinstance(field, serializers.BaseSerializer):
+            plan.append((name, _reader(field), planned_representation(field)))
+        else:
+            plan.append((name, _reader(field), _converter(field)))
+
+    def render(instance: Any) -> dict[str, Any]:
+        out = {}
+        for name, read, convert in plan:
+            value = read(instance)
+            out[name] = None if value is None else convert(value)
+        return out
+
+    return render
+
+
+def shared_serializer(serializer_class: type[S]) -> S:
+    """One instance-less serializer of `serializer_class` for every request. DRF builds a
+    serializer's fields (for a ModelSerializer, by introspecting the model) on each
+    instance: for the nested turn and steps that was a fifth of a turn's CPU. An
+    instance-less serializer keeps no per-call state in `run_validation` (what
+    `is_valid` runs; it raises the same ValidationError) or `to_representation`, so one
+    can serve every request."""
+    instance: Any = _shared(cast(Any, serializer_class))
+    return cast(S, instance)
+
+
+@cache
+def _shared(serializer_class: Any) -> Any:
+    return serializer_class()
