@@ -46,9 +46,7 @@ def background(api: APIClient) -> None:
 def porto_then_lisbon(api: APIClient) -> tuple[dict[str, Any], dict[str, Any]]:
     background(api)
     porto = created(add(api, content="I live in Porto", type="fact", occurred_at=PORTO_DAY))
-    lisbon = created(
-        add(api, content="I moved to Lisbon", type="profile", occurred_at=LISBON_DAY)
-    )
+    lisbon = created(add(api, content="I moved to Lisbon", type="profile", occurred_at=LISBON_DAY))
     return get(api, porto["id"]), get(api, lisbon["id"])
 
 

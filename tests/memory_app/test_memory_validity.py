@@ -3,6 +3,8 @@ checked (400 JSON naming the field), and searched with `valid_at`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -10,6 +12,9 @@ from tests.memory_app.test_issue15_memories import AS, created
 from tests.memory_app.test_memories_api import MEMORIES, add, assert_error, search
 
 pytestmark = pytest.mark.django_db
+
+YEAR_2024 = "2024-01-01T00:00:00Z"
+YEAR_2025 = "2025-01-01T00:00:00Z"
 
 
 def test_post_sets_and_shows_the_interval(api: APIClient) -> None:
@@ -76,12 +81,12 @@ def test_patch_sets_the_interval_without_a_new_version(api: APIClient) -> None:
 
 
 def test_valid_at_search_and_its_bad_value(api: APIClient) -> None:
-    gold = created(add(api, content="Gold member of the loyalty programme", type="fact",
-                       valid_from="2024-01-01T00:00:00Z", valid_to="2025-01-01T00:00:00Z"))  # fmt: skip
-    silver = created(add(api, content="Silver member of the loyalty programme", type="fact",
-                         valid_from="2025-01-01T00:00:00Z"))  # fmt: skip
-    early = created(add(api, content="Joined the loyalty programme", type="fact",
-                        valid_to="2024-01-01T00:00:00Z"))  # fmt: skip
+    def member(content: str, **interval: str) -> dict[str, Any]:
+        return created(add(api, content=content, type="fact", **interval))
+
+    gold = member("Gold member of the loyalty programme", valid_from=YEAR_2024, valid_to=YEAR_2025)
+    silver = member("Silver member of the loyalty programme", valid_from=YEAR_2025)
+    early = member("Joined the loyalty programme", valid_to=YEAR_2024)
 
     def found(at: str) -> set[str]:
         hits = search(api, "loyalty programme member", user_id="alice", valid_at=at)
