@@ -60,6 +60,7 @@ BUDGET = 2000
 CHARS_PER_TOKEN = 4
 DISTRACTORS = 10
 SEED = 7
+MISSES: Path | None = None  # --misses: where the questions Engram missed are written
 
 
 @dataclass
@@ -229,6 +230,21 @@ def run_case(client: httpx.Client, case: Case, run_id: str, single: bool) -> lis
         body = response.json()
         text = normalise(" ".join(m["content"] for m in body["messages"]))
         baseline = normalise(bm25_packed(lines, bm25, question["question"]))
+        if MISSES is not None and answer not in text:
+            with MISSES.open("a") as misses:
+                misses.write(
+                    json.dumps(
+                        {
+                            "question": question["question"],
+                            "answer": question["answer"],
+                            "bm25_kept": answer in baseline,
+                            "included": body["included"],
+                            "excluded": body["excluded"][:40],
+                            "messages": body["messages"],
+                        }
+                    )
+                    + "\n"
+                )
         out.append(
             {
                 "type": question["type"],
@@ -328,7 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-type", type=int, default=10, help="LongMemEval questions a type")
     parser.add_argument("--single", action="store_true", help="One request per turn.")
     parser.add_argument("--no-record", action="store_true", help="Do not touch RESULTS.md.")
+    parser.add_argument("--misses", type=Path, help="Write the missed questions here (JSONL).")
     args = parser.parse_args(argv)
+    global MISSES
+    MISSES = args.misses
     command = " ".join(
         ["python -m bench.cross_session", *(argv if argv is not None else sys.argv[1:])]
     )

@@ -149,3 +149,53 @@ class Gunicorn:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class CeleryWorker:
+    """`celery -A config worker` (prefork, `concurrency` processes) in its own process
+    group, as `make run` starts it; stopped with the group."""
+
+    def __init__(self, *, env: dict[str, str], concurrency: int = 2) -> None:
+        self.env = env
+        self.concurrency = concurrency
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> CeleryWorker:
+        argv = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-l",
+            "warning",
+            "--concurrency",
+            str(self.concurrency),
+        ]
+        self.process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        atexit.register(self.stop)
+        return self
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -24,6 +24,16 @@ TURNS_PER_PAGE = 30
 COMPONENTS_SHOWN = 30
 
 
+def _past_session_id(key: str) -> uuid.UUID | None:
+    """The earlier session a recalled `past:<session>:<turn>` line came from."""
+    if not key.startswith("past:"):
+        return None
+    try:
+        return uuid.UUID(key.split(":")[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def _memory_id(key: str) -> uuid.UUID | None:
     if not key.startswith(MEMORY_KEY_PREFIX):
         return None
@@ -59,6 +69,7 @@ def session_page(request: HttpRequest, session_id: uuid.UUID) -> HttpResponse:
     )
     for row in [*context_now.included, *context_now.excluded]:
         row["memory_id"] = _memory_id(row["key"])
+        row["past_session_id"] = _past_session_id(row["key"])
     cart = selection_lines(session=session)
     context = {
         "session": session,

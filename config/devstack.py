@@ -44,6 +44,21 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True)  # noqa: S603
 
 
+def _manage_quietly(*args: str, announce: str) -> None:
+    """A command whose chatter stays off the console: the first run's ONNX export logs a
+    few hundred lines of exporter passes. One line before, the command's last line after;
+    everything it printed only if it fails."""
+    say("stack", announce)
+    run = subprocess.run(  # noqa: S603
+        [sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    if run.returncode != 0:
+        sys.stdout.write(run.stdout + run.stderr)
+        raise subprocess.CalledProcessError(run.returncode, run.args)
+    for line in run.stdout.strip().splitlines()[-1:]:
+        say("stack", line)
+
+
 def web_command(dev: bool, host: str, port: str) -> tuple[list[str], dict[str, str]]:
     """The web process's argv and the environment it adds."""
     if dev:
@@ -112,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("ENGRAM_PUBLIC_BASE_URL", f"http://{host}:{web_port}")
         _manage("migrate", "--no-input", "-v", "0")
         _manage("sync_schedules")
-        _manage("prepare_embedder")  # exports MiniLM to ONNX on the first run (~10 s)
+        _manage_quietly(
+            "prepare_embedder",
+            announce="loading the embedding model (the first run exports it to ONNX: "
+            "a minute or more)…",
+        )
         _manage("load_demo")
         web_argv, web_env = web_command(dev, host, web_port)
         commands = {

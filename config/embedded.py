@@ -50,8 +50,8 @@ def shared_buffers_mb(memory_bytes: int | None = None) -> int:
     256 MB held little of the ~3.3 GB a search of a million memories reads from (the
     covering (tenant, user) index, the heap, the public HNSW graph, the GINs): searches
     copied their pages from the OS page cache again and took 1.2-1.5x (p50 to p95) the
-    time of searches whose pages were in the pool (bench/RESULTS.md, "Search latency
-    notes (issue 11, session 9)"). Memory is taken as pages are used, so a small
+    time of searches whose pages were in the pool (bench/RESULTS.md, B2). Memory is
+    taken as pages are used, so a small
     database costs no more."""
     if memory_bytes is None:
         try:

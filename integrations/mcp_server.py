@@ -119,6 +119,13 @@ def build_server(tenant: Tenant) -> MCPServer:
         idempotency_key: Annotated[
             str | None, Field(min_length=1, max_length=255, description="Unique per turn.")
         ] = None,
+        occurred_at: Annotated[
+            str | None,
+            Field(
+                description="When the exchange happened (ISO 8601 with a time zone); "
+                "defaults to now. For history recorded after the fact."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "user_message": user_message,
@@ -127,6 +134,8 @@ def build_server(tenant: Tenant) -> MCPServer:
         }
         if state is not None:
             body["state"] = state
+        if occurred_at is not None:
+            body["occurred_at"] = occurred_at
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,

@@ -15,6 +15,7 @@ class MemoryAppConfig(AppConfig):
         from sessions_app.hooks import (
             demo_loaded,
             register_user_exporter,
+            sessions_ended,
             turn_recorded,
             turns_withdrawn,
             user_erased,
@@ -27,6 +28,7 @@ class MemoryAppConfig(AppConfig):
             receivers.on_turn_recorded_remember, dispatch_uid="memory_remember_turn"
         )
         turns_withdrawn.connect(receivers.on_turns_withdrawn, dispatch_uid="memory_forget_turns")
+        sessions_ended.connect(receivers.on_sessions_ended, dispatch_uid="memory_session_episode")
         turn_recorded.connect(
             enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
         )

@@ -68,6 +68,18 @@ def on_turns_withdrawn(
     conversation_forget(tenant_id=tenant_id, session_ids=session_ids, turn_numbers=turn_numbers)
 
 
+def on_sessions_ended(sender: Any, *, session_ids: Any, **kwargs: Any) -> None:
+    """Each session that stopped taking turns gets its episode; enqueued, never raising."""
+    from memory_app.tasks import write_session_episode
+    from sessions_app.services.outbox import task_publish
+
+    for session_id in session_ids:
+        try:
+            task_publish(write_session_episode, str(session_id))
+        except Exception:  # the session is stored; its episode can be written later
+            logger.exception("could not enqueue the episode of session %s", session_id)
+
+
 def on_span_compacted(sender: Any, *, summary_id: int, **kwargs: Any) -> None:
     """A compacted span becomes an episodic memory; enqueued, never raising."""
     from memory_app.tasks import extract_memories_from_span

@@ -13,6 +13,7 @@ from memory_app.services.conversation import (
     conversation_remember_turn,
 )
 from memory_app.services.decay import memories_decay
+from memory_app.services.episodes import session_episode_write
 from memory_app.services.extraction import (
     memories_extract_from_span,
     memories_extract_from_turn,
@@ -50,6 +51,12 @@ def remember_session_turns(session_id: str, up_to: int) -> dict[str, Any]:
     """Safe to re-run: turns already remembered are skipped, the rest written once."""
     written = conversation_remember_session(session_id=session_id, up_to=up_to)
     return {"session_id": session_id, "up_to": up_to, "written": written}
+
+
+@shared_task(name="memory_app.write_session_episode", **TASK_DEFAULTS)
+def write_session_episode(session_id: str) -> dict[str, Any]:
+    """Safe to re-run: an episode already up to date is left as it is."""
+    return {"session_id": session_id, "episode": session_episode_write(session_id=session_id)}
 
 
 @shared_task(name="memory_app.flush_memory_access", **TASK_DEFAULTS)

@@ -17,6 +17,10 @@ attached by the other apps in their `AppConfig.ready()`:
   (directly or by retention; `turn_numbers` is None: all of them). Receivers delete what
   they derived from those turns verbatim, atomically with the change; one that raises
   rolls it back.
+- `sessions_ended` is sent *after the transaction commits*, with `tenant_id`,
+  `session_ids` and `reason` (`rotated`, `expired`, `archived`, `imported`), when sessions
+  stop taking turns, so other apps can write what outlives them (memory_app: an episode
+  per session). Receivers enqueue tasks; they must be quick and must not raise.
 - `demo_loaded` is sent by `load_demo` with `tenant`, so other apps add their demo data.
 - `user_erased` is sent by `services.erasure.user_erase` inside the erasure transaction,
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
@@ -47,12 +51,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db import transaction
 from django.dispatch import Signal
 
 from sessions_app.usage import TokenCounts
 
 turn_recorded = Signal()
 turns_withdrawn = Signal()
+sessions_ended = Signal()
 demo_loaded = Signal()
 user_erased = Signal()
 
@@ -146,3 +152,15 @@ def step_retention_horizon() -> int | None:
     if not _step_retention_guards:
         return None
     return min(guard() for guard in _step_retention_guards.values())
+
+
+def announce_sessions_ended(*, tenant_id: int, session_ids: list[Any], reason: str) -> None:
+    """`sessions_ended`, after the caller's transaction commits (at once outside one)."""
+    if not session_ids:
+        return
+    ids = list(session_ids)
+    transaction.on_commit(
+        lambda: sessions_ended.send(
+            sender=None, tenant_id=tenant_id, session_ids=ids, reason=reason
+        )
+    )

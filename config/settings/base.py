@@ -94,6 +94,9 @@ DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DATABASE_CONNECT_T
 # process holds at most DATABASE_POOL_MAX_SIZE connections and returns them after each
 # request, so clients that open a connection per request cannot pile up idle ones.
 # Persistent connections and the pool exclude each other: CONN_MAX_AGE is 0 with it.
+# With conn_health_checks (above), Django gives the pool `check=check_connection`: every
+# connection is checked (an empty query) as it leaves the pool, so one that a database
+# restart closed while it sat idle is replaced instead of failing the request that drew it.
 DATABASE_POOL = env_bool("DATABASE_POOL", False)
 if DATABASE_POOL:
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -327,7 +330,7 @@ ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
 # Turns of the user's other sessions a context may recall (then packed under the budget),
 # and whether they come from every agent's sessions of the user (on) or only from the
 # session's own agent's (off): a user's history is one, whichever agent heard it.
-ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 30)
+ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 24)
 ENGRAM_RECALL_ACROSS_AGENTS = env_bool("ENGRAM_RECALL_ACROSS_AGENTS", True)
 
 # --- Long-term memory -------------------------------------------------------------------

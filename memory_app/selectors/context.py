@@ -15,7 +15,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory_app.embedding import embed_query, embed_texts
-from memory_app.selectors.context_recall import past_turn_candidates, recalled_turn_candidates
+from memory_app.selectors.context_recall import (
+    RecallCandidates,
+    past_turn_candidates,
+    recalled_turn_candidates,
+)
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.recall import TURN_SOURCES
 from memory_app.selectors.search import MemoryFilters, memory_search
@@ -328,16 +332,17 @@ def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) ->
 
 
 def _relevant(
-    candidates: list[Candidate], semantic: dict[str, float], window: set[str], query: str
+    candidates: list[Candidate], semantic: dict[str, float], exempt: set[str], query: str
 ) -> tuple[list[Candidate], list[Candidate]]:
-    """(offered, left out as unrelated to the query): see RELEVANCE_FLOORED."""
+    """(offered, left out as unrelated to the query): see RELEVANCE_FLOORED. `exempt`:
+    the reserved window and the recalled turns the search supports lexically."""
     floor = float(settings.ENGRAM_CONTEXT_MIN_SEMANTIC)
     if not query.strip() or floor <= 0:
         return candidates, []
     offered, unrelated = [], []
     for candidate in candidates:
         low = semantic.get(candidate.key, 0.0) < floor
-        if low and candidate.kind in RELEVANCE_FLOORED and candidate.key not in window:
+        if low and candidate.kind in RELEVANCE_FLOORED and candidate.key not in exempt:
             unrelated.append(candidate)
         else:
             offered.append(candidate)
@@ -371,23 +376,24 @@ def context_assemble(
     keep_last = rules.keep_last_turns
     summaries = active_summaries(session) if rules.compression else []
     window_turns = _turn_candidates(session, keep_last, turn_limit, not rules.compression)
-    recalled, semantic = (
+    has_query = bool(query.strip())
+    recalled = (
         recalled_turn_candidates(tenant, session, query, {int(c.order[0]) for c in window_turns})
-        if query.strip()
-        else ([], {})
+        if has_query
+        else RecallCandidates()
     )
-    past, past_semantic = (
+    past = (
         past_turn_candidates(tenant, session, query, settings.ENGRAM_CONTEXT_PAST_TURNS)
-        if query.strip()
-        else ([], {})
+        if has_query
+        else RecallCandidates()
     )
-    semantic |= past_semantic
+    semantic = recalled.semantic | past.semantic
     candidates = [
         *_session_candidates(session),
         *window_turns,
         *_summary_candidates(session, summaries),
-        *recalled,
-        *past,
+        *recalled.candidates,
+        *past.candidates,
         *predecessor_candidates(
             session,
             summary_candidates=_summary_candidates,
@@ -416,8 +422,8 @@ def context_assemble(
         to_embed = [c for c in candidates if c.key not in semantic]
         vectors = _vectors([embed_text_of(c) for c in to_embed])
         # The query's vector from the query cache, which the turn recall and the memory
-        # search above have filled: in `_vectors` it was embedded a second time on most
-        # requests (its texts are the session's, already cached; the query is new).
+        # search above have filled, not from `_vectors` (whose cache holds the session's
+        # texts; the query is new).
         query_vector = np.asarray(embed_query(query), dtype=np.float32)
         semantic |= {c.key: float(vectors[embed_text_of(c)] @ query_vector) for c in to_embed}
     half_life = settings.ENGRAM_CONTEXT_HALF_LIFE_MINUTES
@@ -444,7 +450,9 @@ def context_assemble(
             kept.append(candidate)
         else:
             evicted.append((candidate, reason))
-    offered, unrelated = _relevant(kept, semantic, set(window), query)
+    offered, unrelated = _relevant(
+        kept, semantic, set(window) | recalled.supported | past.supported, query
+    )
     packed = pack(
         offered,
         scores,

@@ -5,6 +5,7 @@ memory search over the turns' memories."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,31 @@ if TYPE_CHECKING:
 
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
 MAX_LINE_TOKENS = 300  # a recalled turn's line: the passage that answers, not the whole
+# A recalled turn that shares words with the query and stands in the upper half of its
+# search's pool is related to it whatever its cosine: a long message's vector (the model
+# reads its first 256 word pieces) says little of a detail inside it.
+SUPPORTED_RELEVANCE = 0.5
+
+
+def supported(recalled: RecalledTurn) -> bool:
+    return recalled.lexical > 0 and recalled.relevance >= SUPPORTED_RELEVANCE
+
+
+@dataclass
+class RecallCandidates:
+    """Recalled turns as context candidates, with the semantic score of each (the best
+    cosine over its window) and the keys the search supports lexically (`supported`),
+    which the context's relevance floor lets through."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    semantic: dict[str, float] = field(default_factory=dict)
+    supported: set[str] = field(default_factory=set)
+
+    def add(self, candidate: Candidate, recalled: RecalledTurn) -> None:
+        self.candidates.append(candidate)
+        self.semantic[candidate.key] = recalled.window_semantic
+        if supported(recalled):
+            self.supported.add(candidate.key)
 
 
 def date_label(at: datetime | None) -> str:
@@ -30,24 +56,23 @@ def _text(recalled: RecalledTurn, label: str, query: str) -> str:
 
 def recalled_turn_candidates(
     tenant: Tenant, session: ChatSession, query: str, offered: set[int]
-) -> tuple[list[Candidate], dict[str, float]]:
+) -> RecallCandidates:
     """The session's own earlier turns that best answer `query`, verbatim (the passage
     that answers), as lines of the "recalled" section; turns already offered as window
     turns are left to the window. Their signal is the search's fused relevance and their
     semantic score the best cosine over the turn's window, so they need no second
-    embedding. Returns the candidates and those semantic scores."""
+    embedding."""
     found = session_turns_recall(
         tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS
     )
-    out: list[Candidate] = []
-    semantic: dict[str, float] = {}
+    out = RecallCandidates()
     for recalled in found:
         if recalled.turn_number in offered:
             continue
         key = f"recalled:{recalled.turn_number}"
         at = recalled.memory.occurred_at
         label = f"turn {recalled.turn_number}, {date_label(at)}"
-        out.append(
+        out.add(
             Candidate(
                 key=key,
                 kind="recalled_turn",
@@ -57,21 +82,20 @@ def recalled_turn_candidates(
                 at=at,
                 signal=recalled.relevance,
                 order=(recalled.turn_number,),
-            )
+            ),
+            recalled,
         )
-        semantic[key] = recalled.window_semantic
-    return out, semantic
+    return out
 
 
 def past_turn_candidates(
     tenant: Tenant, session: ChatSession, query: str, limit: int
-) -> tuple[list[Candidate], dict[str, float]]:
+) -> RecallCandidates:
     """The turns of the user's earlier sessions that best answer `query`, as lines of the
     "past" section in the order they were said, each labelled with its date, its session
     and its turn number, so the model can tell when and where it was said."""
     found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit)
-    out: list[Candidate] = []
-    semantic: dict[str, float] = {}
+    out = RecallCandidates()
     for recalled in found:
         memory = recalled.memory
         key = f"past:{memory.session_id}:{recalled.turn_number}"
@@ -79,7 +103,7 @@ def past_turn_candidates(
         label = (
             f"{date_label(at)}, session {str(memory.session_id)[:8]}, turn {recalled.turn_number}"
         )
-        out.append(
+        out.add(
             Candidate(
                 key=key,
                 kind="past_turn",
@@ -89,7 +113,7 @@ def past_turn_candidates(
                 at=at,
                 signal=recalled.relevance,
                 order=(int(at.timestamp()) if at else 0, recalled.turn_number),
-            )
+            ),
+            recalled,
         )
-        semantic[key] = recalled.window_semantic
-    return out, semantic
+    return out

@@ -32,6 +32,7 @@ class RecalledTurn:
     # answers the query ("What is its name?" / "Her name is Biscuit") relates to it
     # through them.
     window_semantic: float
+    lexical: float  # the search's BM25 of the turn (0: no query word in its window)
 
     @property
     def turn_number(self) -> int:
@@ -86,6 +87,7 @@ def _recall(
             window_semantic=max(
                 float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0)
             ),
+            lexical=float(hit.parts.get("lexical", 0.0)),
         )
         for hit in hits
     ]

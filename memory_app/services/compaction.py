@@ -78,27 +78,27 @@ class CompactionResult:
 
 
 @dataclass
-class _Draft:
+class SummaryDraft:
     text: str
     method: str
     tokens: int
     llm: dict[str, Any] = field(default_factory=dict)
 
 
-def _summarise(draft: str, *, max_tokens: int, turn_id: int | None) -> _Draft:
+def summary_draft(draft: str, *, max_tokens: int, turn_id: int | None) -> SummaryDraft:
     """The extractive draft, rewritten by the LLM when one is configured. The call, won
     or lost, is recorded as an `engram.summarize` step of turn `turn_id` (the newest turn
     the summary covers), so that its cost counts against the session."""
     endpoint = LLMEndpoint.from_settings()
     if endpoint is None:
-        return _Draft(draft, SummaryMethod.EXTRACTIVE, count_tokens(draft))
+        return SummaryDraft(draft, SummaryMethod.EXTRACTIVE, count_tokens(draft))
     try:
         result = abstractive_summary(draft, endpoint=endpoint, max_tokens=max_tokens)
     except LLMError as exc:
         logger.warning("compaction: LLM unavailable, keeping the extractive summary: %s", exc)
         if turn_id is not None:
             llm_step_record(turn_id=turn_id, step_type=STEP_SUMMARIZE, outcome=exc)
-        return _Draft(
+        return SummaryDraft(
             draft, SummaryMethod.EXTRACTIVE, count_tokens(draft), {"llm_error": str(exc)[:500]}
         )
     step = (
@@ -107,7 +107,7 @@ def _summarise(draft: str, *, max_tokens: int, turn_id: int | None) -> _Draft:
         else llm_step_record(turn_id=turn_id, step_type=STEP_SUMMARIZE, outcome=result)
     )
     cost = None if step is None else step.cost_usd
-    return _Draft(
+    return SummaryDraft(
         result.text,
         SummaryMethod.LLM,
         count_tokens(result.text),
@@ -145,7 +145,7 @@ def _cart_around(session: ChatSession, span: list[ChatTurn]) -> tuple[list[Any],
 
 
 def _write_span(
-    session: ChatSession, span: list[ChatTurn], draft: _Draft, milestones: dict[str, Any]
+    session: ChatSession, span: list[ChatTurn], draft: SummaryDraft, milestones: dict[str, Any]
 ) -> ContextSummary | None:
     """Summary row + compacted flags + session status, in one transaction. None when
     the span is no longer what it was (compacted or rolled back meanwhile)."""
@@ -206,7 +206,7 @@ def _condense(session: ChatSession) -> list[int]:
             .values_list("pk", flat=True)
             .first()
         )
-        draft = _summarise(
+        draft = summary_draft(
             condense_summaries([s.summary for s in merge], budget),
             max_tokens=budget,
             turn_id=newest_turn,
@@ -276,7 +276,7 @@ def _session_compact(session: ChatSession, force: bool) -> CompactionResult:
             ]
             source_tokens = sum(turn_text_tokens(turn) for turn in span)
             budget = summary_budget(source_tokens)
-            draft = _summarise(
+            draft = summary_draft(
                 extractive_summary(texts, budget), max_tokens=budget, turn_id=span[-1].pk
             )
             cart_before, cart_after = _cart_around(session, span)

@@ -32,13 +32,8 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_texts, embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
-from memory_app.services.memories import (
-    EMBED_BATCH,
-    THREAD_AFTER,
-    THREAD_BEFORE,
-    refresh_thread_window,
-    window_text,
-)
+from memory_app.services.memories import EMBED_BATCH, refresh_thread_window
+from memory_app.services.thread_writes import thread_rows_insert
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.selectors.sessions import session_get_by_id
 from sessions_app.selectors.turns import turn_get_by_id, turn_ids_by_number, turns_by_number
@@ -140,8 +135,7 @@ def conversation_remember_turns(*, session: ChatSession, turns: Sequence[ChatTur
         ]
         if not rows:
             return 0
-        _set_windows(session, rows)
-        Memory.objects.bulk_create(rows)
+        thread_rows_insert(rows)
     return len(rows)
 
 
@@ -173,34 +167,6 @@ def _turn_memory(
         updated_at=now,
         last_accessed_at=now,
     )
-
-
-def _set_windows(session: ChatSession, rows: list[Memory]) -> None:
-    """Give the new rows their thread windows and rewrite the stored neighbours whose
-    window now holds one of them (an appended turn: the one before it)."""
-    reach = THREAD_BEFORE + THREAD_AFTER
-    low, high = rows[0].thread_order or 0, rows[-1].thread_order or 0
-    thread = Memory.objects.filter(
-        tenant_id=session.tenant_id,
-        user_id=session.user_id,
-        thread_key=session_thread_key(session.pk),
-    ).only("id", "content", "thread_order", "thread_context")
-    before = list(thread.filter(thread_order__lt=low).order_by("-thread_order")[:reach])
-    after = list(thread.filter(thread_order__gt=high).order_by("thread_order")[:reach])
-    new = {id(row) for row in rows}
-    ordered = sorted([*before, *rows, *after], key=lambda row: row.thread_order or 0)
-    contents = [row.content for row in ordered]
-    positions = [index for index, row in enumerate(ordered) if id(row) in new]
-    for index, row in enumerate(ordered):
-        window = window_text(contents, index)
-        if id(row) in new:
-            row.thread_context = window
-            continue
-        # A stored row's window changes only if it holds a new row; the rows read around
-        # the new ones reach far enough to give such a row its whole window.
-        holds_new = any(index - THREAD_BEFORE <= p <= index + THREAD_AFTER for p in positions)
-        if holds_new and row.thread_context != window:
-            Memory.objects.filter(pk=row.pk).update(thread_context=window)
 
 
 @transaction.atomic

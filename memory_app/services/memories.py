@@ -41,10 +41,17 @@ from memory_app.services.supersession import (
     lock_subject,
     memory_set_validity,
     states_other_value,
+    subject_of,
     supersede_contradicted,
     supersede_related,
     unsupersede,
     validity_changes,
+)
+from memory_app.services.thread_writes import (
+    THREAD_AFTER,
+    THREAD_BEFORE,
+    thread_rows_insert,
+    window_text,
 )
 from memory_app.subjects import Statement
 from sessions_app.errors import Conflict, InvalidInput, NotFound, Rejected
@@ -161,9 +168,77 @@ def memory_add_many(
     model_name = embedder().model_name
     results: list[AddResult] = []
     with transaction.atomic():
+        if len(drafts) > 1 and all(thread_key_of(draft) for draft in drafts):
+            return _add_threaded(tenant, drafts, vectors, model_name, now)
         for draft, vector in zip(drafts, vectors, strict=True):
             results.append(_add_one(tenant, draft, vector, model_name, now))
     return results
+
+
+def _add_threaded(
+    tenant: Tenant,
+    drafts: Sequence[MemoryDraft],
+    vectors: list[list[float]],
+    model_name: str,
+    now: datetime,
+) -> list[AddResult]:
+    """`memory_add_many` of drafts that all sit in threads, set-based: the same answers
+    as adding them one by one (exact duplicates of stored memories, of their earlier
+    versions or of an earlier draft answer `duplicate`; no near-duplicate merges in a
+    thread), with the locks taken once, in a fixed order, and one INSERT."""
+    for user_id, memory_type in sorted({(d.user_id, d.type) for d in drafts}):
+        _lock_key(tenant, user_id, memory_type)
+    statements = [draft_statement(draft) for draft in drafts]
+    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
+    for user_id, subject in sorted(subjects):
+        lock_subject(tenant.pk, user_id, Statement(subject, ""))
+    known = _stored_by_hash(tenant, drafts)
+    next_order: dict[tuple[str, str], int] = {}
+    results: list[AddResult | None] = []
+    rows: list[Memory] = []
+    for draft, vector in zip(drafts, vectors, strict=True):
+        identity = (draft.user_id, draft.agent_id, draft.type, content_hash(draft.content))
+        if identity in known:
+            results.append(AddResult("duplicate", known[identity], 1.0))
+            continue
+        thread = (draft.user_id, thread_key_of(draft))
+        if thread not in next_order:  # after the thread's last memory, as one by one
+            next_order[thread] = _thread_order(tenant, draft.user_id, thread[1], None) or 0
+        order = next_order[thread] if draft.thread_order is None else draft.thread_order
+        next_order[thread] = max(next_order[thread], order + 1)
+        memory = _new_memory(tenant, draft, vector, model_name, now, thread[1], order)
+        known[identity] = memory
+        rows.append(memory)
+        results.append(None)
+    thread_rows_insert(rows)
+    created = iter(rows)
+    out = [result or AddResult("created", next(created), None) for result in results]
+    later = [row.pk for row in rows]
+    for draft, statement, result in zip(drafts, statements, out, strict=True):
+        if result.action == "created":
+            later.remove(result.memory.pk)
+            _relate(result.memory, draft.relations)
+            supersede_related(result.memory, draft.relations)
+            supersede_contradicted(result.memory, statement, written_after=later)
+    return out
+
+
+def _stored_by_hash(
+    tenant: Tenant, drafts: Sequence[MemoryDraft]
+) -> dict[tuple[str, str, str, str], Memory]:
+    """The stored memories (current text or an earlier version) that the drafts would
+    duplicate, by (user, agent, type, content hash)."""
+    hashes = sorted({content_hash(d.content) for d in drafts})
+    users = sorted({d.user_id for d in drafts})
+    current = Memory.objects.filter(tenant=tenant, user_id__in=users, content_hash__in=hashes)
+    found = {(m.user_id, m.agent_id, m.type, m.content_hash): m for m in current}
+    earlier = MemoryVersion.objects.filter(
+        memory__tenant=tenant, memory__user_id__in=users, content_hash__in=hashes
+    ).select_related("memory")
+    for version in earlier:
+        m = version.memory
+        found.setdefault((m.user_id, m.agent_id, m.type, version.content_hash), m)
+    return found
 
 
 def _lock_key(tenant: Tenant, user_id: str, memory_type: str) -> None:
@@ -209,37 +284,8 @@ def _add_one(
         _merge(target, draft, statement, digest, vector, model_name, now)
         return AddResult("merged", target, similarity)
 
-    memory = Memory(
-        tenant=tenant,
-        user_id=draft.user_id,
-        agent_id=draft.agent_id,
-        type=draft.type,
-        scope=draft.scope,
-        content=draft.content,
-        summary=draft.summary,
-        structured=draft.structured,
-        metadata=draft.metadata,
-        content_hash=digest,
-        embedding=vector,
-        embedding_model=model_name,
-        importance=draft.importance,
-        confidence=draft.confidence,
-        tags=sorted(set(draft.tags)),
-        source=draft.source,
-        session_id=draft.session_id,
-        created_at=now,
-        updated_at=now,
-        last_accessed_at=now,
-        pinned=draft.pinned,
-        allowed_users=sorted(set(draft.allowed_users)),
-        allowed_roles=sorted(set(draft.allowed_roles)),
-        thread_key=thread_key,
-        thread_order=_thread_order(tenant, draft.user_id, thread_key, draft.thread_order),
-        occurred_at=draft.occurred_at,
-        valid_from=draft.valid_from,
-        valid_to=draft.valid_to,
-        subject=statement.subject if statement is not None else "",
-    )
+    order = _thread_order(tenant, draft.user_id, thread_key, draft.thread_order)
+    memory = _new_memory(tenant, draft, vector, model_name, now, thread_key, order)
     # The new row is written with its own window, so that only its neighbours are
     # rewritten: each rewrite is an UPDATE of an indexed column, a new row version in
     # every index of `memory` (the HNSW graph included), and was most of a turn's write.
@@ -255,6 +301,49 @@ def _add_one(
     supersede_related(memory, draft.relations)
     supersede_contradicted(memory, statement)
     return AddResult("created", memory, None)
+
+
+def _new_memory(
+    tenant: Tenant,
+    draft: MemoryDraft,
+    vector: list[float],
+    model_name: str,
+    now: datetime,
+    thread_key: str,
+    thread_order: int | None,
+) -> Memory:
+    """The unsaved row of a new memory."""
+    return Memory(
+        tenant=tenant,
+        user_id=draft.user_id,
+        agent_id=draft.agent_id,
+        type=draft.type,
+        scope=draft.scope,
+        content=draft.content,
+        summary=draft.summary,
+        structured=draft.structured,
+        metadata=draft.metadata,
+        content_hash=content_hash(draft.content),
+        embedding=vector,
+        embedding_model=model_name,
+        importance=draft.importance,
+        confidence=draft.confidence,
+        tags=sorted(set(draft.tags)),
+        source=draft.source,
+        session_id=draft.session_id,
+        created_at=now,
+        updated_at=now,
+        last_accessed_at=now,
+        pinned=draft.pinned,
+        allowed_users=sorted(set(draft.allowed_users)),
+        allowed_roles=sorted(set(draft.allowed_roles)),
+        thread_key=thread_key,
+        thread_order=thread_order,
+        occurred_at=draft.occurred_at,
+        valid_from=draft.valid_from,
+        valid_to=draft.valid_to,
+        subject=subject_of(draft),
+    )
 
 
 def thread_key_of(draft: MemoryDraft) -> str:
@@ -281,10 +370,6 @@ def _thread_order(tenant: Tenant, user_id: str, thread_key: str, order: int | No
     return 0 if last is None else last + 1
 
 
-THREAD_BEFORE = 2  # previous memories in a lexical window
-THREAD_AFTER = 1  # following memories in a lexical window
-
-
 @dataclass(frozen=True)
 class ThreadNeighbours:
     """A memory with the memories around it in its thread, in thread order: as many
@@ -309,12 +394,6 @@ def thread_neighbours(memory: Memory) -> ThreadNeighbours | None:
         thread.filter(thread_order__gt=memory.thread_order).order_by("thread_order")[:reach]
     )
     return ThreadNeighbours([*reversed(before), memory, *after], len(before))
-
-
-def window_text(contents: Sequence[str], index: int) -> str:
-    """The lexical window of the row at `index` of a thread's contents (in thread
-    order): the THREAD_BEFORE rows before it, itself, and the THREAD_AFTER after it."""
-    return "\n".join(contents[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1])
 
 
 def thread_windows(neighbours: ThreadNeighbours) -> list[tuple[Memory, str]]:

@@ -50,6 +50,12 @@ def draft_statement(draft: MemoryDraft) -> Statement | None:
     return statement_of(draft.content)
 
 
+def subject_of(draft: MemoryDraft) -> str:
+    """The subject a new memory is stored with: `draft_statement`'s, or blank."""
+    statement = draft_statement(draft)
+    return statement.subject if statement is not None else ""
+
+
 def lock_subject(tenant_id: int, user_id: str, statement: Statement | None) -> None:
     """Serialise the adds of one user's subject across types (the add's own lock is per
     type), so that two contradicting adds at once both see each other."""
@@ -71,9 +77,13 @@ def validity_start(memory: Memory) -> datetime:
     return memory.valid_from or memory.occurred_at or memory.created_at
 
 
-def supersede_contradicted(memory: Memory, statement: Statement | None) -> list[Memory]:
+def supersede_contradicted(
+    memory: Memory, statement: Statement | None, *, written_after: Iterable[Any] = ()
+) -> list[Memory]:
     """Resolve the contradictions of a memory just written with the user's current
-    memories of its subject (module docstring). Returns the memories superseded."""
+    memories of its subject (module docstring). Returns the memories superseded.
+    `written_after`: ids of rows of the same batch that come after it (inserted at once,
+    resolved in order), which it must not see yet."""
     if statement is None:
         return []
     current = Memory.objects.select_for_update().filter(
@@ -85,7 +95,7 @@ def supersede_contradicted(memory: Memory, statement: Statement | None) -> list[
     )
     rivals = [
         row
-        for row in current.exclude(pk=memory.pk).order_by("created_at", "id")
+        for row in current.exclude(pk__in=[memory.pk, *written_after]).order_by("created_at", "id")
         if value_of(row.content, statement.subject) != statement.value
     ]
     start = validity_start(memory)
@@ -102,6 +112,8 @@ def memory_supersede(*, older: Memory, newer: Memory, reason: str = CONTRADICTED
     """`newer` replaces `older`: the older ends where the newer starts, points at it and
     gets a `supersedes` edge from it. An end or a start already given and consistent is
     kept; one that would make an empty interval is not written."""
+    if newer.superseded_by_id == older.pk:  # never a cycle
+        return
     start = validity_start(newer)
     older.superseded_by = newer
     fields = ["superseded_by"]

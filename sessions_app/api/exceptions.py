@@ -6,15 +6,19 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import DataError, IntegrityError, InterfaceError, OperationalError
+from django.db import DataError, IntegrityError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_default_handler
 
+from config.database_errors import DATABASE_CONNECTION_ERRORS
 from sessions_app.errors import ApplicationError, ErrorCode
 
 logger = logging.getLogger(__name__)
+
+# A lost database connection (a restart, a failover) answers 503 with this Retry-After.
+DATABASE_RETRY_AFTER_SECONDS = 5
 
 
 def error_body(
@@ -34,9 +38,21 @@ def error_response(
     return Response(error_body(code, message, fields, **extra), status=status, headers=headers)
 
 
-def json_error(status: int, code: str, message: str) -> JsonResponse:
+def json_error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JsonResponse:
     """For middleware, which runs outside DRF."""
-    return JsonResponse(error_body(code, message), status=status)
+    return JsonResponse(error_body(code, message), status=status, headers=headers)
+
+
+def database_unavailable_json() -> JsonResponse:
+    """The 503 of a lost database connection, for middleware (outside DRF)."""
+    return json_error(
+        503,
+        ErrorCode.DEPENDENCY_DOWN,
+        "The database is unavailable.",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
 
 
 def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -108,12 +124,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, IntegrityError):
         logger.warning("integrity error answered as 409: %s", exc)
         return error_response(409, ErrorCode.CONFLICT, "The request conflicts with stored data.")
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    if isinstance(exc, DATABASE_CONNECTION_ERRORS):
         logger.exception("database unavailable")
         return error_response(
             503,
             ErrorCode.DEPENDENCY_DOWN,
             "The database is unavailable.",
-            headers={"Retry-After": "5"},
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
         )
     return None

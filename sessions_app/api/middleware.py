@@ -9,8 +9,9 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
+from config.database_errors import DATABASE_CONNECTION_ERRORS
 from config.request_log import accept_or_generate, request_id_var
-from sessions_app.api.exceptions import error_body, json_error
+from sessions_app.api.exceptions import database_unavailable_json, error_body, json_error
 from sessions_app.errors import ErrorCode
 
 logger = logging.getLogger("engram.api")
@@ -68,8 +69,9 @@ class ApiErrorMiddleware:
     DRF views already answer their errors so; this covers what happens outside them: no
     route matched (Django's 404 page, the technical one under DEBUG), a method on a non-DRF
     view, an exception that escaped a view (500: logged with its traceback, the client gets
-    only the request id), and NUL characters in query parameters, which PostgreSQL cannot
-    store or compare in text. Pages outside /api/ refuse NUL in a query parameter too (a
+    only the request id; a lost database connection is a 503 with Retry-After, as in DRF
+    views), and NUL characters in query parameters, which PostgreSQL cannot store or
+    compare in text. Pages outside /api/ refuse NUL in a query parameter too (a
     plain 400): the admin's changelists filter by any field named in the query string
     (`/admin/…/?user_id=%00` was a 500)."""
 
@@ -109,6 +111,11 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(EXCEPTION_PREFIXES):
             return None
+        if isinstance(exception, DATABASE_CONNECTION_ERRORS):
+            logger.warning(
+                "database unavailable on %s %s", request.method, request.path, exc_info=exception
+            )
+            return database_unavailable_json()
         logger.error("unhandled error on %s %s", request.method, request.path, exc_info=exception)
         return self._json_instead(request, 500, None)
 

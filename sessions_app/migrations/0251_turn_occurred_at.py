@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 default=django.utils.timezone.now,
                 help_text="When the exchange happened: the caller's time for imported "
                 "history, else when it was recorded. Recall and search order and label "
-                "turns by it."
+                "turns by it.",
             ),
         ),
     ]

@@ -70,7 +70,7 @@ class ChatTurn(models.Model):
     occurred_at = models.DateTimeField(
         default=timezone.now,
         help_text="When the exchange happened: the caller's time for imported history, "
-        "else when it was recorded. Recall and search order and label turns by it."
+        "else when it was recorded. Recall and search order and label turns by it.",
     )
 
     class Meta:

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
+from sessions_app.hooks import announce_sessions_ended
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant
 from sessions_app.services.sessions import session_create
@@ -158,4 +159,5 @@ def conversation_import(
             )
 
     transaction.on_commit(announce)
+    announce_sessions_ended(tenant_id=tenant.pk, session_ids=[session.pk], reason="imported")
     return ConversationImported(session, len(drafts), created=True)

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import NotFound
-from sessions_app.hooks import turns_withdrawn
+from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_lock
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus
 from sessions_app.selectors.sessions import session_ensure_writable
@@ -62,9 +62,15 @@ def sessions_expire_due(
             )
             if not ids:
                 break
-            total += ChatSession.objects.filter(pk__in=ids).update(
-                status=SessionStatus.EXPIRED, updated_at=now
-            )
+            expired = ChatSession.objects.filter(pk__in=ids)
+            by_tenant: dict[int, list[Any]] = {}
+            for pk, tenant_id in expired.values_list("pk", "tenant_id"):
+                by_tenant.setdefault(tenant_id, []).append(pk)
+            total += expired.update(status=SessionStatus.EXPIRED, updated_at=now)
+            for tenant_id, session_ids in by_tenant.items():
+                announce_sessions_ended(
+                    tenant_id=tenant_id, session_ids=session_ids, reason="expired"
+                )
     return total
 
 

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
+from sessions_app.hooks import announce_sessions_ended
 from sessions_app.models import ChatSession, SessionComponent, SessionStatus
 from sessions_app.services.snapshots import session_workspace_restore, session_workspace_snapshot
 
@@ -98,4 +99,5 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
     )
     session.status = SessionStatus.ARCHIVED
     session.save(update_fields=["status", "updated_at"])
+    announce_sessions_ended(tenant_id=session.tenant_id, session_ids=[session.pk], reason="rotated")
     return successor

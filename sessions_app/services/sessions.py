@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
-from sessions_app.hooks import turns_withdrawn
+from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
@@ -168,6 +168,9 @@ def session_archive(*, session: ChatSession) -> ChatSession:
     """Archived sessions keep their turns for audit but take no new work."""
     session.status = SessionStatus.ARCHIVED
     session.save(update_fields=["status", "updated_at"])
+    announce_sessions_ended(
+        tenant_id=session.tenant_id, session_ids=[session.pk], reason="archived"
+    )
     return session
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from html import unescape as html_unescape
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -182,3 +183,29 @@ def test_every_admin_link_on_the_pages_opens(world: World, staff: Client) -> Non
         response = staff.get(link)
         assert response.status_code == 200, link
         assert "?e=1" not in response.get("Location", ""), link
+
+
+def test_session_page_shows_turns_recalled_from_earlier_sessions(
+    world: World, staff: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    from sessions_app.models import Tenant
+    from sessions_app.services.sessions import session_create
+    from sessions_app.services.turns import turn_record
+
+    tenant = Tenant.objects.get(pk=world.tenant_id)
+    earlier = session_create(tenant=tenant, user_id="returning", agent_id="shop")
+    with django_capture_on_commit_callbacks(execute=True):
+        turn_record(
+            tenant=tenant,
+            session_id=earlier.pk,
+            steps=[],
+            user_message="My monitor budget is 400 euros at most.",
+            assistant_response="Noted, I will keep offers under 400 euros.",
+        )
+    now = session_create(tenant=tenant, user_id="returning", agent_id="shop")
+    url = reverse("cockpit-session", args=[now.pk])
+    html = staff.get(url, {"query": "What is my monitor budget?"}).content.decode()
+    assert "<td>past_turn</td>" in html
+    link = reverse("cockpit-session", args=[earlier.pk])
+    assert f'class="past-turn" href="{link}"' in html
+    assert "400 euros at most" in html

@@ -34,6 +34,10 @@ class Served:
 class FakeLLM:
     url: str
     served: list[Served] = field(default_factory=list)
+    # What the chat completion answers, from the request body (default: ANSWER); set it
+    # to make the fake an extractor, a summariser or a broken model.
+    chat_reply: Callable[[dict[str, Any]], str] | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)  # path, headers, body
 
     def totals(self) -> dict[str, int]:
         return {
@@ -104,7 +108,8 @@ def _chat(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: FakeLLM) 
         )
     )  # fmt: skip
     if not stream:
-        message = {"role": "assistant", "content": ANSWER}
+        content = fake.chat_reply(body) if fake.chat_reply else ANSWER
+        message = {"role": "assistant", "content": content}
         choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
         _json(
             handler, 200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
@@ -270,6 +275,7 @@ def serve_fake_llm() -> Iterator[FakeLLM]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
             route = ROUTES.get(self.path)
             if route is None:
                 _json(

@@ -159,3 +159,16 @@ def test_deleting_the_newer_makes_the_older_current_in_the_pointer(api: APIClien
     porto, lisbon = porto_then_lisbon(api)
     assert api.delete(f"{MEMORIES}/{lisbon['id']}{AS}").status_code == 204
     assert get(api, porto["id"])["superseded_by"] is None
+
+
+@pytest.mark.parametrize("thread_key", ["", "chat-7"])
+def test_one_bulk_call_resolves_its_own_items_in_order(api: APIClient, thread_key: str) -> None:
+    items = [
+        {"user_id": "alice", "type": "fact", "content": text, "thread_key": thread_key}
+        for text in ("I live in Porto", "I moved to Lisbon")
+    ]
+    response = api.post(f"{MEMORIES}/bulk", items, format="json")
+    assert response.status_code == 200, response.content
+    porto_id, lisbon_id = (item["memory_id"] for item in response.json()["results"])
+    porto, lisbon = get(api, porto_id), get(api, lisbon_id)
+    assert porto["superseded_by"] == lisbon_id and lisbon["superseded_by"] is None

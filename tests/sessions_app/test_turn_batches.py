@@ -282,7 +282,7 @@ def test_a_batch_stores_the_same_rows_as_the_single_route(api: APIClient) -> Non
             out.append({k: v for k, v in row.items() if k not in skip})
         return out
 
-    skip = {"id", "session_id", "turn_id", "created_at", "idempotency_key"}
+    skip = {"id", "session_id", "turn_id", "created_at", "occurred_at", "idempotency_key"}
     assert rows(ChatTurn, one, skip) == rows(ChatTurn, two, skip)
     step_rows = rows(TurnStep, one, skip)
     assert step_rows == rows(TurnStep, two, skip)

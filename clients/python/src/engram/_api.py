@@ -5,6 +5,7 @@ so `Engram` and `AsyncEngram` (and their session handles) cannot drift apart."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -41,7 +42,12 @@ def turn_body(
     metadata: dict[str, Any] = _OMIT,
     state: dict[str, Any] = _OMIT,
     duration_ms: int = _OMIT,
+    occurred_at: datetime | str = _OMIT,
 ) -> dict[str, Any]:
+    """A turn's JSON body. `occurred_at` (when the exchange happened; default now on the
+    server) may be an aware datetime or an ISO 8601 string."""
+    if isinstance(occurred_at, datetime):
+        occurred_at = occurred_at.isoformat()
     return _body(
         user_message=user_message,
         assistant_response=assistant_response,
@@ -50,6 +56,7 @@ def turn_body(
         metadata=metadata,
         state=state,
         duration_ms=duration_ms,
+        occurred_at=occurred_at,
         steps=[dict(step) for step in steps],
     )
 
@@ -160,6 +167,12 @@ class Api:
             headers={"Idempotency-Key": key},
         )
         return self._call(request)
+
+    def import_conversations(self, conversations: Iterable[Mapping[str, Any]]) -> Any:
+        """Past conversations (OpenAI chat messages with timestamps) as archived sessions
+        of their users; idempotent per `conversation_id` and user."""
+        body = {"conversations": [dict(c) for c in conversations]}
+        return self._call(Request("POST", "/conversations/import", json=body))
 
     def list_turns(self, session_id: str, **params: Any) -> Any:
         return self._call(Request("GET", f"/sessions/{_seg(session_id)}/turns", params=params))

@@ -1,0 +1,235 @@
+"""`python -m bench.turn_recall`: how soon a recorded turn can be recalled from another
+session, and how many turns a second the background work turns into memories.
+
+Against gunicorn (production settings) and a real Celery worker (prefork, 2 processes,
+as `make run` starts it) on throwaway embedded PostgreSQL + Valkey:
+
+1. Steady: `--users` agents record turns at `--rate` turns a second in all (each turn a
+   new HTTP connection, `POST /sessions/{id}/turns`, a few sessions per user); each turn
+   says a word of its own. A poller asks `POST /memories/search` for that word, as the
+   user, every 100 ms until the turn is found: the delay from the turn's 201 to the
+   first search that finds it is its recall latency (p50 / p95).
+2. Burst: `--burst` turns recorded as fast as the web takes them (`POST /turns/batch`
+   of 50), then the time until the last of them is a memory: the background work's
+   turns a second.
+
+Figures go to bench/RESULTS.md (section TURN_RECALL) and raw JSON to bench/out/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from bench.locomo_eval import percentile
+
+ID = "TURN_RECALL"
+TITLE = "A recorded turn recalled from another session: latency and background throughput"
+LINES = [
+    "We talked about the {w} trip and the hotel near the station.",
+    "My sister recommended the {w} bakery on the corner, worth a try.",
+    "I finally fixed the {w} bike, the chain was the problem.",
+    "Remind me that the {w} meeting moved to Thursday afternoon.",
+]
+
+
+def _word() -> str:
+    return "zq" + uuid.uuid4().hex[:10]
+
+
+def _headers(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def steady(base: str, secret: str, users: int, rate: float, seconds: float) -> dict[str, Any]:
+    sessions: dict[str, str] = {}
+    for index in range(users):
+        response = httpx.post(
+            f"{base}/api/v1/sessions",
+            json={"user_id": f"steady-{index}", "agent_id": "bench"},
+            headers=_headers(secret),
+        )
+        response.raise_for_status()
+        sessions[f"steady-{index}"] = response.json()["id"]
+    latencies: list[float] = []
+    lost: list[str] = []
+    lock = threading.Lock()
+
+    def record_and_wait(number: int) -> None:
+        user = f"steady-{number % users}"
+        word = _word()
+        with httpx.Client(base_url=base, headers=_headers(secret), timeout=30) as client:
+            response = client.post(
+                f"/api/v1/sessions/{sessions[user]}/turns",
+                json={
+                    "user_message": LINES[number % len(LINES)].format(w=word),
+                    "assistant_response": "Noted.",
+                    "steps": [{"step_type": "response", "input_tokens": 10, "output_tokens": 5}],
+                },
+            )
+            response.raise_for_status()
+            done = time.monotonic()
+            deadline = done + 60
+            while time.monotonic() < deadline:
+                found = client.post(
+                    "/api/v1/memories/search",
+                    json={"query": word, "user_id": user, "limit": 3},
+                ).json()["results"]
+                if any(word in hit["memory"]["content"] for hit in found):
+                    with lock:
+                        latencies.append(time.monotonic() - done)
+                    return
+                time.sleep(0.1)
+            with lock:
+                lost.append(word)
+
+    total = int(rate * seconds)
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        began = time.monotonic()
+        futures = []
+        for number in range(total):
+            wait = began + number / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            futures.append(pool.submit(record_and_wait, number))
+        for future in futures:
+            future.result()
+    return {
+        "turns": total,
+        "rate": rate,
+        "recalled": len(latencies),
+        "not_recalled_in_60s": len(lost),
+        "p50_s": round(percentile(latencies, 50), 3),
+        "p95_s": round(percentile(latencies, 95), 3),
+        "max_s": round(max(latencies), 3) if latencies else None,
+    }
+
+
+def burst(base: str, secret: str, turns: int, database_count: Any) -> dict[str, Any]:
+    with httpx.Client(base_url=base, headers=_headers(secret), timeout=120) as client:
+        ids = []
+        for index in range(10):
+            response = client.post(
+                "/api/v1/sessions", json={"user_id": f"burst-{index}", "agent_id": "bench"}
+            )
+            response.raise_for_status()
+            ids.append(response.json()["id"])
+        before = database_count()
+        began = time.monotonic()
+        items = [
+            {
+                "session_id": ids[n % len(ids)],
+                "user_message": LINES[n % len(LINES)].format(w=_word()),
+                "assistant_response": "Noted, I will keep that in mind for later.",
+                "steps": [{"step_type": "response", "input_tokens": 10, "output_tokens": 5}],
+            }
+            for n in range(turns)
+        ]
+        for start in range(0, turns, 50):
+            client.post("/api/v1/turns/batch", json={"turns": items[start : start + 50]})
+        recorded = time.monotonic() - began
+    while database_count() - before < turns and time.monotonic() - began < 600:
+        time.sleep(0.2)
+    elapsed = time.monotonic() - began
+    written = database_count() - before
+    return {
+        "turns": turns,
+        "recording_s": round(recorded, 2),
+        "until_all_remembered_s": round(elapsed, 2),
+        "remembered": written,
+        "turns_per_s": round(written / elapsed, 1),
+    }
+
+
+def markdown(result: dict[str, Any], command: str) -> str:
+    s, b = result["steady"], result["burst"]
+    return (
+        f"Command: `{command}`\n\n"
+        f"Steady {s['rate']} turns/s, {s['turns']} turns: recallable from another session "
+        f"after p50 **{s['p50_s']} s**, p95 **{s['p95_s']} s** (max {s['max_s']} s; "
+        f"{s['not_recalled_in_60s']} not found within 60 s).\n\n"
+        f"Burst of {b['turns']} turns (batches of 50, recorded in {b['recording_s']} s): all "
+        f"remembered after {b['until_all_remembered_s']} s, **{b['turns_per_s']} turns/s** "
+        "from recording to the last memory (web and worker sharing the machine).\n"
+    )
+
+
+def _raise_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.turn_recall", description=__doc__)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    command = " ".join(
+        ["python -m bench.turn_recall", *(argv if argv is not None else sys.argv[1:])]
+    )
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+
+    from bench.harness import BenchResult, log, record
+    from bench.run import _production_env
+    from bench.servers import CeleryWorker, Gunicorn, data_services
+
+    with data_services(log) as (database_url, redis_url):
+        server_env = _production_env(database_url, redis_url)
+        os.environ.update(server_env)
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        from memory_app.models import Memory, MemorySource
+        from sessions_app.models import Tenant
+        from sessions_app.services.api_keys import api_key_create
+
+        log("[setup] migrating")
+        call_command("migrate", verbosity=0, interactive=False)
+        call_command("prepare_embedder", verbosity=0)
+        tenant = Tenant.objects.create(name=f"recall-{time.strftime('%H%M%S')}")
+        secret = api_key_create(tenant=tenant, name="recall").secret
+
+        def remembered() -> int:
+            return Memory.objects.filter(
+                tenant=tenant, source=MemorySource.CONVERSATION_TURN
+            ).count()
+
+        env = {**os.environ, **server_env}
+        with Gunicorn(env=env, workers=2, threads=8) as server, CeleryWorker(env=env):
+            base = f"http://127.0.0.1:{server.port}"
+            log("[recall] warming up")
+            steady(base, secret, 1, 2.0, 3.0)
+            log(f"[recall] steady {args.rate} turns/s for {args.seconds} s")
+            steady_result = steady(base, secret, args.users, args.rate, args.seconds)
+            log(f"[recall] steady: {json.dumps(steady_result)}")
+            log(f"[recall] burst of {args.burst} turns")
+            burst_result = burst(base, secret, args.burst, remembered)
+            log(f"[recall] burst: {json.dumps(burst_result)}")
+        data = {"steady": steady_result, "burst": burst_result}
+        path = record(
+            BenchResult(ID, TITLE, markdown(data, command), data),
+            command,
+            update=not args.no_record,
+        )
+        log(f"[recall] raw: {path}")
+        from django.db import connections
+
+        connections.close_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
