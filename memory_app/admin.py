@@ -30,6 +30,8 @@ EDITABLE = [
     "allowed_users",
     "allowed_roles",
     "pinned",
+    "valid_from",
+    "valid_to",
 ]
 
 
@@ -91,6 +93,8 @@ class MemoryAdmin(LargeTableAdmin):
         "last_accessed_at",
         "access_count",
         "decay_score",
+        "superseded_by",  # set by supersession; a select of every memory is no editor
+        "subject",
     ]
     exclude = ["embedding"]
     inlines = [MemoryVersionInline, MemoryRelationInline]

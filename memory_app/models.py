@@ -165,6 +165,34 @@ class Memory(models.Model):
         expression=_lexical_document(), output_field=SearchVectorField(), db_persist=True
     )
 
+    # Validity: when what it states held. Either end open (null). A memory that a newer
+    # one contradicts (memory_app.services.supersession) ends where the newer begins and
+    # points at it; it stays stored and searchable.
+    valid_from = models.DateTimeField(
+        null=True, blank=True, help_text="When what it states began to hold; null: open."
+    )
+    valid_to = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When what it states stopped holding (exclusive); null: still holds.",
+    )
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        db_index=False,  # a partial index below: almost every row is null
+        related_name="+",
+        help_text="The newer memory that states another value of the same subject.",
+    )
+    subject = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="The attribute the memory states a value of ('home', 'employer', "
+        "'favourite colour'): given, or read from the content by rules. Blank: none.",
+    )
+
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     last_accessed_at = models.DateTimeField()
@@ -194,6 +222,12 @@ class Memory(models.Model):
             models.CheckConstraint(
                 condition=models.Q(confidence__gte=0, confidence__lte=1),
                 name="memory_confidence_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(valid_from__isnull=True)
+                | models.Q(valid_to__isnull=True)
+                | models.Q(valid_to__gt=F("valid_from")),
+                name="memory_validity_order",
             ),
         ]
         indexes = [
@@ -239,6 +273,18 @@ class Memory(models.Model):
                 condition=Q(scope="shared"),
                 name="memory_shared_grants",
                 fastupdate=False,
+            ),
+            # The current memories of a user that state a subject (supersession's lookup).
+            models.Index(
+                fields=["tenant", "user_id", "subject"],
+                condition=~Q(subject="") & Q(superseded_by__isnull=True),
+                name="memory_current_subject",
+            ),
+            # Who a deleted memory superseded (SET_NULL on delete) without a full scan.
+            models.Index(
+                fields=["superseded_by"],
+                condition=Q(superseded_by__isnull=False),
+                name="memory_superseded_by",
             ),
             models.Index(
                 fields=["tenant", "user_id", "thread_key", "thread_order"],

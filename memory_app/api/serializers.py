@@ -20,6 +20,7 @@ from memory_app.api.serializers_time import (
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
 from memory_app.selectors.search import MemoryFilters
 from memory_app.services.memories import MemoryDraft
+from memory_app.subjects import MAX_SUBJECT_CHARS
 from sessions_app.api.fields import identifier_field
 
 MAX_CONTENT_CHARS = 8000
@@ -76,6 +77,30 @@ def _identifiers_field(**kwargs: Any) -> serializers.ListField:
 
 def _unit_field(**kwargs: Any) -> serializers.FloatField:
     return serializers.FloatField(min_value=0.0, max_value=1.0, **kwargs)
+
+
+def _valid_from_field(**kwargs: Any) -> serializers.DateTimeField:
+    return serializers.DateTimeField(
+        allow_null=True,
+        help_text="When what the memory states began to hold (ISO 8601); null: open. "
+        "A search with `valid_at` finds the memories whose interval holds that instant.",
+        **kwargs,
+    )
+
+
+def _valid_to_field(**kwargs: Any) -> serializers.DateTimeField:
+    return serializers.DateTimeField(
+        allow_null=True,
+        help_text="When it stopped holding (ISO 8601, exclusive); must be after valid_from "
+        "(else 400 on `valid_to`); null: still holds. Set by the service on a memory that "
+        "a newer one supersedes.",
+        **kwargs,
+    )
+
+
+def _check_interval(start: Any, end: Any) -> None:
+    if start is not None and end is not None and end <= start:
+        raise serializers.ValidationError({"valid_to": ["Must be after valid_from."]})
 
 
 class RelationInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -170,6 +195,24 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         default=None,
         help_text="When what it records happened (e.g. the conversation's date).",
     )
+    valid_from = _valid_from_field(required=False, default=None)
+    valid_to = _valid_to_field(required=False, default=None)
+    subject = serializers.CharField(
+        max_length=MAX_SUBJECT_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The attribute of the user the memory states a value of ('home', "
+        "'employer', 'seat preference'). A fact, preference or profile memory that gives "
+        "a subject another value than a current memory of the same user supersedes it "
+        "(the older gets `superseded_by` and `valid_to`). Blank: read from the content "
+        "by rules ('I live in X', 'I moved to X', 'my address is X', 'I work at X', "
+        "'my <words> is X', ...), none if no rule applies.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _check_interval(attrs.get("valid_from"), attrs.get("valid_to"))
+        return attrs
 
     def to_draft(self) -> MemoryDraft:
         return memory_draft_from(self.validated_data)
@@ -191,6 +234,14 @@ def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ig
 
 class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     relations = serializers.SerializerMethodField(help_text="Edges to other memories.")
+    superseded_by = serializers.UUIDField(
+        source="superseded_by_id",
+        allow_null=True,
+        read_only=True,
+        help_text="The newer memory that replaced this one (it gave the same subject "
+        "another value); null while this one is current. A superseded memory stays "
+        "searchable; questions about the current state rank it below its successor.",
+    )
 
     class Meta:
         model = Memory
@@ -223,6 +274,10 @@ class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "thread_key",
             "thread_order",
             "occurred_at",
+            "valid_from",
+            "valid_to",
+            "superseded_by",
+            "subject",
         ]
         read_only_fields = fields
 
@@ -248,7 +303,7 @@ def memory_edges(memory: Memory) -> list[dict[str, Any]]:
 
 _DATETIME = serializers.DateTimeField()  # DRF's own output format and time zone
 _TEXT_FIELDS: tuple[str, ...] = ("user_id", "agent_id", "type", "scope", "content")
-_TEXT_FIELDS += ("summary", "source", "embedding_model", "thread_key")
+_TEXT_FIELDS += ("summary", "source", "embedding_model", "thread_key", "subject")
 
 
 def memory_data(memory: Memory) -> dict[str, Any]:
@@ -282,6 +337,9 @@ def memory_data(memory: Memory) -> dict[str, Any]:
         relations=memory_edges(memory),
         thread_order=None if memory.thread_order is None else int(memory.thread_order),
         occurred_at=when(memory.occurred_at),
+        valid_from=when(memory.valid_from),
+        valid_to=when(memory.valid_to),
+        superseded_by=None if memory.superseded_by_id is None else str(memory.superseded_by_id),
     )
     return {name: data[name] for name in MemorySerializer.Meta.fields}
 
@@ -343,10 +401,13 @@ class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     allowed_users = _identifiers_field(required=False, help_text="Replaces allowed_users.")
     allowed_roles = _identifiers_field(required=False, help_text="Replaces allowed_roles.")
     pinned = serializers.BooleanField(required=False, help_text="Pin or unpin.")
+    valid_from = _valid_from_field(required=False)
+    valid_to = _valid_to_field(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
             raise serializers.ValidationError("Nothing to change.")
+        _check_interval(attrs.get("valid_from"), attrs.get("valid_to"))
         return attrs
 
 
@@ -405,6 +466,12 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
     metadata = MetadataField(
         required=False, help_text="Only memories whose metadata contains this JSON object."
     )
+    valid_at = serializers.DateTimeField(
+        required=False,
+        help_text="Only memories valid at this instant (ISO 8601): valid_from <= valid_at < "
+        "valid_to, an open (null) end holding every time. What held then, e.g. the home "
+        "before a move.",
+    )
     limit = serializers.IntegerField(
         min_value=1, max_value=100, default=10, help_text="How many results (1-100)."
     )
@@ -434,6 +501,7 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
             min_importance=data.get("min_importance"),
             min_confidence=data.get("min_confidence"),
             metadata=data.get("metadata") or None,
+            valid_at=data.get("valid_at"),
         )
 
     def search_kwargs(self) -> dict[str, Any]:
@@ -474,11 +542,19 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="1 when the query names a time (see time_scope) and the memory occurred "
         "(occurred_at) inside it, else 0."
     )
+    superseded = serializers.FloatField(
+        help_text="1 when the query asks about the current state ('now', 'currently', "
+        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory no "
+        "longer holds (superseded, or outside its validity interval): its score is halved "
+        "and kept below its successor's. Else 0."
+    )
 
 
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
     score = serializers.FloatField(
-        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time."
+        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; "
+        "halved for a memory no longer current when the query asks about now (part "
+        "superseded)."
     )
     parts = ScorePartsSerializer(help_text="The score's parts.")
     memory = MemorySerializer(help_text="The memory.")
@@ -554,9 +630,11 @@ class RelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "memories.",
     )
     reason = serializers.ChoiceField(
-        choices=["", "merged", "updated", "reverted"],
+        choices=["", "merged", "updated", "reverted", "contradicted"],
         help_text="What wrote a version edge: `merged` (a near-duplicate was added), "
-        "`updated` (PATCH), `reverted` (revert); blank for an edge made by a caller.",
+        "`updated` (PATCH), `reverted` (revert); `contradicted` on a `supersedes` edge "
+        "between two memories: the source gave the target's subject another value; "
+        "blank for an edge made by a caller.",
     )
     created_at = serializers.DateTimeField(help_text="When the edge was made.")
 

@@ -146,7 +146,11 @@ class MemoryListView(TenantGenericAPIView):
             404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),
         },
         description="Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a "
-        "new version) or `duplicate` (already stored). Searchable on return.",
+        "new version) or `duplicate` (already stored). Searchable on return. A fact, "
+        "preference or profile that gives one of the user's subjects (`subject`) another "
+        "value than a current memory supersedes it: the older gets `superseded_by` and "
+        "`valid_to`, stays searchable, and ranks below the newer for questions about now. "
+        "400 on `valid_to` when it is not after `valid_from`.",
     )
     def post(self, request: Request) -> Response:
         payload = MemoryCreateSerializer(data=request.data)
@@ -207,7 +211,9 @@ class MemoryDetailView(TenantAPIView):
                 "new `content`"
             ),
         },
-        description="Update: a new version; the previous one stays in the history.",
+        description="Update: a new version; the previous one stays in the history. A "
+        "change of `valid_from` / `valid_to` alone is not a version; an interval must end "
+        "after it starts, else 400 on `valid_to`.",
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
@@ -300,7 +306,9 @@ class MemoryRelationDetailView(TenantAPIView):
     @extend_schema(
         parameters=ACTOR_PARAMETERS,
         responses={204: None, 404: OpenApiResponse(description="not_found")},
-        description="Remove one edge touching this memory.",
+        description="Remove one edge touching this memory. Removing a `supersedes` edge "
+        "between two memories makes its target current again (`superseded_by` null, the "
+        "end it was given then cleared).",
     )
     def delete(self, request: Request, memory_id: str, relation_id: int) -> Response:
         memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
@@ -315,7 +323,11 @@ class MemorySearchView(TenantAPIView):
         description="Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is "
         "indexed with its neighbours' words), fused by z-normalised score, then recency, "
         "importance and access; under tenant and visibility filters. Time phrases of the "
-        "query are read against `as_of` and boost the memories that occurred in them.",
+        "query are read against `as_of` and boost the memories that occurred in them. "
+        "`valid_at`: only what held at that instant. A query about the current state "
+        "('now', 'currently', 'still', ...) halves the score of memories that no longer "
+        "hold and keeps each below its successor (part `superseded`); they stay in the "
+        "results.",
     )
     def post(self, request: Request) -> Response:
         payload = MemorySearchSerializer(data=request.data)

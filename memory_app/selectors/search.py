@@ -40,6 +40,9 @@ final score.
 5. Time: given `as_of`, a time phrase of the query ("last Saturday", "in May") adds a
    small boost to the candidates that occurred in its interval, part `time`
    (memory_app.selectors.search_time).
+6. The current state: a query about "now" down-weights the candidates that no longer
+   hold (superseded by a newer memory, or out of their validity interval), part
+   `superseded` (memory_app.selectors.currency).
 
 Steps 1-3's SQL is one statement (`_pool_sql`, sent with its SET LOCALs), after the IDF
 lookup; then the hits' rows and their edges: four round trips per search.
@@ -64,6 +67,7 @@ from django.utils import timezone
 
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import EMBEDDING_DIMENSIONS, Memory
+from memory_app.selectors.currency import apply_currency, valid_at_clause
 from memory_app.selectors.memories import (
     Actor,
     own_branch_sql,
@@ -124,6 +128,7 @@ class MemoryFilters:
     sources: tuple[str, ...] | None = None  # only memories from these sources
     exclude_sources: tuple[str, ...] | None = None
     exclude_session_id: uuid.UUID | None = None  # not those learnt in this session
+    valid_at: datetime | None = None  # only those whose validity interval holds it
 
     def clauses(self, params: dict[str, Any]) -> list[str]:
         out: list[str] = []
@@ -155,6 +160,8 @@ class MemoryFilters:
         if self.metadata:
             out.append("m.metadata @> %(f_metadata)s::jsonb")
             params["f_metadata"] = json.dumps(self.metadata)
+        if self.valid_at is not None:
+            out.append(valid_at_clause(params, self.valid_at))
         return out
 
 
@@ -579,13 +586,18 @@ def memory_search(
         )
         rrf = _rrf([ranking for ranking in (vector_ranking, lexical_ranking) if ranking])
         scored = sorted(
-            apply_time_scope(
+            apply_currency(
                 cursor,
-                time_scope,
-                [
-                    _score(pk, candidate, relevance.get(pk, 0.0), rrf.get(pk, 0.0), now)
-                    for pk, candidate in candidates_of_pool.items()
-                ],
+                query,
+                now,
+                apply_time_scope(
+                    cursor,
+                    time_scope,
+                    [
+                        _score(pk, candidate, relevance.get(pk, 0.0), rrf.get(pk, 0.0), now)
+                        for pk, candidate in candidates_of_pool.items()
+                    ],
+                ),
             ),
             key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])),
         )[:limit]

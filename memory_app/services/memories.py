@@ -36,12 +36,24 @@ from memory_app.models import (
     RelationType,
 )
 from memory_app.services.access import memory_access_record
+from memory_app.services.supersession import (
+    draft_statement,
+    lock_subject,
+    memory_set_validity,
+    states_other_value,
+    subject_of,
+    supersede_contradicted,
+    supersede_related,
+    unsupersede,
+    validity_changes,
+)
 from memory_app.services.thread_writes import (
     THREAD_AFTER,
     THREAD_BEFORE,
     thread_rows_insert,
     window_text,
 )
+from memory_app.subjects import Statement
 from sessions_app.errors import Conflict, InvalidInput, NotFound, Rejected
 from sessions_app.locks import advisory_xact_lock
 
@@ -96,6 +108,9 @@ class MemoryDraft:
     thread_key: str = ""
     thread_order: int | None = None
     occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    subject: str = ""  # blank: read from the content by rules (memory_app.subjects)
 
 
 @dataclass
@@ -173,6 +188,10 @@ def _add_threaded(
     thread), with the locks taken once, in a fixed order, and one INSERT."""
     for user_id, memory_type in sorted({(d.user_id, d.type) for d in drafts}):
         _lock_key(tenant, user_id, memory_type)
+    statements = [draft_statement(draft) for draft in drafts]
+    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
+    for user_id, subject in sorted(subjects):
+        lock_subject(tenant.pk, user_id, Statement(subject, ""))
     known = _stored_by_hash(tenant, drafts)
     next_order: dict[tuple[str, str], int] = {}
     results: list[AddResult | None] = []
@@ -194,9 +213,13 @@ def _add_threaded(
     thread_rows_insert(rows)
     created = iter(rows)
     out = [result or AddResult("created", next(created), None) for result in results]
-    for draft, result in zip(drafts, out, strict=True):
+    later = [row.pk for row in rows]
+    for draft, statement, result in zip(drafts, statements, out, strict=True):
         if result.action == "created":
+            later.remove(result.memory.pk)
             _relate(result.memory, draft.relations)
+            supersede_related(result.memory, draft.relations)
+            supersede_contradicted(result.memory, statement, written_after=later)
     return out
 
 
@@ -226,6 +249,8 @@ def _add_one(
     tenant: Tenant, draft: MemoryDraft, vector: list[float], model_name: str, now: datetime
 ) -> AddResult:
     _lock_key(tenant, draft.user_id, draft.type)
+    statement = draft_statement(draft)
+    lock_subject(tenant.pk, draft.user_id, statement)
     digest = content_hash(draft.content)
     same_key = Memory.objects.filter(
         tenant=tenant, user_id=draft.user_id, agent_id=draft.agent_id, type=draft.type
@@ -244,7 +269,7 @@ def _add_one(
     thread_key = thread_key_of(draft)
     # A memory at a place in a thread is an event ("what was said then"): two similar
     # turns are two events, so only exact duplicates collapse, never near ones.
-    near = None if thread_key else _nearest_same_kind(tenant, draft, vector)
+    near = None if thread_key else _nearest_same_kind(tenant, draft, vector, statement)
     if near is not None:
         target, similarity = near
         clash = Memory.objects.filter(
@@ -256,7 +281,7 @@ def _add_one(
         ).first()
         if clash is not None:
             return AddResult("duplicate", clash, similarity)
-        _merge(target, draft, digest, vector, model_name, now)
+        _merge(target, draft, statement, digest, vector, model_name, now)
         return AddResult("merged", target, similarity)
 
     order = _thread_order(tenant, draft.user_id, thread_key, draft.thread_order)
@@ -273,6 +298,8 @@ def _add_one(
     if neighbours is not None:
         refresh_thread_window(memory, neighbours)
     _relate(memory, draft.relations)
+    supersede_related(memory, draft.relations)
+    supersede_contradicted(memory, statement)
     return AddResult("created", memory, None)
 
 
@@ -313,6 +340,9 @@ def _new_memory(
         thread_key=thread_key,
         thread_order=thread_order,
         occurred_at=draft.occurred_at,
+        valid_from=draft.valid_from,
+        valid_to=draft.valid_to,
+        subject=subject_of(draft),
     )
 
 
@@ -397,10 +427,12 @@ def refresh_thread_window(memory: Memory, neighbours: ThreadNeighbours | None = 
 
 
 def _nearest_same_kind(
-    tenant: Tenant, draft: MemoryDraft, vector: list[float]
+    tenant: Tenant, draft: MemoryDraft, vector: list[float], statement: Statement | None
 ) -> tuple[Memory, float] | None:
     """The closest memory of the same user, type and scope at full precision (an exact
-    scan over one user's memories of one type: small, and no index approximation)."""
+    scan over one user's memories of one type: small, and no index approximation). One
+    that gives the draft's subject another value ("I live in Porto" / "I live in Lisbon")
+    is another fact however close, so never merged (memory_app.services.supersession)."""
     threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
     literal = vector_literal(vector)
     with connection.cursor() as cursor:
@@ -422,7 +454,11 @@ def _nearest_same_kind(
     memories = Memory.objects.select_for_update().in_bulk([pk for pk, _ in candidates])
     for pk, similarity in candidates:
         memory = memories.get(pk)
-        if memory is not None and id_tokens(memory.content) == wanted:
+        if (
+            memory is not None
+            and id_tokens(memory.content) == wanted
+            and not states_other_value(memory, statement)
+        ):
             return memory, similarity
     return None
 
@@ -461,6 +497,7 @@ def _snapshot(memory: Memory, *, replaced_by: str, now: datetime) -> None:
 def _merge(
     memory: Memory,
     draft: MemoryDraft,
+    statement: Statement | None,
     digest: str,
     vector: list[float],
     model_name: str,
@@ -468,6 +505,7 @@ def _merge(
 ) -> None:
     """The newer statement wins the text; everything else accumulates."""
     _snapshot(memory, replaced_by="merged", now=now)
+    memory.subject = statement.subject if statement is not None else memory.subject
     memory.content = draft.content
     memory.summary = draft.summary or memory.summary
     memory.structured = {**memory.structured, **draft.structured}
@@ -496,6 +534,7 @@ def _merge(
             "version",
             "updated_at",
             "last_accessed_at",
+            "subject",
         ]
     )
     refresh_thread_window(memory)
@@ -575,9 +614,14 @@ def memory_update(
     now: datetime | None = None,
     replaced_by: str = "updated",
 ) -> Memory:
-    """PATCH: a new version; the previous one goes to history. New text is re-embedded."""
+    """PATCH: a new version; the previous one goes to history. New text is re-embedded.
+    A change of the validity interval alone is not a version (the text is unchanged)."""
     now = now or timezone.now()
     changes = dict(changes)
+    validity = validity_changes(memory, changes)
+    if not changes:
+        return memory_set_validity(memory=memory, validity=validity)
+    changes.update(validity)
     if "tags" in changes:
         changes["tags"] = sorted(set(changes["tags"]))
     for name in ("allowed_users", "allowed_roles"):
@@ -625,20 +669,25 @@ def memory_relation_create(
     if target_id == memory.pk:
         raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
     _relate(memory, [(relation_type, target_id)])
+    supersede_related(memory, [(relation_type, target_id)])
     return MemoryRelation.objects.get(
         source=memory, target_id=target_id, type=relation_type, target_version__isnull=True
     )
 
 
+@transaction.atomic
 def memory_relation_delete(*, memory: Memory, relation_id: int) -> None:
-    """Remove one edge touching `memory` (as source or target)."""
-    deleted, _ = (
+    """Remove one edge touching `memory` (as source or target). Removing a `supersedes`
+    edge between two memories makes its target current again (`unsupersede`)."""
+    edge = (
         MemoryRelation.objects.filter(pk=relation_id, tenant_id=memory.tenant_id)
         .filter(models.Q(source=memory) | models.Q(target=memory))
-        .delete()
+        .first()
     )
-    if not deleted:
+    if edge is None:
         raise NotFound("No such relation on this memory.")
+    edge.delete()
+    unsupersede(edge)
 
 
 @transaction.atomic

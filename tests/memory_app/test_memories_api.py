@@ -57,6 +57,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "importance",
         "access",
         "time",
+        "superseded",
     }
     assert 0 < paraphrase[0]["score"] <= 1
     # Reads are counted: buffered in Valkey by each search, written by the flush.

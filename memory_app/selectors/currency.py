@@ -1,0 +1,84 @@
+"""The current state in memory search: newer facts win questions about "now".
+
+A query that asks about the current state ("where do I live now?", "do I still work at
+Acme?", "what is my address at the moment?", "currently", "these days", "anymore",
+"current") down-weights the candidates that no longer hold at the search's `now`: those
+superseded by a newer memory (`superseded_by`, memory_app.services.supersession) or
+whose validity interval does not hold it (`valid_to` at or before now, or `valid_from`
+after it). Their score is multiplied by SUPERSEDED_FACTOR, part `superseded` = 1, and a
+superseded memory never ranks above the memory that replaced it when both are
+candidates. They stay in the results, with their dates: "where did I live before?"
+still reads them, and a question that does not ask about now ranks them on relevance
+alone (part `superseded` = 0 for every hit).
+
+`valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
+instant, valid_from <= t < valid_to, an open end holding every time.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime
+from typing import Any
+
+SUPERSEDED_FACTOR = 0.5
+# Below its successor by this much (scores are rounded to 6 decimals).
+_BELOW = 1e-6
+
+_CURRENT_STATE = re.compile(
+    r"\b(?:now|nowadays|currently|current|still|anymore|any\s+more|presently|"
+    r"these\s+days|at\s+the\s+moment|at\s+present|right\s+now)\b",
+    re.IGNORECASE,
+)
+
+# The pool's members that no longer hold at %(now)s, with what replaced them.
+_NOT_CURRENT_SQL = """
+    SELECT id, superseded_by_id FROM memory
+    WHERE id = ANY(%(ids)s::uuid[])
+      AND (superseded_by_id IS NOT NULL
+           OR valid_to <= %(now)s::timestamptz
+           OR valid_from > %(now)s::timestamptz)
+"""
+
+Scored = tuple[uuid.UUID, float, dict[str, float]]
+
+
+def asks_current_state(query: str) -> bool:
+    """Whether the query asks about how things are now (module docstring)."""
+    return _CURRENT_STATE.search(query) is not None
+
+
+def valid_at_clause(params: dict[str, Any], valid_at: datetime) -> str:
+    """The WHERE clause of the `valid_at` filter, its parameter put in `params`."""
+    params["f_valid_at"] = valid_at
+    return (
+        "(m.valid_from IS NULL OR m.valid_from <= %(f_valid_at)s)"
+        " AND (m.valid_to IS NULL OR m.valid_to > %(f_valid_at)s)"
+    )
+
+
+def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored]) -> list[Scored]:
+    """`scored` (id, score, parts) with part `superseded` in every hit's parts, and, when
+    the query asks about the current state, the hits that no longer hold at `now`
+    down-weighted and each kept below its successor. One query, only then."""
+    stale: dict[uuid.UUID, uuid.UUID | None] = {}
+    if scored and asks_current_state(query):
+        cursor.execute(_NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
+        stale = {row[0]: row[1] for row in cursor.fetchall()}
+    scores: dict[uuid.UUID, float] = {}
+    for pk, score, _ in scored:
+        scores[pk] = round(score * SUPERSEDED_FACTOR, 6) if pk in stale else score
+    # A chain (A by B by C) settles in as many passes as it is long.
+    for _ in range(len(stale)):
+        moved = False
+        for pk, successor in stale.items():
+            if successor in scores and scores[pk] >= scores[successor]:
+                scores[pk] = round(scores[successor] - _BELOW, 6)
+                moved = True
+        if not moved:
+            break
+    return [
+        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in stale else 0.0})
+        for pk, _, parts in scored
+    ]

@@ -1,0 +1,188 @@
+"""The latest fact wins: validity intervals and supersession between memories.
+
+A fact, preference or profile memory that states a subject of its user (`subject`,
+memory_app.subjects) with another value than a current memory of the same user (any
+agent, any of those three types) contradicts it. Of the two, the one whose fact started
+later (`validity_start`: valid_from, else occurred_at, else created_at) supersedes the
+other: the older gets `superseded_by` = the newer and ends (`valid_to`) where the newer
+starts; the newer starts (`valid_from`) there too, so that a search at a past instant
+(`valid_at`) finds the older and not the newer. A `supersedes` edge from the newer to the
+older (reason `contradicted`) shows it in the relations. The older stays stored and
+searchable: a question about the current state ranks it below the newer
+(memory_app.selectors.currency), any other finds it with its dates.
+
+Conversation turns and session episodes are what was said, not what holds: they state
+no subject. A caller's own `supersedes` edge (POST /memories `relations`, or POST
+…/relations) supersedes its target the same way.
+
+Not a version: superseding changes no text, so it writes no history row (like pinning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
+from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
+from sessions_app.errors import InvalidInput
+from sessions_app.locks import advisory_xact_lock
+
+if TYPE_CHECKING:
+    from memory_app.services.memories import MemoryDraft
+
+STATING_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.PROFILE)
+VERBATIM_SOURCES = (MemorySource.CONVERSATION_TURN, MemorySource.SESSION_EPISODE)
+VALIDITY_FIELDS = ("valid_from", "valid_to")
+CONTRADICTED = "contradicted"  # the reason of the edge a contradiction writes
+
+
+def draft_statement(draft: MemoryDraft) -> Statement | None:
+    """The subject and value a draft states, or None when it states none (another type, a
+    verbatim source, or no rule reads one). A subject the caller names wins over the
+    rules'."""
+    if draft.type not in STATING_TYPES or draft.source in VERBATIM_SOURCES:
+        return None
+    if draft.subject.strip():
+        subject = normalise_subject(draft.subject)
+        return Statement(subject, value_of(draft.content, subject))
+    return statement_of(draft.content)
+
+
+def subject_of(draft: MemoryDraft) -> str:
+    """The subject a new memory is stored with: `draft_statement`'s, or blank."""
+    statement = draft_statement(draft)
+    return statement.subject if statement is not None else ""
+
+
+def lock_subject(tenant_id: int, user_id: str, statement: Statement | None) -> None:
+    """Serialise the adds of one user's subject across types (the add's own lock is per
+    type), so that two contradicting adds at once both see each other."""
+    if statement is not None:
+        advisory_xact_lock(f"memory-subject:{tenant_id}:{user_id}:{statement.subject}")
+
+
+def states_other_value(memory: Memory, statement: Statement | None) -> bool:
+    """Whether `memory` gives the draft's subject another value: then the two are two
+    facts, not one stated twice, and must not be merged."""
+    if statement is None or memory.subject != statement.subject:
+        return False
+    return value_of(memory.content, statement.subject) != statement.value
+
+
+def validity_start(memory: Memory) -> datetime:
+    """When what the memory states began: valid_from, else when it happened, else when it
+    was written."""
+    return memory.valid_from or memory.occurred_at or memory.created_at
+
+
+def supersede_contradicted(
+    memory: Memory, statement: Statement | None, *, written_after: Iterable[Any] = ()
+) -> list[Memory]:
+    """Resolve the contradictions of a memory just written with the user's current
+    memories of its subject (module docstring). Returns the memories superseded.
+    `written_after`: ids of rows of the same batch that come after it (inserted at once,
+    resolved in order), which it must not see yet."""
+    if statement is None:
+        return []
+    current = Memory.objects.select_for_update().filter(
+        tenant_id=memory.tenant_id,
+        user_id=memory.user_id,
+        subject=statement.subject,
+        superseded_by__isnull=True,
+        type__in=STATING_TYPES,
+    )
+    rivals = [
+        row
+        for row in current.exclude(pk__in=[memory.pk, *written_after]).order_by("created_at", "id")
+        if value_of(row.content, statement.subject) != statement.value
+    ]
+    start = validity_start(memory)
+    older = [row for row in rivals if validity_start(row) <= start]
+    later = [row for row in rivals if validity_start(row) > start]
+    for row in older:
+        memory_supersede(older=row, newer=memory)
+    if later:  # told late about an earlier fact: the earliest later one replaced it
+        memory_supersede(older=memory, newer=min(later, key=validity_start))
+    return older if not later else [*older, memory]
+
+
+def memory_supersede(*, older: Memory, newer: Memory, reason: str = CONTRADICTED) -> None:
+    """`newer` replaces `older`: the older ends where the newer starts, points at it and
+    gets a `supersedes` edge from it. An end or a start already given and consistent is
+    kept; one that would make an empty interval is not written."""
+    if newer.superseded_by_id == older.pk:  # never a cycle
+        return
+    start = validity_start(newer)
+    older.superseded_by = newer
+    fields = ["superseded_by"]
+    if (older.valid_to is None or older.valid_to > start) and (
+        older.valid_from is None or older.valid_from < start
+    ):
+        older.valid_to = start
+        fields.append("valid_to")
+    Memory.objects.filter(pk=older.pk).update(**{name: getattr(older, name) for name in fields})
+    if newer.valid_from is None and (newer.valid_to is None or newer.valid_to > start):
+        newer.valid_from = start
+        Memory.objects.filter(pk=newer.pk).update(valid_from=start)
+    MemoryRelation.objects.get_or_create(
+        tenant_id=newer.tenant_id,
+        source=newer,
+        target=older,
+        type=RelationType.SUPERSEDES,
+        target_version=None,
+        defaults={"reason": reason},
+    )
+
+
+def supersede_related(memory: Memory, relations: Iterable[tuple[str, Any]]) -> None:
+    """A caller's `supersedes` edges from `memory`: each target is superseded by it."""
+    targets = [target for kind, target in relations if kind == RelationType.SUPERSEDES]
+    if not targets:
+        return
+    for older in Memory.objects.select_for_update().filter(
+        tenant_id=memory.tenant_id, pk__in=targets
+    ):
+        if older.pk != memory.pk:
+            memory_supersede(older=older, newer=memory, reason="")
+
+
+def unsupersede(edge: MemoryRelation) -> None:
+    """After a `supersedes` edge between two memories is removed: its target, if the
+    edge's source is what superseded it, is current again; the end that superseding
+    gave it (the source's start) goes too, an end given otherwise stays."""
+    if edge.type != RelationType.SUPERSEDES or edge.target_version is not None:
+        return
+    older = Memory.objects.filter(pk=edge.target_id, superseded_by_id=edge.source_id).first()
+    if older is None:
+        return
+    newer = Memory.objects.get(pk=edge.source_id)
+    changes: dict[str, Any] = {"superseded_by": None}
+    if older.valid_to is not None and older.valid_to == validity_start(newer):
+        changes["valid_to"] = None
+    Memory.objects.filter(pk=older.pk).update(**changes)
+
+
+def validity_changes(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
+    """Take `valid_from` / `valid_to` out of a PATCH's changes, checked against the
+    memory's other end: an interval must end after it starts (400 on `valid_to`)."""
+    validity = {name: changes.pop(name) for name in VALIDITY_FIELDS if name in changes}
+    start = validity.get("valid_from", memory.valid_from)
+    end = validity.get("valid_to", memory.valid_to)
+    if start is not None and end is not None and end <= start:
+        raise InvalidInput(
+            "A validity interval must end after it starts.",
+            fields={"valid_to": [f"Must be after valid_from ({start.isoformat()})."]},
+        )
+    return validity
+
+
+def memory_set_validity(*, memory: Memory, validity: dict[str, Any]) -> Memory:
+    """Set a memory's validity interval (checked by `validity_changes`). Not a version:
+    the text is unchanged."""
+    if validity:
+        Memory.objects.filter(pk=memory.pk).update(**validity)
+        for name, value in validity.items():
+            setattr(memory, name, value)
+    return memory
