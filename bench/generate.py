@@ -213,7 +213,7 @@ WITH ss AS (
         tenant_id, session_id, turn_number, user_message, assistant_response, intent_data,
         reasoning, metadata, state_before, state_after, context_after, input_tokens,
         output_tokens, cached_tokens, reasoning_tokens, cost_usd, call_count, error_count,
-        unpriced_calls, duration_ms, compacted, rolled_back, created_at)
+        unpriced_calls, duration_ms, compacted, rolled_back, created_at, occurred_at)
     SELECT %(tenant_id)s, p.session_id, p.n,
            'Bench turn ' || p.n || ': show me more like item ' || (p.s * 7 + p.n) %% 1000,
            'Here are the items matching your request, turn ' || p.n || '.',
@@ -222,7 +222,8 @@ WITH ss AS (
            sum(p.input_tokens), sum(p.output_tokens), 0, 0, coalesce(sum(p.cost_usd), 0),
            count(*), count(*) FILTER (WHERE NOT p.success),
            count(*) FILTER (WHERE p.cost_usd IS NULL), sum(p.duration_ms),
-           false, false, min(se.created_at) + make_interval(secs => p.n * 40)
+           false, false, min(se.created_at) + make_interval(secs => p.n * 40),
+           min(se.created_at) + make_interval(secs => p.n * 40)
     FROM priced p JOIN sessions se ON se.id = p.session_id
     GROUP BY p.session_id, p.s, p.n
     ON CONFLICT (session_id, turn_number) DO NOTHING
