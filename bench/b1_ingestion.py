@@ -109,10 +109,10 @@ INSERT INTO chat_turn (
     tenant_id, session_id, turn_number, user_message, assistant_response, intent_data,
     reasoning, metadata, state_before, state_after, context_after, input_tokens,
     output_tokens, cached_tokens, reasoning_tokens, cost_usd, call_count, error_count,
-    unpriced_calls, duration_ms, compacted, rolled_back, created_at)
+    unpriced_calls, duration_ms, compacted, rolled_back, created_at, occurred_at)
 VALUES (%(tenant)s, %(session)s, %(number)s, %(user_message)s, %(assistant_response)s,
         %(intent)s, '', '{}', '{}', '{}', '{}', %(input)s, %(output)s, 0, 0, %(cost)s,
-        %(calls)s, 0, 0, %(duration)s, false, false, now())
+        %(calls)s, 0, 0, %(duration)s, false, false, now(), now())
 RETURNING id
 """
 FLOOR_STEP_ROW = (
