@@ -29,7 +29,7 @@ from django.db import connection
 
 from config.celery_app import app as celery_app
 from config.embedded import EmbeddedValkey, free_port
-from memory_app.models import Memory, MemoryType
+from memory_app.models import Memory, MemorySource, MemoryType
 from memory_app.tasks import extract_memories_from_turn
 from memory_app.window.models import ContextSummary
 from memory_app.window.tasks import compact_session
@@ -52,6 +52,13 @@ def _database_url() -> str:
 def facts(session_id: str) -> Any:
     """The memories extracted from the session's turns (not its compaction episodes)."""
     return Memory.objects.filter(session_id=session_id).exclude(type=MemoryType.EPISODIC)
+
+
+def span_episodes(session_id: str) -> Any:
+    """The episodic memories of the session's compacted spans (not its turns' own)."""
+    return Memory.objects.filter(
+        session_id=session_id, type=MemoryType.EPISODIC, source=MemorySource.SYSTEM_GENERATED
+    )
 
 
 def _process_state(pid: int) -> str:
@@ -170,7 +177,7 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
                 facts(sid).count() == 7
                 and ContextSummary.objects.filter(session_id=sid).exists()
                 # the span's episodic memory comes from a task the compaction enqueues
-                and Memory.objects.filter(session_id=sid, type=MemoryType.EPISODIC).exists()
+                and span_episodes(sid).exists()
             ),
             300,
             "extraction and compaction after the broker came back",
@@ -192,7 +199,7 @@ def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
             sorted(
                 ContextSummary.objects.filter(session_id=sid).values_list("first_turn", "last_turn")
             ),
-            Memory.objects.filter(session_id=sid, type=MemoryType.EPISODIC).count(),
+            span_episodes(sid).count(),
         )
 
     memories, spans, episodes = outcome()
