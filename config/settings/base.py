@@ -186,6 +186,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sessions_app.api.schema.add_rate_limit_responses",
+        "sessions_app.api.schema.add_text_patterns",
         "sessions_app.api.schema.add_links",
     ],
 }
