@@ -36,6 +36,8 @@ BODY_METHODS = {"POST", "PUT", "PATCH"}
 PRODUCES_KEY = "x-engram-produces"
 # Paths whose operations take an API key: the REST API, MCP over HTTP and the OTLP receiver.
 API_PREFIXES = ("/api/v1", "/mcp/", "/v1/")
+# Marks a parameter's schema as JSON text while the schema is built (`json_parameter`).
+JSON_PARAMETER = "x-engram-json"
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -220,6 +222,30 @@ def add_text_patterns(result: dict[str, Any], **kwargs: object) -> dict[str, Any
                 pattern = text_pattern(schema)
                 if pattern:
                     schema["pattern"] = pattern
+    return result
+
+
+def json_parameter(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a query parameter whose value is JSON text (e.g. `metadata={"a": 1}`):
+    `encode_json_parameters` publishes it as the parameter's `application/json` content,
+    so the schema says the text must be JSON of that shape, not any string."""
+    return {**schema, JSON_PARAMETER: True}
+
+
+def encode_json_parameters(result: dict[str, Any], **kwargs: object) -> dict[str, Any]:
+    """Postprocessing hook: a parameter marked by `json_parameter` gets `content:
+    {application/json: {schema}}` instead of `schema` (OpenAPI's form for a parameter
+    serialized as JSON)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.pop(JSON_PARAMETER, False):
+                    if "description" in schema:
+                        parameter.setdefault("description", schema.pop("description"))
+                    parameter["content"] = {"application/json": {"schema": parameter.pop("schema")}}
     return result
 
 

@@ -124,3 +124,19 @@ def test_mcp_and_otlp_bodies_are_described(schema: dict[str, Any]) -> None:
     assert mcp["schema"]["required"] == ["jsonrpc"]
     otlp = schema["paths"]["/v1/traces"]["post"]["requestBody"]["content"]["application/json"]
     assert otlp["schema"]["properties"]["resourceSpans"]["type"] == "array"
+
+
+def test_the_metadata_filter_is_a_json_object_parameter(
+    schema: dict[str, Any], api: APIClient
+) -> None:
+    (parameter,) = [
+        p
+        for p in schema["paths"]["/api/v1/memories"]["get"]["parameters"]
+        if p["name"] == "metadata"
+    ]
+    assert parameter["content"]["application/json"]["schema"]["type"] == "object"
+    assert "metadata" in parameter["description"]
+    assert api.get("/api/v1/memories", {"metadata": '{"source": "crm"}'}).status_code == 200
+    for bad in ("[1]", "crm", '"crm"'):
+        response = api.get("/api/v1/memories", {"metadata": bad})
+        assert "metadata" in assert_error(response, 400, "invalid")["fields"]
