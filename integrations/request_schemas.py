@@ -8,7 +8,8 @@ receivers take, so a client (or a fuzzer) reading the schema sends what is accep
   a JSON-RPC error; a well-formed call of an unknown method or with bad `params` is a 200
   carrying a JSON-RPC error, as JSON-RPC defines.
 - OTLP/JSON: an `ExportTraceServiceRequest`, its members checked where they are known;
-  unknown members are ignored, as the OTLP/JSON encoding requires of a receiver.
+  unknown members are ignored, as the OTLP/JSON encoding requires of a receiver, and a
+  known member may be null (protobuf's JSON mapping: the default value).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 _OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
+_NULLABLE_OBJECT: dict[str, Any] = {**_OBJECT, "nullable": True}
+_NULLABLE_STRING: dict[str, Any] = {"type": "string", "nullable": True}
 _ID: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
 
 MCP_MESSAGE: dict[str, Any] = {
@@ -50,9 +53,9 @@ MCP_MESSAGE: dict[str, Any] = {
 _SCOPE_SPANS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "scope": _OBJECT,
-        "spans": {"type": "array", "items": _OBJECT},
-        "schemaUrl": {"type": "string"},
+        "scope": _NULLABLE_OBJECT,
+        "spans": {"type": "array", "items": _OBJECT, "nullable": True},
+        "schemaUrl": _NULLABLE_STRING,
     },
     "additionalProperties": True,
 }
@@ -62,12 +65,13 @@ OTLP_TRACES_JSON: dict[str, Any] = {
     "properties": {
         "resourceSpans": {
             "type": "array",
+            "nullable": True,
             "items": {
                 "type": "object",
                 "properties": {
-                    "resource": _OBJECT,
-                    "scopeSpans": {"type": "array", "items": _SCOPE_SPANS},
-                    "schemaUrl": {"type": "string"},
+                    "resource": _NULLABLE_OBJECT,
+                    "scopeSpans": {"type": "array", "items": _SCOPE_SPANS, "nullable": True},
+                    "schemaUrl": _NULLABLE_STRING,
                 },
                 "additionalProperties": True,
             },
