@@ -86,7 +86,7 @@ def _attributes(items: Any) -> dict[str, Any]:
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:
     """gzip (or deflate) bodies, inflated at most to `limit` bytes: a small body must not
     become a large one in memory."""
-    encoding = encoding.strip().lower()
+    encoding = encoding.strip(" \t").lower()  # HTTP's optional whitespace; codings ignore case
     if encoding in ("", "identity"):
         return body
     if encoding not in ("gzip", "deflate"):

@@ -21,6 +21,7 @@ from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.request import Request
 
 from integrations.mcp_server import build_server
+from integrations.request_schemas import MCP_MESSAGE
 from integrations.views_otlp import FirstRendererNegotiation, RawBodyParser
 from sessions_app.api.tenancy import TenantAPIView
 
@@ -120,7 +121,7 @@ class McpView(TenantAPIView):
             "cart_list, usage_report. Point an MCP client's streamable HTTP transport here "
             "with `Authorization: Bearer <api key>`."
         ),
-        request={"application/json": OpenApiTypes.OBJECT},
+        request={"application/json": MCP_MESSAGE},
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The JSON-RPC response."),
             202: OpenApiResponse(description="A notification was accepted."),

@@ -26,8 +26,17 @@ from integrations.otlp_decode import (
     spans_of,
 )
 from integrations.otlp_ingest import ingest_spans
+from integrations.request_schemas import OTLP_TRACES_JSON
 from sessions_app.api.exceptions import json_error
 from sessions_app.api.tenancy import TenantAPIView
+
+# The codings `decompress` takes, as HTTP sends them: any case, optional blanks around,
+# an empty header being no coding.
+CONTENT_ENCODING_PATTERN = (
+    r"^[ \t]*"
+    r"([Gg][Zz][Ii][Pp]|[Dd][Ee][Ff][Ll][Aa][Tt][Ee]|[Ii][Dd][Ee][Nn][Tt][Ii][Tt][Yy])?"
+    r"[ \t]*$"
+)
 
 
 class RawBodyParser(BaseParser):
@@ -73,13 +82,13 @@ class OtlpTracesView(TenantAPIView):
             "with the counts); spans that could not be stored are in "
             "`partialSuccess.rejectedSpans`."
         ),
-        request={PROTOBUF: OpenApiTypes.BINARY, JSON: OpenApiTypes.OBJECT},
+        request={PROTOBUF: OpenApiTypes.BINARY, JSON: OTLP_TRACES_JSON},
         parameters=[
             OpenApiParameter(
                 "Content-Encoding",
-                str,
+                {"type": "string", "pattern": CONTENT_ENCODING_PATTERN},
                 OpenApiParameter.HEADER,
-                enum=["gzip", "deflate", "identity"],
+                description="gzip, deflate or identity, in any case; empty means identity.",
             )
         ],
         responses={

@@ -189,6 +189,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sessions_app.api.schema.add_rate_limit_responses",
+        "sessions_app.api.schema.add_text_patterns",
+        "sessions_app.api.schema.encode_json_parameters",
         "sessions_app.api.schema.add_links",
     ],
 }

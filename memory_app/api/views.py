@@ -14,7 +14,12 @@ from typing import Any
 
 import django_filters
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -60,6 +65,7 @@ from memory_app.services.memories import (
 )
 from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.filters import StrictBooleanFilter, StrictChoiceFilter, StrictUUIDFilter
+from sessions_app.api.schema import json_parameter
 from sessions_app.api.tenancy import TenantAPIView, TenantGenericAPIView
 from sessions_app.errors import InvalidInput
 
@@ -104,6 +110,16 @@ class MemoryFilter(django_filters.FilterSet):
     def filter_tag(self, queryset: Any, name: str, value: str) -> Any:
         return queryset.filter(tags__contains=[value])
 
+    @extend_schema_field(
+        json_parameter(
+            {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "A JSON object the memory's metadata must contain, "
+                'e.g. {"source": "crm"}.',
+            }
+        )
+    )
     def filter_metadata(self, queryset: Any, name: str, value: str) -> Any:
         field = MetadataField()
         try:

@@ -30,13 +30,27 @@ def money_output_field(**kwargs: object) -> serializers.DecimalField:
     return serializers.DecimalField(**options)  # type: ignore[arg-type]
 
 
-# An identifier (user, agent, …) holds a visible character: not only whitespace or
-# control characters. The class spells out every character Python's str.strip() (which
-# DRF trims with) or ECMAScript's \s treats as blank, so the server and a client reading
-# the schema's `pattern` (unanchored: "somewhere in the value") decide alike.
-IDENTIFIER_PATTERN = (
-    r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+# Text the API takes: any string without NUL, which the JSON parser and the query-string
+# middleware refuse everywhere (PostgreSQL cannot store it). The schema states it as the
+# `pattern` of every request string that has no stricter one (sessions_app.api.schema).
+TEXT_PATTERN = r"^[^\u0000]*$"
+# The same without "": drf-spectacular states a field that allows blank text as
+# `oneOf: [its schema, {maxLength: 0}]`, so its own branch must not match "" too.
+NON_EMPTY_TEXT_PATTERN = r"^[^\u0000]+$"
+# What Python's str.strip() (which DRF trims with) removes.
+_STRIPPED = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0"
+    r"\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+# A trimmed field that refuses blank text: something besides what strip() removes, no NUL.
+NOT_BLANK_TEXT_PATTERN = rf"^[^\u0000]*[^\u0000{_STRIPPED}][^\u0000]*$"
+
+# An identifier (user, agent, …) holds a visible character: not only whitespace or
+# control characters, and no NUL anywhere. The class spells out every character Python's
+# str.strip() or ECMAScript's \s treats as blank, so the server and a client reading the
+# schema's `pattern` decide alike.
+_VISIBLE = r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+IDENTIFIER_PATTERN = rf"^[^\u0000]*{_VISIBLE}[^\u0000]*$"
 IDENTIFIER_MAX_LENGTH = 255
 IDENTIFIER_RULE = f"1 to {IDENTIFIER_MAX_LENGTH} characters, not only blanks or control characters."
 _IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)

@@ -20,12 +20,14 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import is_list_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
+from sessions_app.api.fields import NON_EMPTY_TEXT_PATTERN, NOT_BLANK_TEXT_PATTERN, TEXT_PATTERN
 from sessions_app.api.strict_types import decimal_pattern
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -34,6 +36,8 @@ BODY_METHODS = {"POST", "PUT", "PATCH"}
 PRODUCES_KEY = "x-engram-produces"
 # Paths whose operations take an API key: the REST API, MCP over HTTP and the OTLP receiver.
 API_PREFIXES = ("/api/v1", "/mcp/", "/v1/")
+# Marks a parameter's schema as JSON text while the schema is built (`json_parameter`).
+JSON_PARAMETER = "x-engram-json"
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -81,7 +85,10 @@ class EngramAutoSchema(AutoSchema):
     - a serializer's `openapi_constraints` (e.g. "exactly one of mpn and ref" as `oneOf`)
       is merged into its request schema;
     - a list serializer's `min_length`/`max_length` become `minItems`/`maxItems`;
-    - a decimal is a string of the pattern the strict parser enforces, or a number.
+    - a decimal is a string of the pattern the strict parser enforces, or a number;
+    - a request string without a pattern, enum or format of its own takes no NUL (the
+      parser refuses it), and one that is trimmed and may not be blank must hold something
+      besides whitespace (`text_pattern`).
     """
 
     def _map_serializer(
@@ -142,6 +149,13 @@ class EngramAutoSchema(AutoSchema):
         schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
             field, direction, bypass_extensions
         )
+        own_regex = any(isinstance(v, RegexValidator) for v in field.validators)
+        if direction == "request" and isinstance(field, serializers.CharField) and not own_regex:
+            pattern = text_pattern(schema, blank=not field.trim_whitespace)
+            if pattern and field.allow_blank:
+                pattern = NON_EMPTY_TEXT_PATTERN  # "" is the oneOf's other branch
+            if pattern:
+                schema["pattern"] = pattern
         if isinstance(field, serializers.DecimalField) and direction == "request":
             number: dict[str, Any] = {"type": "number"}
             if field.decimal_places is not None:
@@ -185,6 +199,54 @@ class EngramAutoSchema(AutoSchema):
             if status.isdigit() and int(status) >= 400 and not response.get("content"):
                 response["content"] = {"application/json": {"schema": error_ref}}
         return dict(sorted(responses.items()))
+
+
+def text_pattern(schema: dict[str, Any], *, blank: bool = True) -> str | None:
+    """The pattern a request string's schema lacks to say what the code refuses, or None
+    when it has one already (a pattern, an enum, a format: none of them matches NUL)."""
+    if schema.get("type") != "string" or {"pattern", "enum", "format"} & schema.keys():
+        return None
+    return TEXT_PATTERN if blank else NOT_BLANK_TEXT_PATTERN
+
+
+def add_text_patterns(result: dict[str, Any], **kwargs: object) -> dict[str, Any]:
+    """Postprocessing hook: a string parameter (query, path, header) without a pattern of
+    its own says it takes no NUL, which the middleware refuses in every query string.
+    Parameters written by django-filter or by hand do not pass `_map_serializer_field`."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                pattern = text_pattern(schema)
+                if pattern:
+                    schema["pattern"] = pattern
+    return result
+
+
+def json_parameter(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a query parameter whose value is JSON text (e.g. `metadata={"a": 1}`):
+    `encode_json_parameters` publishes it as the parameter's `application/json` content,
+    so the schema says the text must be JSON of that shape, not any string."""
+    return {**schema, JSON_PARAMETER: True}
+
+
+def encode_json_parameters(result: dict[str, Any], **kwargs: object) -> dict[str, Any]:
+    """Postprocessing hook: a parameter marked by `json_parameter` gets `content:
+    {application/json: {schema}}` instead of `schema` (OpenAPI's form for a parameter
+    serialized as JSON)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.pop(JSON_PARAMETER, False):
+                    if "description" in schema:
+                        parameter.setdefault("description", schema.pop("description"))
+                    parameter["content"] = {"application/json": {"schema": parameter.pop("schema")}}
+    return result
 
 
 RATE_LIMITED_DESCRIPTION = (

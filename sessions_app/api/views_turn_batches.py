@@ -43,6 +43,23 @@ def _error(exc: ApplicationError) -> dict[str, Any]:
     return body
 
 
+def _refuse_unknown_fields(raw_items: list[Any]) -> None:
+    """An item naming a field the item schema does not have is refused with the whole
+    request (400 naming `turns.<index>.<field>`), as the single route refuses an unknown
+    field: it is the client's shape that is wrong (a typo, another API version), not one
+    turn's values, and the schema says so (`additionalProperties: false`). Values, and
+    items that are not objects, are answered item by item."""
+    known = {name for name, field in _item_serializer().fields.items() if not field.read_only}
+    errors = {
+        f"turns.{index}.{name}": ["Unknown field."]
+        for index, raw in enumerate(raw_items)
+        if isinstance(raw, dict)
+        for name in sorted(str(key) for key in raw if key not in known)
+    }
+    if errors:
+        raise InvalidInput(fields=errors)
+
+
 def _parse_item(raw: Any) -> BatchTurn:
     """An item as the single route would take it: InvalidInput names the bad fields."""
     if not isinstance(raw, dict):
@@ -77,13 +94,16 @@ class TurnBatchView(TenantGenericAPIView):
             "single route's keys: the same key and body answer 201 with `replayed: true` "
             "and the stored turn; another body, 422 `idempotency_key_reused`; a key still "
             "in flight, 409. A key repeated inside the batch is recorded once. The "
-            "recorded items commit together (one transaction) or not at all."
+            "recorded items commit together (one transaction) or not at all. An item "
+            "with a field the item schema does not name is a 400 for the whole request "
+            "(`turns.<index>.<field>`), as an unknown field is on the single route."
         ),
         request=TurnBatchSerializer,
         responses={
             200: TurnBatchResponseSerializer,
             400: OpenApiResponse(
-                description='invalid: the body is not {"turns": [at least one item]}'
+                description='invalid: the body is not {"turns": [at least one item]}, or an '
+                "item has an unknown field"
             ),
             413: OpenApiResponse(
                 description="request_too_large: more than ENGRAM_TURN_BATCH_MAX turns, or "
@@ -105,6 +125,7 @@ class TurnBatchView(TenantGenericAPIView):
                 f"At most {limit} turns per batch; got {len(raw_items)}.",
                 fields={"turns": [f"Ensure this list has at most {limit} items."]},
             )
+        _refuse_unknown_fields(raw_items)
         items: list[BatchTurn | None] = []
         refused: dict[int, ApplicationError] = {}
         for index, raw in enumerate(raw_items):

@@ -295,3 +295,12 @@ def test_a_batch_stores_the_same_rows_as_the_single_route(api: APIClient) -> Non
         s.created_at == batch_turn.created_at for s in TurnStep.objects.filter(turn=batch_turn)
     )
     assert_totals_match_turns(two)
+
+
+@pytest.mark.django_db
+def test_an_item_with_an_unknown_field_refuses_the_whole_batch(api: APIClient) -> None:
+    session = create_session(api)
+    response = post_batch(api, [item(session["id"]), item(session["id"], budget_token=5)])
+    error = assert_error(response, 400, "invalid")
+    assert error["fields"] == {"turns.1.budget_token": ["Unknown field."]}
+    assert ChatTurn.objects.count() == 0
