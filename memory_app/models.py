@@ -189,6 +189,7 @@ class Memory(models.Model):
         max_length=100,
         blank=True,
         default="",
+        db_default="",
         help_text="The attribute the memory states a value of ('home', 'employer', "
         "'favourite colour'): given, or read from the content by rules. Blank: none.",
     )

@@ -15,6 +15,7 @@ class Migration(migrations.Migration):
             name="subject",
             field=models.CharField(
                 blank=True,
+                db_default="",
                 default="",
                 help_text="The attribute the memory states a value of ('home', 'employer', 'favourite colour'): given, or read from the content by rules. Blank: none.",
                 max_length=100,
