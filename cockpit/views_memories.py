@@ -47,7 +47,7 @@ def _exact_id(query: str) -> uuid.UUID | None:
 def memory_explorer(request: HttpRequest) -> HttpResponse:
     form = MemoryExplorerForm(request.GET or None)
     data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    choices = form.fields["tenant"].choices  # type: ignore[attr-defined]
+    choices = form.fields["tenant"].choices  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
     tenant_id = data.get("tenant") or (choices[0][0] if choices else None)
     tenant = tenant_for_staff(tenant_id=tenant_id) if tenant_id else None
     query = (data.get("q") or "").strip()

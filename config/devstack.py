@@ -36,7 +36,7 @@ def say(name: str, line: str) -> None:
 
 
 def _pump(name: str, stream: object) -> None:
-    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
         say(name, raw.decode(errors="replace").rstrip())
 
 

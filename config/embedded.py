@@ -207,5 +207,5 @@ class EmbeddedValkey:
         server = self._server
         if server is not None:
             with contextlib.suppress(Exception):
-                server.stop()  # type: ignore[attr-defined]
+                server.stop()  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
             self._server = None

@@ -35,7 +35,7 @@ EDITABLE = [
 ]
 
 
-class MemoryVersionInline(admin.TabularInline):  # type: ignore[type-arg]
+class MemoryVersionInline(admin.TabularInline):  # type: ignore[type-arg]  # generic in django-stubs only
     model = MemoryVersion
     extra = 0
     can_delete = False
@@ -46,7 +46,7 @@ class MemoryVersionInline(admin.TabularInline):  # type: ignore[type-arg]
         return False
 
 
-class MemoryRelationInline(admin.TabularInline):  # type: ignore[type-arg]
+class MemoryRelationInline(admin.TabularInline):  # type: ignore[type-arg]  # generic in django-stubs only
     model = MemoryRelation
     fk_name = "source"
     extra = 0
@@ -100,7 +100,7 @@ class MemoryAdmin(LargeTableAdmin):
     inlines = [MemoryVersionInline, MemoryRelationInline]
     actions = ["recompute_decay"]
 
-    def save_model(self, request: HttpRequest, obj: Memory, form: ModelForm, change: bool) -> None:  # type: ignore[type-arg]
+    def save_model(self, request: HttpRequest, obj: Memory, form: ModelForm, change: bool) -> None:  # type: ignore[type-arg]  # generic only in the stubs
         """Through `memory_update`: a new version, re-embedded and re-hashed."""
         changes = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE}
         if not change or not changes:

@@ -62,7 +62,7 @@ class LocalEmbedder:
         self._model = None
         self._lock = threading.Lock()
 
-    def _load(self):  # type: ignore[no-untyped-def]
+    def _load(self):  # type: ignore[no-untyped-def]  # an untyped framework hook
         if self._model is None:
             with self._lock:
                 if self._model is None:

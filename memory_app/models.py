@@ -77,7 +77,7 @@ def _search_document() -> SearchVector:
     simple = SearchVector("content", config="simple", weight="C") + SearchVector(
         "summary", config="simple", weight="D"
     )
-    return english + simple  # type: ignore[return-value]
+    return english + simple  # type: ignore[return-value]  # the stubs declare a narrower return type
 
 
 def _lexical_document() -> CombinedExpression:

@@ -66,7 +66,7 @@ def changelist_link(model: type[Model], label: str, **filters: object) -> SafeSt
     return format_html('<a href="{}?{}">{}</a>', url, query, label)
 
 
-class LargeTableAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class LargeTableAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     """Defaults for tables that grow with traffic."""
 
     formfield_overrides = {models.JSONField: {"form_class": AdminJSONField}}
@@ -138,7 +138,7 @@ class RunawayFilter(admin.SimpleListFilter):
         return queryset
 
 
-class RecentInlineFormSet(BaseInlineFormSet):  # type: ignore[type-arg]
+class RecentInlineFormSet(BaseInlineFormSet):  # type: ignore[type-arg]  # generic in django-stubs only
     """Shows the newest rows only: a runaway session can hold tens of thousands of turns,
     which belong in the paginated turn list, not in one page."""
 
@@ -151,7 +151,7 @@ class RecentInlineFormSet(BaseInlineFormSet):  # type: ignore[type-arg]
         return self._recent
 
 
-class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):  # type: ignore[type-arg]
+class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):  # type: ignore[type-arg]  # generic in django-stubs only
     extra = 0
     show_change_link = True
     can_delete = False
@@ -208,7 +208,7 @@ class StepInline(ReadOnlyInline):
     )
 
 
-class TenantContextPolicyInline(admin.TabularInline):  # type: ignore[type-arg]
+class TenantContextPolicyInline(admin.TabularInline):  # type: ignore[type-arg]  # generic in django-stubs only
     """The tenant's named context policies (also editable by its keys through
     `/api/v1/tenant/context-policies`); ENGRAM_CONTEXT_POLICIES are every tenant's
     defaults and a row of the same name replaces one for this tenant."""
@@ -219,7 +219,7 @@ class TenantContextPolicyInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     inlines = [TenantContextPolicyInline]
     list_display = [
         "name",
@@ -241,7 +241,7 @@ class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     list_display = ["prefix", "tenant", "name", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["revoked_at"]
     search_fields = ["prefix", "name", "tenant__name"]
@@ -284,7 +284,7 @@ class ChatSessionAdmin(LargeTableAdmin):
     own_actions = ["archive", "clear_runaway", "block", "unblock", "erase_users"]
 
     @property
-    def actions(self) -> list[Any]:  # type: ignore[override]
+    def actions(self) -> list[Any]:  # type: ignore[override]  # the framework allows this narrower signature
         """Ours, then those other apps registered (`hooks.register_session_admin_action`)."""
         return [*self.own_actions, *session_admin_actions()]
 
@@ -567,7 +567,7 @@ class IdempotencyRecordAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
 
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     """Tasks waiting for the broker: a growing list means the broker or the beat is down."""
 
     list_display = ["task_name", "args", "attempts", "created_at", "last_error"]

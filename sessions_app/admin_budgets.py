@@ -25,7 +25,7 @@ from sessions_app.services.spend_budgets import (
 _page = threading.local()
 
 
-class SpendBudgetForm(forms.ModelForm):  # type: ignore[type-arg]
+class SpendBudgetForm(forms.ModelForm):  # type: ignore[type-arg]  # generic only in the stubs
     class Meta:
         model = SpendBudget
         fields = ["tenant", *EDITABLE_FIELDS]
@@ -40,7 +40,7 @@ class SpendBudgetForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 @admin.register(SpendBudget)
-class SpendBudgetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class SpendBudgetAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     form = SpendBudgetForm
     list_display = [
         "__str__", "tenant", "scope", "user_id", "agent_id", "model", "period", "time_zone",

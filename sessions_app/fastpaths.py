@@ -39,7 +39,7 @@ from rest_framework.fields import is_simple_callable
 
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 
-S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]
+S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]  # generic in DRF's stubs only
 
 # --- 1, 2. Writing model rows with fixed SQL ------------------------------------------
 #
@@ -205,7 +205,7 @@ def sessions_select_for_turns(
         for position, functions, column in converters:
             for convert in functions:
                 values[position] = convert(values[position], column, connection)
-        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]
+        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
         out.append((session, [json.loads(item) for item in row[-1]]))
     return out
 
@@ -283,7 +283,7 @@ def turn_steps_preloaded(turn: ChatTurn, steps: list[TurnStep]) -> None:
     """Serve `turn.steps.all()` from `steps` (what was just written for the turn): the
     201 body lists them, and a query for rows still in memory cost a round trip per turn.
     Writes Django's prefetch cache, as `prefetch_related` would."""
-    turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]
+    turn._prefetched_objects_cache = {"steps": steps}  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
 
 
 # --- 6, 7. Rendering and validating without DRF's per-call machinery ------------------
@@ -315,7 +315,7 @@ def _converter(field: ApiField[Any, Any, Any, Any]) -> Render:
         return str
     if kind is serializers.IntegerField:
         return int
-    if kind is serializers.JSONField and not field.binary:  # type: ignore[attr-defined]
+    if kind is serializers.JSONField and not field.binary:  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
         return _identity
     if kind is serializers.BooleanField:
         convert = field.to_representation
@@ -345,7 +345,7 @@ def planned_representation(serializer: serializers.BaseSerializer[Any]) -> Rende
     """`serializer.to_representation`, planned. The serializer must be instance-less and
     keep no per-call state (as the turn serializers are)."""
     if isinstance(serializer, serializers.ListSerializer):
-        child = planned_representation(serializer.child)  # type: ignore[arg-type]
+        child = planned_representation(serializer.child)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
         def many(value: Any) -> list[Any]:
             items = value.all() if isinstance(value, BaseManager) else value

@@ -103,7 +103,7 @@ def _registry() -> CollectorRegistry:
     if not MULTIPROCESS:
         return REGISTRY
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # an untyped third-party function
     registry.register(_SCRAPE_COLLECTOR)
     return registry
 

@@ -6,7 +6,7 @@ from analytics_app.models import ModelPrice
 
 
 @admin.register(ModelPrice)
-class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ModelPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     list_display = [
         "model",
         "provider",

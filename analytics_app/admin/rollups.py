@@ -31,5 +31,5 @@ class UserSpendRollupAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
 
 
 @admin.register(RollupFillState)
-class RollupFillStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class RollupFillStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     list_display = ["name", "last_step_id", "filled_through", "updated_at"]

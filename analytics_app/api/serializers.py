@@ -13,7 +13,7 @@ MAX_WINDOW_DAYS = 366
 DEFAULT_WINDOW_DAYS = 30
 
 
-class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]
+class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """`2025-01-31` (a whole UTC day) or an ISO 8601 date-time with offset."""
 
     def to_internal_value(self, data: Any) -> date | datetime:
@@ -34,7 +34,7 @@ class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]
         return str(value.isoformat())
 
 
-class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     group_by = serializers.ChoiceField(
         choices=list(GROUPS), help_text="day, model, agent, user, step_type or session."
     )
@@ -45,7 +45,7 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         "Default: now.",
     )
 
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
         fields = super().get_fields()
         fields["from"] = DateOrDateTimeField(
             required=False,
@@ -87,7 +87,7 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return {"group_by": attrs["group_by"], "start": start, "end": end}
 
 
-class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     key = serializers.CharField(help_text="The group: a date, model, agent, user, step type…")
     input_tokens = serializers.IntegerField(help_text="All input tokens, cached included.")
     output_tokens = serializers.IntegerField(help_text="All output tokens, reasoning included.")
@@ -104,10 +104,10 @@ class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class UsageTotalsSerializer(UsageRowSerializer):
-    key = None  # type: ignore[assignment]
+    key = None  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
 
 
-class UsageReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageReportSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     group_by = serializers.CharField(help_text="The dimension grouped by.")
     start = serializers.DateTimeField(help_text="Window start, inclusive.")
     end = serializers.DateTimeField(help_text="Window end, exclusive.")

@@ -15,7 +15,7 @@ from sessions_app.api.fields import money_output_field
 PROVIDERS = ("openai", "anthropic")
 
 
-class UsageImportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageImportSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     format = serializers.ChoiceField(
         choices=list(FORMATS),
         help_text="openai_usage (organization/usage/completions, group_by=model), "
@@ -28,7 +28,7 @@ class UsageImportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class UsageImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class UsageImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     provider = serializers.CharField(help_text="openai or anthropic.")
     format = serializers.CharField(source="export_format", help_text="As sent.")
     rows = serializers.IntegerField(help_text="(day, model) rows imported or replaced.")
@@ -36,11 +36,11 @@ class UsageImportResultSerializer(serializers.Serializer):  # type: ignore[type-
     last_day = serializers.DateField(allow_null=True, help_text="Latest day in the file.")
 
 
-class ReconciliationQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReconciliationQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     provider = serializers.ChoiceField(choices=list(PROVIDERS), help_text="openai or anthropic.")
     to = serializers.DateField(required=False, help_text="Last UTC day, inclusive; default today.")
 
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
         fields = super().get_fields()
         fields["from"] = serializers.DateField(
             required=False, help_text="First UTC day, inclusive; default 30 days before `to`."
@@ -59,7 +59,7 @@ class ReconciliationQuerySerializer(serializers.Serializer):  # type: ignore[typ
         return {"provider": attrs["provider"], "start": start, "end": end}
 
 
-def _side(prefix: str, what: str) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+def _side(prefix: str, what: str) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
     return {
         f"{prefix}_input_tokens": serializers.IntegerField(
             allow_null=True, help_text=f"{what} input tokens (cache reads and writes included)."
@@ -74,8 +74,8 @@ def _side(prefix: str, what: str) -> dict[str, serializers.Field]:  # type: igno
     }
 
 
-class ReconciliationTotalsSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+class ReconciliationTotalsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
         return {
             **_side("engram", "Engram's"),
             **_side("provider", "The provider's"),
@@ -84,7 +84,7 @@ class ReconciliationTotalsSerializer(serializers.Serializer):  # type: ignore[ty
 
 
 class ReconciliationRowSerializer(ReconciliationTotalsSerializer):
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
         return {
             "day": serializers.DateField(help_text="UTC day."),
             "model": serializers.CharField(help_text="Model, without a release date."),
@@ -92,7 +92,7 @@ class ReconciliationRowSerializer(ReconciliationTotalsSerializer):
         }
 
 
-class ReconciliationReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReconciliationReportSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     provider = serializers.CharField(help_text="openai or anthropic.")
     start = serializers.DateField(help_text="First UTC day.")
     end = serializers.DateField(help_text="Last UTC day, inclusive.")

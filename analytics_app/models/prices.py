@@ -12,7 +12,7 @@ from django.db import models
 def _usd_per_million(**kwargs: object) -> models.DecimalField:
     options: dict[str, object] = {"max_digits": 14, "decimal_places": 6}
     options.update(kwargs)
-    return models.DecimalField(**options)  # type: ignore[arg-type]
+    return models.DecimalField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
 
 class ModelPrice(models.Model):

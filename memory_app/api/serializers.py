@@ -103,12 +103,12 @@ def _check_interval(start: Any, end: Any) -> None:
         raise serializers.ValidationError({"valid_to": ["Must be after valid_from."]})
 
 
-class RelationInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RelationInputSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     type = serializers.ChoiceField(choices=RelationType.choices, help_text="The edge's kind.")
     target_id = serializers.UUIDField(help_text="The related memory (same tenant).")
 
 
-class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     user_id = identifier_field(help_text="The end user the memory is about.")
     agent_id = serializers.CharField(
         max_length=255,
@@ -225,14 +225,14 @@ def memory_draft_from(validated: dict[str, Any]) -> MemoryDraft:
     return MemoryDraft(**data, relations=relations)
 
 
-def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ignore[type-arg]
+def memory_bulk_serializer(data: Any) -> serializers.ListSerializer:  # type: ignore[type-arg]  # generic in DRF's stubs only
     """1 to MAX_BULK_ITEMS memories, each validated like a single add."""
     return MemoryCreateSerializer(  # type: ignore[return-value,call-arg]  # many=True makes a ListSerializer
         data=data, many=True, min_length=1, max_length=MAX_BULK_ITEMS
     )
 
 
-class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class MemorySerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     relations = serializers.SerializerMethodField(help_text="Edges to other memories.")
     superseded_by = serializers.UUIDField(
         source="superseded_by_id",
@@ -357,7 +357,7 @@ def search_result_data(*, query: str, outcome: Any, as_of: datetime) -> dict[str
     }
 
 
-class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     action = serializers.ChoiceField(
         choices=["created", "merged", "duplicate"],
         help_text="created: new; merged: a near-duplicate was updated into a new version; "
@@ -369,19 +369,19 @@ class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-ar
     memory = MemorySerializer(help_text="The memory as stored now.")
 
 
-class MemoryBulkItemResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryBulkItemResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     index = serializers.IntegerField(help_text="Position of the item in the request.")
     action = serializers.CharField(help_text="created, merged or duplicate.")
     memory_id = serializers.UUIDField(help_text="The memory the item ended in.")
     version = serializers.IntegerField(help_text="That memory's version now.")
 
 
-class MemoryBulkResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryBulkResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     results = MemoryBulkItemResultSerializer(many=True, help_text="One per item, in order.")
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Items per action.")
 
 
-class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Every field optional; any change makes a new version."""
 
     content = TextField(
@@ -411,7 +411,7 @@ class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return attrs
 
 
-class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Who is acting, for GET/PATCH/DELETE (query parameters)."""
 
     acting_user_id = serializers.CharField(
@@ -434,7 +434,7 @@ class ActorQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return data.get("acting_user_id") or None, roles
 
 
-class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     query = TextField(max_length=MAX_QUERY_CHARS, help_text="What to look for.")
     user_id = serializers.CharField(
         max_length=255, required=False, help_text="Only memories about this user."
@@ -521,7 +521,7 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]
         }
 
 
-class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     semantic = serializers.FloatField(help_text="Cosine similarity to the query.")
     lexical = serializers.FloatField(
         help_text="BM25 of the query over the memory's text (with its thread neighbours' for a "
@@ -550,7 +550,7 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; "
         "halved for a memory no longer current when the query asks about now (part "
@@ -560,7 +560,7 @@ class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]
     memory = MemorySerializer(help_text="The memory.")
 
 
-class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     query = serializers.CharField(help_text="The query as searched.")
     as_of = serializers.DateTimeField(
         required=False, help_text="When the question was asked: the request's as_of or now."
@@ -573,7 +573,7 @@ class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     results = SearchHitSerializer(many=True, help_text="Best first.")
 
 
-class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     version = serializers.IntegerField(help_text="Version number, 1 = first.")
     content = serializers.CharField(help_text="The text of that version.")
     summary = serializers.CharField(help_text="Its summary.")
@@ -594,12 +594,12 @@ class MemoryVersionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     current = serializers.BooleanField(help_text="True for the current version.")
 
 
-class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryHistorySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     memory_id = serializers.UUIDField(help_text="The memory.")
     versions = MemoryVersionSerializer(many=True, help_text="Oldest first; last is current.")
 
 
-class MemoryRevertSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MemoryRevertSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     version = serializers.IntegerField(
         min_value=1,
         max_value=2**31 - 1,
@@ -612,7 +612,7 @@ class RelationCreateSerializer(RelationInputSerializer):
     """An edge from this memory to `target_id`."""
 
 
-class RelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RelationSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     id = serializers.IntegerField(help_text="The edge's id (for DELETE).")
     type = serializers.CharField(help_text="related_to, supersedes or derived_from.")
     direction = serializers.ChoiceField(
@@ -639,6 +639,6 @@ class RelationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     created_at = serializers.DateTimeField(help_text="When the edge was made.")
 
 
-class RelationListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RelationListSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     memory_id = serializers.UUIDField(help_text="The memory.")
     relations = RelationSerializer(many=True, help_text="Outgoing edges, then incoming ones.")

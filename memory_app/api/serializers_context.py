@@ -18,7 +18,7 @@ MAX_BUDGET = 200_000
 MAX_CONTEXT_QUERY_CHARS = 4000
 
 
-class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     query = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -88,19 +88,19 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
         return [role.strip() for role in value.split(",") if role.strip()]
 
 
-class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     role = serializers.CharField(help_text="system, user or assistant.")
     content = serializers.CharField(help_text="The message text.")
 
 
-class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     recency = serializers.FloatField(help_text="exp-decay of age, half-life in settings.")
     semantic = serializers.FloatField(help_text="Cosine of query and candidate embeddings.")
     role = serializers.FloatField(help_text="1.0 for system and milestone, 0.7 otherwise.")
     signal = serializers.FloatField(help_text="In cart/focus, milestone kind, importance…")
 
 
-class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     key = serializers.CharField(
         help_text="Stable id: `turn:12`, `summary:3`, `milestone:…`, `recalled:12`."
     )
@@ -135,13 +135,13 @@ class ExcludedItemSerializer(ContextItemSerializer):
     )
 
 
-class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PartSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     included = serializers.IntegerField(help_text="Candidates of this kind that went in.")
     excluded = serializers.IntegerField(help_text="Candidates of this kind left out.")
     tokens = serializers.IntegerField(help_text="Tokens they take (framing: headers, overhead).")
 
 
-class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     name = serializers.CharField(
         help_text="`default`, a name from ENGRAM_CONTEXT_POLICIES or one of the tenant's "
         "(`/tenant/context-policies`)."
@@ -163,7 +163,7 @@ class PolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     session_id = serializers.UUIDField(help_text="The session.")
     query = serializers.CharField(help_text="The query the candidates were ranked against.")
     budget = serializers.IntegerField(help_text="The token budget applied.")

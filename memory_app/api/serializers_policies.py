@@ -11,7 +11,7 @@ from sessions_app.context_policy_limits import (
 )
 
 
-class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """The whole policy (PUT replaces): a key left out or null takes the `default`
     policy's value, resolved when a context is assembled."""
 
@@ -46,7 +46,7 @@ class ContextPolicyWriteSerializer(serializers.Serializer):  # type: ignore[type
     )
 
 
-class ContextPolicyOutSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextPolicyOutSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     name = serializers.CharField(help_text="The policy's name, as sessions and `?policy=` use it.")
     origin = serializers.ChoiceField(
         choices=["default", "settings", "tenant"],
@@ -64,7 +64,7 @@ class ContextPolicyOutSerializer(serializers.Serializer):  # type: ignore[type-a
     )
 
 
-class ContextPolicyListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ContextPolicyListSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     policies = ContextPolicyOutSerializer(
         many=True, help_text="`default` first, then by name; values resolved."
     )

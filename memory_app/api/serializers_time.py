@@ -37,7 +37,7 @@ def as_of_field() -> AsOfField:
 _AS_OF_OUT = AsOfField()
 
 
-class TimeScopeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TimeScopeSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     phrase = serializers.CharField(help_text="The words of the query that name a time.")
     kind = serializers.CharField(
         help_text="What kind of phrase: relative_day, earlier, ago, past_span, relative_week, "

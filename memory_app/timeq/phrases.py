@@ -164,7 +164,7 @@ def _around_date(word: str, start: int, inner: TimeScope, query: str) -> TimeSco
     }
     kind, low, high = bounds[word]
     return TimeScope(
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
         phrase=query[start : inner.span[1]],
         span=(start, inner.span[1]),
         start=low,

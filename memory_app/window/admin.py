@@ -16,7 +16,7 @@ from sessions_app.hooks import register_session_admin_action
 
 
 @admin.register(ContextSummary)
-class ContextSummaryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ContextSummaryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in django-stubs only
     list_display = [
         "id",
         "session",
@@ -43,7 +43,7 @@ class ContextSummaryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.action(description="Compact now (summarise the older turns)")
-def compact_now(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:  # type: ignore[type-arg]
+def compact_now(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:  # type: ignore[type-arg]  # generic in django-stubs only
     compacted = skipped = 0
     for session_id in queryset.values_list("pk", flat=True):
         result = session_compact(session_id=session_id, force=True)

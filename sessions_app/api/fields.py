@@ -15,7 +15,7 @@ MAX_TOKENS_PER_VALUE = 10_000_000_000  # absurd above this: no request moves 10B
 def token_count_field(**kwargs: object) -> serializers.IntegerField:
     options: dict[str, object] = {"min_value": 0, "max_value": MAX_TOKENS_PER_VALUE}
     options.update(kwargs)
-    return serializers.IntegerField(**options)  # type: ignore[arg-type]
+    return serializers.IntegerField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
 
 def money_output_field(**kwargs: object) -> serializers.DecimalField:
@@ -27,7 +27,7 @@ def money_output_field(**kwargs: object) -> serializers.DecimalField:
         "read_only": True,
     }
     options.update(kwargs)
-    return serializers.DecimalField(**options)  # type: ignore[arg-type]
+    return serializers.DecimalField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
 
 # Text the API takes: any string without NUL, which the JSON parser and the query-string
@@ -72,7 +72,7 @@ def identifier_field(**kwargs: object) -> serializers.CharField:
         "validators": [_identifier_validator],
     }
     options.update(kwargs)
-    return serializers.CharField(**options)  # type: ignore[arg-type]
+    return serializers.CharField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
 
 def checked_identifier(value: str) -> str | None:

@@ -53,7 +53,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = accept_or_generate(request.headers.get(REQUEST_ID_HEADER))
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
         # Not reset on the way out: Django logs a 4xx/5xx ("Not Found: …") after the
         # middleware chain returns, and that line must carry the id too. The next request
         # on this thread sets its own.

@@ -40,7 +40,7 @@ API_PREFIXES = ("/api/v1", "/mcp/", "/v1/")
 JSON_PARAMETER = "x-engram-json"
 
 
-class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]  # an untyped third-party function
     target_class = "sessions_app.api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
@@ -48,7 +48,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignor
         return {"type": "http", "scheme": "bearer", "description": "An Engram API key."}
 
 
-class ErrorDetailSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ErrorDetailSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`.")
     message = serializers.CharField(help_text="A human-readable explanation.")
     fields = serializers.DictField(  # type: ignore[assignment]  # DRF moves declared fields off the class
@@ -60,7 +60,7 @@ class ErrorDetailSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Every 4xx/5xx body. Some errors add members to `error` (e.g. `candidates`)."""
 
     error = ErrorDetailSerializer()
@@ -94,7 +94,7 @@ class EngramAutoSchema(AutoSchema):
     def _map_serializer(
         self, serializer: Any, direction: str, bypass_extensions: bool = False
     ) -> dict[str, Any]:
-        schema: dict[str, Any] = super()._map_serializer(  # type: ignore[no-untyped-call]
+        schema: dict[str, Any] = super()._map_serializer(  # type: ignore[no-untyped-call]  # an untyped third-party function
             serializer, direction, bypass_extensions
         )
         if direction == "request" and "properties" in schema:
@@ -106,7 +106,7 @@ class EngramAutoSchema(AutoSchema):
         return schema
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-        operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)  # type: ignore[no-untyped-call]
+        operation: dict[str, Any] | None = super().get_operation(*args, **kwargs)  # type: ignore[no-untyped-call]  # an untyped third-party function
         produces = getattr(self.view, "openapi_produces", {}).get(self.method.upper())
         if operation is not None and produces:
             operation[PRODUCES_KEY] = dict(produces)  # read, then removed, by add_links
@@ -115,7 +115,7 @@ class EngramAutoSchema(AutoSchema):
     def _get_request_for_media_type(
         self, serializer: Any, direction: str = "request"
     ) -> tuple[Any, bool]:
-        schema, required = super()._get_request_for_media_type(  # type: ignore[no-untyped-call]
+        schema, required = super()._get_request_for_media_type(  # type: ignore[no-untyped-call]  # an untyped third-party function
             serializer, direction
         )
         if getattr(serializer, "openapi_constraints", None):
@@ -124,15 +124,15 @@ class EngramAutoSchema(AutoSchema):
         return schema, bool(required)
 
     def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
-        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[misc]  # a framework pattern the stubs cannot express
         if body is not None and getattr(self.view, "request_body_required", False):
             body["required"] = True  # e.g. a JSON-RPC message: there is no empty call
         return body
 
     def _unwrap_list_serializer(self, serializer: Any, direction: str) -> dict[str, Any] | None:
-        schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]
+        schema: dict[str, Any] | None = super()._unwrap_list_serializer(  # type: ignore[no-untyped-call]  # an untyped third-party function
             serializer,
-            direction,  # type: ignore[arg-type]
+            direction,  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
         )
         if schema and is_list_serializer(serializer):
             min_length = getattr(serializer, "min_length", None)
@@ -146,7 +146,7 @@ class EngramAutoSchema(AutoSchema):
     def _map_serializer_field(
         self, field: Any, direction: str, bypass_extensions: bool = False
     ) -> dict[str, Any]:
-        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]  # an untyped third-party function
             field, direction, bypass_extensions
         )
         own_regex = any(isinstance(v, RegexValidator) for v in field.validators)
@@ -189,7 +189,7 @@ class EngramAutoSchema(AutoSchema):
         return statuses
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
-        responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[arg-type]
+        responses: dict[str, Any] = super()._get_response_bodies(direction)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
         if not self.path.startswith(API_PREFIXES):
             return responses
         for code in self._inherited_errors():

@@ -17,7 +17,7 @@ def _choices(enum: Any) -> str:
     return "; ".join(f"`{value}`: {label}" for value, label in enum.choices)
 
 
-class SpendBudgetWriteSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SpendBudgetWriteSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Types and ranges here; which keys a scope needs, and the time zone, are checked by
     the service (`spend_budget_create` / `_update`), with the same error shape."""
 
@@ -84,7 +84,7 @@ class SpendBudgetWriteSerializer(serializers.Serializer):  # type: ignore[type-a
     )
 
 
-class BudgetPeriodSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BudgetPeriodSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     period_start = serializers.DateTimeField(help_text="When the current period began.")
     period_end = serializers.DateTimeField(
         allow_null=True, help_text="When it ends (the next starts); null: no period."
@@ -105,7 +105,7 @@ class BudgetPeriodSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class SpendBudgetSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SpendBudgetSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     id = serializers.UUIDField(help_text="The budget's id.")
     name = serializers.CharField(help_text="A label for people.")
     scope = serializers.CharField(help_text="tenant, user, agent, model or user_agent.")
@@ -127,7 +127,7 @@ class SpendBudgetSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class BudgetFiguresSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BudgetFiguresSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """A period budget as a budget check saw it."""
 
     id = serializers.UUIDField(help_text="The budget's id.")

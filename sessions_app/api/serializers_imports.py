@@ -20,7 +20,7 @@ MAX_MESSAGES = 2000
 MAX_CONVERSATIONS = 100
 
 
-class ImportedMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ImportedMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     role = serializers.ChoiceField(
         choices=sorted(CONVERSATIONAL_ROLES | SKIPPED_ROLES),
         help_text="OpenAI chat roles; only `user` and `assistant` messages become turns.",
@@ -40,7 +40,7 @@ class ImportedMessageSerializer(serializers.Serializer):  # type: ignore[type-ar
     )
 
 
-class ConversationImportItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ConversationImportItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     conversation_id = identifier_field(
         help_text="Your id of the conversation; importing it again for the same user "
         "answers the session it made and writes nothing. Stored as the session's "
@@ -80,8 +80,8 @@ class ConversationImportItemSerializer(serializers.Serializer):  # type: ignore[
         )
 
 
-class ConversationImportSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    conversations = ConversationImportItemSerializer(  # type: ignore[call-arg]
+class ConversationImportSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    conversations = ConversationImportItemSerializer(  # type: ignore[call-arg]  # many=True makes a ListSerializer; the stubs do not know it
         many=True,
         min_length=1,
         max_length=MAX_CONVERSATIONS,
@@ -90,7 +90,7 @@ class ConversationImportSerializer(serializers.Serializer):  # type: ignore[type
     )
 
 
-class ConversationImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ConversationImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     index = serializers.IntegerField(help_text="The conversation's position in the request.")
     status = serializers.IntegerField(
         help_text="201 imported, 200 already imported (nothing written), 400 refused."
@@ -101,5 +101,5 @@ class ConversationImportResultSerializer(serializers.Serializer):  # type: ignor
     error = ItemErrorSerializer(allow_null=True, help_text="Why it was refused; else null.")
 
 
-class ConversationImportResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ConversationImportResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     results = ConversationImportResultSerializer(many=True, help_text="One per conversation.")

@@ -14,7 +14,7 @@ MAX_TTL_SECONDS = 365 * 24 * 3600
 MAX_REASONING = 200_000
 
 
-class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     user_id = identifier_field(help_text="The end user this session belongs to.")
     agent_id = identifier_field(help_text="The agent holding the conversation.")
     state = serializers.DictField(required=False, help_text="Free-form agent state (JSON object).")
@@ -115,9 +115,9 @@ class SessionCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class SessionUpdateSerializer(SessionCreateSerializer):
-    user_id = None  # type: ignore[assignment]
-    agent_id = None  # type: ignore[assignment]
-    provider = None  # type: ignore[assignment]
+    user_id = None  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
+    agent_id = None  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
+    provider = None  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
     reasoning = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -140,10 +140,10 @@ class SessionUpdateSerializer(SessionCreateSerializer):
             )
         return attrs
 
-    resume = None  # type: ignore[assignment]
+    resume = None  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
 
 
-class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     previous_session_id = serializers.UUIDField(
         read_only=True,
         allow_null=True,

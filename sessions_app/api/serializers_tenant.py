@@ -7,7 +7,7 @@ from rest_framework import serializers
 from sessions_app.api.fields import money_output_field
 
 
-class TenantSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TenantSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     name = serializers.CharField(help_text="The tenant's name (set by operators).")
     capture_prompts = serializers.BooleanField(
         help_text="Keep each step's `prompt` and `completion` (size-capped, erased with the "
@@ -23,7 +23,7 @@ class TenantSerializer(serializers.Serializer):  # type: ignore[type-arg]
     created_at = serializers.DateTimeField(help_text="When the tenant was created.")
 
 
-class TenantUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TenantUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     capture_prompts = serializers.BooleanField(
         required=False,
         help_text="Turn prompt capture on or off for the tenant's sessions that do not "

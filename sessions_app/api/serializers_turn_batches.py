@@ -33,7 +33,7 @@ class TurnBatchItemSerializer(TurnCreateSerializer):
         return value
 
 
-class TurnBatchSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnBatchSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     turns = TurnBatchItemSerializer(  # type: ignore[call-arg]  # many=True: a ListSerializer
         many=True,
         min_length=1,
@@ -46,16 +46,16 @@ class TurnBatchSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ItemErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ItemErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     code = serializers.CharField(help_text="The error code, as the single route's.")
     message = serializers.CharField(help_text="What went wrong, for a human.")
-    fields = serializers.DictField(  # type: ignore[assignment]
+    fields = serializers.DictField(  # type: ignore[assignment]  # the stubs declare a narrower type than the framework assigns
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Field path (within the item) -> messages.",
     )
 
 
-class TurnBatchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnBatchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     index = serializers.IntegerField(min_value=0, help_text="The item's position in `turns`.")
     status = serializers.IntegerField(
         help_text="201 recorded (or replayed); else the single route's error status "
@@ -70,7 +70,7 @@ class TurnBatchResultSerializer(serializers.Serializer):  # type: ignore[type-ar
     error = ItemErrorSerializer(allow_null=True, help_text="The item's error; null on a 201.")
 
 
-class TurnBatchResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnBatchResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     results = TurnBatchResultSerializer(many=True, help_text="One per item, in order.")
 
 

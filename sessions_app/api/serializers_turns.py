@@ -23,7 +23,7 @@ MAX_TOOL_OUTPUT = 4000
 MAX_PROMPT_MESSAGES = 500
 
 
-class ChatMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ChatMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     role = serializers.ChoiceField(
         choices=["system", "user", "assistant", "tool"], help_text="Who speaks."
     )
@@ -32,7 +32,7 @@ class ChatMessageSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     step_type = serializers.CharField(
         max_length=64, help_text="What the call did: intent, filter, search, response…"
     )
@@ -136,7 +136,7 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         )
 
 
-class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     user_message = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -221,7 +221,7 @@ _STEP_HELP = {
 }
 
 
-class TurnStepSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class TurnStepSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     cost_usd = money_output_field(allow_null=True, help_text="USD; null when unpriced.")
 
     class Meta:
@@ -263,7 +263,7 @@ _TURN_HELP = {
 }
 
 
-class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     cost_usd = money_output_field(help_text="USD, the sum of the priced steps.")
     steps = TurnStepSerializer(many=True, read_only=True, help_text="The calls, in order.")
 
@@ -274,14 +274,14 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         extra_kwargs = {name: {"help_text": text} for name, text in _TURN_HELP.items()}
 
 
-class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     code = serializers.CharField(
         help_text="budget_exceeded, price_missing, session_rotated or turn_over_limit."
     )
     message = serializers.CharField(help_text="What happened, for a human.")
 
 
-class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     id = serializers.UUIDField(help_text="The session's id.")
     status = serializers.CharField(help_text="opened, active, compacted, expired, archived.")
     expires_at = serializers.DateTimeField(help_text="When it expires without further writes.")
@@ -291,7 +291,7 @@ class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     turn = TurnSerializer(help_text="The recorded turn with its steps.")
     session = SessionBriefSerializer(help_text="The session after the turn.")
     totals = serializers.SerializerMethodField(help_text="The session's new totals.")
@@ -309,7 +309,7 @@ class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return budget_state(result.session)
 
 
-class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     session = SessionSerializer(help_text="The session as restored.")
     restored_from_turn = serializers.IntegerField(help_text="State is as before this turn.")
     rolled_back_turns = serializers.ListField(
@@ -317,7 +317,7 @@ class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg
     )
 
 
-class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     estimated_tokens = token_count_field(
         help_text="Input + output tokens the agent is about to spend."
     )
@@ -363,14 +363,14 @@ class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return attrs
 
 
-class BudgetReservationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BudgetReservationSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     id = serializers.UUIDField(help_text="Name it as the turn's `reservation_id`.")
     tokens = serializers.IntegerField(help_text="Tokens held.")
     cost_usd = money_output_field(allow_null=True, help_text="USD held; null if not given.")
     expires_at = serializers.DateTimeField(help_text="When the lease ends.")
 
 
-class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     allowed = serializers.BooleanField(help_text="Always true on a 200; a 429 means no.")
     estimated_tokens = serializers.IntegerField(help_text="As sent.")
     tokens_remaining_after = serializers.IntegerField(

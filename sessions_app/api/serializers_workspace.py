@@ -35,7 +35,7 @@ def ref_field(**kwargs: Any) -> serializers.CharField:
     return serializers.CharField(**options)
 
 
-class ResultItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResultItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     mpn = mpn_field()
     name = serializers.CharField(
         max_length=500, required=False, allow_blank=True, default="", help_text="Display name."
@@ -62,7 +62,7 @@ class ResultItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ResultsStoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResultsStoreSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     query = serializers.CharField(
         max_length=2000, help_text="The search as the user or agent phrased it."
     )
@@ -78,7 +78,7 @@ class ResultsStoreSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class ComponentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ComponentSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     mpn = serializers.CharField(help_text="The item's MPN.")
     name = serializers.CharField(help_text="Display name.")
     component_type = serializers.CharField(help_text="The kind of item.")
@@ -92,12 +92,12 @@ class ComponentSerializer(serializers.Serializer):  # type: ignore[type-arg]
     fetched_at = serializers.DateTimeField(help_text="When it was last stored.")
 
 
-class ComponentListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ComponentListSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     count = serializers.IntegerField(help_text="How many items the session holds.")
     results = ComponentSerializer(many=True, help_text="Last results by position, then newest.")
 
 
-class ResultsStoredSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResultsStoredSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     last_query = serializers.CharField(help_text="The query just stored.")
     last_filters = serializers.DictField(help_text="Its filters.")
     last_results = serializers.ListField(
@@ -109,14 +109,14 @@ class ResultsStoredSerializer(serializers.Serializer):  # type: ignore[type-arg]
     results = ComponentSerializer(many=True, help_text="The stored items, in order.")
 
 
-class ResolveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResolveQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     ref = ref_field()
     set_focus = serializers.BooleanField(
         required=False, default=True, help_text="Make the item the focus (default true)."
     )
 
 
-class ResolvedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResolvedSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     item = ComponentSerializer(source="component", help_text="The item referred to.")
     rule = serializers.CharField(
         help_text="The rule that matched: comparative, mpn, ordinal, ordinal_from_end, last, "
@@ -127,7 +127,7 @@ class ResolvedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     focus_set = serializers.BooleanField(help_text="Whether the focus now points at it.")
 
 
-class MpnOrRefSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MpnOrRefSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Exactly one of `mpn` and `ref` names the item."""
 
     openapi_constraints = {"oneOf": [{"required": ["mpn"]}, {"required": ["ref"]}]}
@@ -156,7 +156,7 @@ class SelectionAddSerializer(MpnOrRefSerializer):
     )
 
 
-class SelectionUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SelectionUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     openapi_constraints = {"anyOf": [{"required": ["quantity"]}, {"required": ["note"]}]}
 
     quantity = serializers.IntegerField(
@@ -174,7 +174,7 @@ class SelectionUpdateSerializer(serializers.Serializer):  # type: ignore[type-ar
         return attrs
 
 
-class SelectionReorderSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SelectionReorderSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     mpns = serializers.ListField(
         child=mpn_field(),
         allow_empty=True,
@@ -183,7 +183,7 @@ class SelectionReorderSerializer(serializers.Serializer):  # type: ignore[type-a
     )
 
 
-class CartLineSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CartLineSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     mpn = serializers.CharField(help_text="The item's MPN.")
     position = serializers.IntegerField(help_text="1-based position in the cart.")
     quantity = serializers.IntegerField(help_text="How many.")
@@ -197,13 +197,13 @@ class CartLineSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
-class CartSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CartSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     count = serializers.IntegerField(help_text="Number of lines.")
     total = money_output_field(allow_null=True, help_text="Sum of priced lines times quantity.")
     results = CartLineSerializer(many=True, help_text="The lines, in cart order.")
 
 
-class CartLinkSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CartLinkSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     url = serializers.URLField(help_text="The signed URL of the browser cart page.")
     expires_at = serializers.DateTimeField(help_text="When the link stops working.")
 

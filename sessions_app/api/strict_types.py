@@ -32,7 +32,7 @@ def decimal_pattern(field: serializers.DecimalField) -> str:
     return rf"^{sign}\d{{1,{max(whole, 1)}}}{fraction}$"
 
 
-def _from_json_body(field: serializers.Field) -> bool:  # type: ignore[type-arg]
+def _from_json_body(field: serializers.Field) -> bool:  # type: ignore[type-arg]  # generic in DRF's stubs only
     """Query serializers are bound to `request.query_params` (a QueryDict); anything else
     (bound to parsed JSON, or run with `run_validation` directly) reads a JSON body."""
     return not isinstance(getattr(field.root, "initial_data", None), QueryDict)
@@ -42,7 +42,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  # type: ignore[type-arg]
+_CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  # type: ignore[type-arg]  # generic in DRF's stubs only
     serializers.CharField: (lambda f, v: isinstance(v, str), "Must be a string."),
     # JSON Schema counts 2.0 as an integer; DRF turns it into 2.
     serializers.IntegerField: (
@@ -58,7 +58,7 @@ _CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  #
     serializers.DecimalField: (
         lambda f, v: (
             _is_number(v)
-            or (isinstance(v, str) and re.fullmatch(decimal_pattern(f), v) is not None)  # type: ignore[arg-type]
+            or (isinstance(v, str) and re.fullmatch(decimal_pattern(f), v) is not None)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
         ),
         'Must be a decimal string (e.g. "12.50") or a number.',
     ),
@@ -67,10 +67,10 @@ _CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  #
 
 def _strict(
     original: Callable[[Any, Any], Any],
-    check: Callable[[serializers.Field, Any], bool],  # type: ignore[type-arg]
+    check: Callable[[serializers.Field, Any], bool],  # type: ignore[type-arg]  # generic in DRF's stubs only
     message: str,
 ) -> Callable[[Any, Any], Any]:
-    def run_validation(self: serializers.Field, data: Any = empty) -> Any:  # type: ignore[type-arg]
+    def run_validation(self: serializers.Field, data: Any = empty) -> Any:  # type: ignore[type-arg]  # generic in DRF's stubs only
         # Wraps run_validation, not to_internal_value: DRF turns "" into None for nullable
         # fields before to_internal_value runs, which would let `"budget_usd": ""` through.
         typed = data is not empty and data is not None
@@ -78,12 +78,12 @@ def _strict(
             raise serializers.ValidationError(message, code="invalid")
         return original(self, data)
 
-    run_validation.__engram_strict__ = True  # type: ignore[attr-defined]
+    run_validation.__engram_strict__ = True  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
     return run_validation
 
 
 def _refuse_unknown_fields(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def to_internal_value(self: serializers.Serializer, data: Any) -> Any:  # type: ignore[type-arg]
+    def to_internal_value(self: serializers.Serializer, data: Any) -> Any:  # type: ignore[type-arg]  # generic in DRF's stubs only
         if isinstance(data, Mapping) and _from_json_body(self):
             known = {name for name, field in self.fields.items() if not field.read_only}
             unknown = sorted(str(key) for key in data if key not in known)
@@ -93,7 +93,7 @@ def _refuse_unknown_fields(original: Callable[[Any, Any], Any]) -> Callable[[Any
                 )
         return original(self, data)
 
-    to_internal_value.__engram_strict__ = True  # type: ignore[attr-defined]
+    to_internal_value.__engram_strict__ = True  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
     return to_internal_value
 
 
@@ -103,11 +103,11 @@ def install() -> None:
     would otherwise be dropped silently; the schema says `additionalProperties: false`)."""
     current_serializer = serializers.Serializer.to_internal_value
     if not getattr(current_serializer, "__engram_strict__", False):
-        serializers.Serializer.to_internal_value = _refuse_unknown_fields(  # type: ignore[method-assign,assignment]
+        serializers.Serializer.to_internal_value = _refuse_unknown_fields(  # type: ignore[method-assign,assignment]  # replaced on the instance on purpose
             current_serializer
         )
     for cls, (check, message) in _CHECKS.items():
-        current = cls.run_validation  # type: ignore[attr-defined]
+        current = cls.run_validation  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
         if getattr(current, "__engram_strict__", False):
             continue
-        cls.run_validation = _strict(current, check, message)  # type: ignore[attr-defined]
+        cls.run_validation = _strict(current, check, message)  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it

@@ -15,7 +15,7 @@ from sessions_app.models import Tenant
 
 
 def request_tenant(request: Request) -> Tenant:
-    return request.user.tenant  # type: ignore[union-attr]
+    return request.user.tenant  # type: ignore[union-attr]  # checked just above
 
 
 class TenantAPIView(APIView):
@@ -24,7 +24,7 @@ class TenantAPIView(APIView):
         return request_tenant(self.request)
 
 
-class TenantGenericAPIView(TenantAPIView, generics.GenericAPIView):  # type: ignore[type-arg]
+class TenantGenericAPIView(TenantAPIView, generics.GenericAPIView):  # type: ignore[type-arg]  # generic only in the stubs
     """`queryset` is the unscoped base; `tenant_field` names the path to the tenant."""
 
     tenant_field: str = "tenant"

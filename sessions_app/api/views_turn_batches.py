@@ -49,7 +49,11 @@ def _refuse_unknown_fields(raw_items: list[Any]) -> None:
     field: it is the client's shape that is wrong (a typo, another API version), not one
     turn's values, and the schema says so (`additionalProperties: false`). Values, and
     items that are not objects, are answered item by item."""
-    known = {name for name, field in _item_serializer().fields.items() if not field.read_only}
+    known = {
+        name
+        for name, field in shared_serializer(TurnBatchItemSerializer).fields.items()
+        if not field.read_only
+    }
     errors = {
         f"turns.{index}.{name}": ["Unknown field."]
         for index, raw in enumerate(raw_items)

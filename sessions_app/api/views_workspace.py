@@ -159,7 +159,7 @@ class CsvExportMixin(APIView):
         formats = [renderer.format for renderer in self.get_renderers()]
         if not force and requested is not None and requested not in formats:
             raise InvalidInput(fields={"format": [f"One of: {', '.join(sorted(formats))}."]})
-        return super().perform_content_negotiation(request, force)  # type: ignore[no-any-return]
+        return super().perform_content_negotiation(request, force)  # type: ignore[no-any-return]  # an untyped third-party value
 
     def handle_exception(self, exc: Exception) -> Response:
         response: Response = super().handle_exception(exc)

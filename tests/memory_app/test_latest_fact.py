@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.memory_app.test_memory_types_metadata_relations import AS, created
 from tests.memory_app.test_memories_api import MEMORIES, add, search
+from tests.memory_app.test_memory_types_metadata_relations import AS, created
 
 pytestmark = pytest.mark.django_db
 

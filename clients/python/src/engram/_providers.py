@@ -22,7 +22,7 @@ def _as_dict(value: Any) -> dict[str, Any] | None:
         return {k: v for k, v in value.items() if v is not None}
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+        return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]  # an untyped third-party value
     return None
 
 
