@@ -336,6 +336,9 @@ ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
 # session's own agent's (off): a user's history is one, whichever agent heard it.
 ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 24)
 ENGRAM_RECALL_ACROSS_AGENTS = env_bool("ENGRAM_RECALL_ACROSS_AGENTS", True)
+# A recalled turn's line holds the passage that answers the query, at most this many
+# tokens: a long message's answer is a sentence or two, and more lines fit the budget.
+ENGRAM_CONTEXT_RECALL_LINE_TOKENS = env_int("ENGRAM_CONTEXT_RECALL_LINE_TOKENS", 200)
 
 # --- Long-term memory -------------------------------------------------------------------
 ENGRAM_MEMORY_MERGE_THRESHOLD = env_float("ENGRAM_MEMORY_MERGE_THRESHOLD", 0.88)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+
 from memory_app.selectors.recall import RecalledTurn, past_turns_recall, session_turns_recall
 from memory_app.window.packing import Candidate
 from memory_app.window.passages import best_passage
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
 
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
-MAX_LINE_TOKENS = 300  # a recalled turn's line: the passage that answers, not the whole
 # A recalled turn that shares words with the query and stands in the upper half of its
 # search's pool is related to it whatever its cosine: a long message's vector (the model
 # reads its first 256 word pieces) says little of a detail inside it.
@@ -51,7 +52,8 @@ def date_label(at: datetime | None) -> str:
 
 def _text(recalled: RecalledTurn, label: str, query: str) -> str:
     text = " ".join(recalled.memory.content.split())
-    return f"[{label}] {best_passage(text, query, MAX_LINE_TOKENS)}"
+    size = int(settings.ENGRAM_CONTEXT_RECALL_LINE_TOKENS)
+    return f"[{label}] {best_passage(text, query, size)}"
 
 
 def recalled_turn_candidates(
