@@ -19,14 +19,14 @@ if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
 
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
-# A recalled turn that shares words with the query and stands in the upper half of its
-# search's pool is related to it whatever its cosine: a long message's vector (the model
-# reads its first 256 word pieces) says little of a detail inside it.
-SUPPORTED_RELEVANCE = 0.5
+# A recalled turn that shares a word with the query is related to it whatever its
+# cosine: the search chose it (at most ENGRAM_CONTEXT_PAST_TURNS of them), and a long
+# message's vector (the model reads its first 256 word pieces) says little of a detail
+# inside it. Only a turn found by its vector alone must pass the semantic floor.
 
 
 def supported(recalled: RecalledTurn) -> bool:
-    return recalled.lexical > 0 and recalled.relevance >= SUPPORTED_RELEVANCE
+    return recalled.lexical > 0
 
 
 @dataclass
