@@ -58,6 +58,7 @@ def steady(base: str, secret: str, users: int, rate: float, seconds: float) -> d
             f"{base}/api/v1/sessions",
             json={"user_id": f"steady-{index}", "agent_id": "bench"},
             headers=_headers(secret),
+            timeout=120,
         )
         response.raise_for_status()
         sessions[f"steady-{index}"] = response.json()["id"]
@@ -68,7 +69,7 @@ def steady(base: str, secret: str, users: int, rate: float, seconds: float) -> d
     def record_and_wait(number: int) -> None:
         user = f"steady-{number % users}"
         word = _word()
-        with httpx.Client(base_url=base, headers=_headers(secret), timeout=30) as client:
+        with httpx.Client(base_url=base, headers=_headers(secret), timeout=120) as client:
             response = client.post(
                 f"/api/v1/sessions/{sessions[user]}/turns",
                 json={
