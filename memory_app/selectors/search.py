@@ -92,7 +92,7 @@ BM25_B = 0.6
 # HNSW candidate list. pgvector's default (40) gave recall@10 0.84 unfiltered and 0.92-0.94
 # under the tenant + visibility filter at 100k clustered memories; 200 gives 0.97 for
 # the same vector-step time (~4.5 ms: under a selective filter the iterative scan visits
-# that many tuples anyway). bench/RESULTS.md, "B2 notes".
+# that many tuples anyway). docs/decisions/vector-index-halfvec-hnsw.md.
 EF_SEARCH = 200
 
 
