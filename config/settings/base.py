@@ -334,7 +334,7 @@ ENGRAM_CONTEXT_MIN_SEMANTIC = env_float("ENGRAM_CONTEXT_MIN_SEMANTIC", 0.3)
 # Turns of the user's other sessions a context may recall (then packed under the budget),
 # and whether they come from every agent's sessions of the user (on) or only from the
 # session's own agent's (off): a user's history is one, whichever agent heard it.
-ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 24)
+ENGRAM_CONTEXT_PAST_TURNS = env_int("ENGRAM_CONTEXT_PAST_TURNS", 20)
 ENGRAM_RECALL_ACROSS_AGENTS = env_bool("ENGRAM_RECALL_ACROSS_AGENTS", True)
 # A recalled turn's line holds the passage that answers the query, at most this many
 # tokens: a long message's answer is a sentence or two, and more lines fit the budget.

@@ -4,6 +4,69 @@
  */
 
 export interface paths {
+    "/api/v1/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's period budgets, each with its current period
+         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
+         */
+        get: operations["budgets_list"];
+        put?: never;
+        /**
+         * Create a period budget
+         * @description A scope (tenant, user, agent, model, user_agent) with the keys it names, a period in a time zone, limits, and what happens at the limit. `POST /sessions/{id}/budget/check` enforces every refusing budget that applies.
+         */
+        post: operations["budgets_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/budgets/{budget_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
+        get: operations["budgets_retrieve"];
+        put?: never;
+        post?: never;
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
+        delete: operations["budgets_destroy"];
+        options?: never;
+        head?: never;
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
+        patch: operations["budgets_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/conversations/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import past conversations (OpenAI chat format, with timestamps)
+         * @description Each conversation becomes an archived session of its user: a turn per user message and the assistant's reply, at the message's `timestamp`, so search and context use the time it was said. Idempotent per conversation and user (`conversation_id`). Each conversation is stored whole or not at all; a bad one is answered in its result (400, fields named within it) and the others are imported.
+         */
+        post: operations["conversations_import_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memories": {
         parameters: {
             query?: never;
@@ -14,7 +77,7 @@ export interface paths {
         /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["memories_list"];
         put?: never;
-        /** @description Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a new version) or `duplicate` (already stored). Searchable on return. */
+        /** @description Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a new version) or `duplicate` (already stored). Searchable on return. A fact, preference or profile that gives one of the user's subjects (`subject`) another value than a current memory supersedes it: the older gets `superseded_by` and `valid_to`, stays searchable, and ranks below the newer for questions about now. 400 on `valid_to` when it is not after `valid_from`. */
         post: operations["memories_create"];
         delete?: never;
         options?: never;
@@ -35,7 +98,7 @@ export interface paths {
         delete: operations["memories_destroy"];
         options?: never;
         head?: never;
-        /** @description Update: a new version; the previous one stays in the history. */
+        /** @description Update: a new version; the previous one stays in the history. A change of `valid_from` / `valid_to` alone is not a version; an interval must end after it starts, else 400 on `valid_to`. */
         patch: operations["memories_partial_update"];
         trace?: never;
     };
@@ -83,7 +146,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Remove one edge touching this memory. */
+        /** @description Remove one edge touching this memory. Removing a `supersedes` edge between two memories makes its target current again (`superseded_by` null, the end it was given then cleared). */
         delete: operations["memories_relations_destroy"];
         options?: never;
         head?: never;
@@ -133,7 +196,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them. `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -562,7 +625,7 @@ export interface paths {
         put?: never;
         /**
          * Record many turns, of any of the tenant's sessions, in one request
-         * @description Each item is recorded as `POST /sessions/{session_id}/turns` would record it (same validation, pricing, numbering, state, budget flags, hooks), and answered in `results[index]` with that route's status and body. One bad item never rejects the others. `idempotency_key` is per item and shares the single route's keys: the same key and body answer 201 with `replayed: true` and the stored turn; another body, 422 `idempotency_key_reused`; a key still in flight, 409. A key repeated inside the batch is recorded once. The recorded items commit together (one transaction) or not at all.
+         * @description Each item is recorded as `POST /sessions/{session_id}/turns` would record it (same validation, pricing, numbering, state, budget flags, hooks), and answered in `results[index]` with that route's status and body. One bad item never rejects the others. `idempotency_key` is per item and shares the single route's keys: the same key and body answer 201 with `replayed: true` and the stored turn; another body, 422 `idempotency_key_reused`; a key still in flight, 409. A key repeated inside the batch is recorded once. The recorded items commit together (one transaction) or not at all. An item with a field the item schema does not name is a 400 for the whole request (`turns.<index>.<field>`), as an unknown field is on the single route.
          */
         post: operations["turns_batch_create"];
         delete?: never;
@@ -580,6 +643,43 @@ export interface paths {
         };
         /** Tokens and cost grouped by day, model, agent, user, step_type or session */
         get: operations["usage_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/usage/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a provider's usage or cost export for reconciliation
+         * @description The whole file is checked before anything is written: a file of the wrong shape answers 400 naming each value at fault (`export.data.0.results.1.input_tokens`) and imports nothing. Importing a day again replaces it.
+         */
+        post: operations["usage_imports_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/usage/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Engram's tokens and cost against a provider's, per day and model */
+        get: operations["usage_reconciliation_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -669,13 +769,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /**
-         * @description * `created` - created
-         *     * `merged` - merged
-         *     * `duplicate` - duplicate
-         * @enum {string}
-         */
-        ActionEnum: "created" | "merged" | "duplicate";
         /** @enum {unknown} */
         BlankEnum: "";
         BudgetCheckRequest: {
@@ -695,6 +788,8 @@ export interface components {
             reserve?: boolean;
             /** @description How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60). */
             lease_seconds?: number;
+            /** @description The model the next call uses, for model budgets; default: the session's model (set on it, else its latest step's). */
+            model?: string;
         };
         BudgetCheckResult: {
             /** @description Always true on a 200; a 429 means no. */
@@ -711,6 +806,97 @@ export interface components {
             reserved_tokens: number;
             /** @description The reservation taken (with `reserve: true`), else null. */
             reservation: components["schemas"]["BudgetReservation"] | null;
+            /** @description Every period budget that applies (user, agent, model, tenant), as checked: spend in the current period and what other reservations hold. */
+            budgets: components["schemas"]["BudgetFigures"][];
+        };
+        /** @description A period budget as a budget check saw it. */
+        BudgetFigures: {
+            /**
+             * Format: uuid
+             * @description The budget's id.
+             */
+            id: string;
+            /** @description tenant, user, agent, model or user_agent. */
+            scope: string;
+            /** @description day, week, month or none. */
+            period: string;
+            /** @description refuse or alert. */
+            action: string;
+            /** @description Tokens per period. */
+            limit_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description USD per period.
+             */
+            readonly limit_usd: string | null;
+            /**
+             * Format: date-time
+             * @description When the current period began.
+             */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description When it ends.
+             */
+            period_end: string | null;
+            /**
+             * Format: int64
+             * @description Tokens recorded in the period.
+             */
+            spent_tokens: number;
+            /**
+             * Format: decimal
+             * @description USD recorded in the period.
+             */
+            readonly spent_usd: string;
+            /**
+             * Format: int64
+             * @description Tokens held by other live reservations.
+             */
+            reserved_tokens: number;
+            /**
+             * Format: decimal
+             * @description USD held by other live reservations.
+             */
+            readonly reserved_usd: string;
+        };
+        BudgetPeriod: {
+            /**
+             * Format: date-time
+             * @description When the current period began.
+             */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description When it ends (the next starts); null: no period.
+             */
+            period_end: string | null;
+            /** @description Input + output tokens recorded in it. */
+            spent_tokens: number;
+            /**
+             * Format: decimal
+             * @description USD recorded in it.
+             */
+            readonly spent_usd: string;
+            /** @description Tokens held by live reservations. */
+            reserved_tokens: number;
+            /**
+             * Format: decimal
+             * @description USD held by live reservations.
+             */
+            readonly reserved_usd: string;
+            /**
+             * Format: double
+             * @description Share of the tighter limit spent, in percent.
+             */
+            percent: number | null;
+            /** @description Tokens at the period's end at the rate so far; null: no period. */
+            forecast_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description USD at the period's end at the rate so far; null: no period.
+             */
+            readonly forecast_usd: string | null;
         };
         BudgetReservation: {
             /**
@@ -789,10 +975,18 @@ export interface components {
              *     * `assistant` - assistant
              *     * `tool` - tool
              */
-            role: components["schemas"]["RoleEnum"];
+            role: components["schemas"]["ChatMessageRoleEnum"];
             /** @description The text. */
             content: string;
         };
+        /**
+         * @description * `system` - system
+         *     * `user` - user
+         *     * `assistant` - assistant
+         *     * `tool` - tool
+         * @enum {string}
+         */
+        ChatMessageRoleEnum: "system" | "user" | "assistant" | "tool";
         Component: {
             /** @description The item's MPN. */
             mpn: string;
@@ -905,6 +1099,53 @@ export interface components {
              */
             signal: number;
         };
+        ConversationImportItemRequest: {
+            /** @description Your id of the conversation; importing it again for the same user answers the session it made and writes nothing. Stored as the session's `external_session_id`. */
+            conversation_id: string;
+            /** @description The end user whose conversation it was. */
+            user_id: string;
+            /**
+             * @description The agent that took part.
+             * @default imported
+             */
+            agent_id?: string;
+            /**
+             * Format: date-time
+             * @description The time of messages that carry none.
+             */
+            started_at?: string | null;
+            /** @description Kept on the session, with `imported: true`. */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description The messages in order, at most 2000. */
+            messages: components["schemas"]["ImportedMessageRequest"][];
+        };
+        ConversationImportRequest: {
+            /** @description At most 100 conversations; each is validated and stored on its own (whole or not at all): a bad one is answered in its result. */
+            conversations: components["schemas"]["ConversationImportItemRequest"][];
+        };
+        ConversationImportResponse: {
+            /** @description One per conversation. */
+            results: components["schemas"]["ConversationImportResult"][];
+        };
+        ConversationImportResult: {
+            /** @description The conversation's position in the request. */
+            index: number;
+            /** @description 201 imported, 200 already imported (nothing written), 400 refused. */
+            status: number;
+            /** @description As sent. */
+            conversation_id: string | null;
+            /**
+             * Format: uuid
+             * @description The archived session.
+             */
+            session_id: string | null;
+            /** @description Turns the session holds. */
+            turns: number;
+            /** @description Why it was refused; else null. */
+            error: components["schemas"]["ItemError"] | null;
+        };
         /**
          * @description * `outgoing` - outgoing
          *     * `incoming` - incoming
@@ -951,6 +1192,44 @@ export interface components {
             /** @description A reference in words, or a whole utterance: "the first one", "it", "the Dell", "the cheapest", "add the XPS to my list". */
             ref?: string;
         } & (unknown | unknown);
+        /**
+         * @description * `openai_usage` - openai_usage
+         *     * `openai_costs` - openai_costs
+         *     * `anthropic_usage` - anthropic_usage
+         *     * `anthropic_costs` - anthropic_costs
+         * @enum {string}
+         */
+        FormatEnum: "openai_usage" | "openai_costs" | "anthropic_usage" | "anthropic_costs";
+        ImportedMessageRequest: {
+            /**
+             * @description OpenAI chat roles; only `user` and `assistant` messages become turns.
+             *
+             *     * `assistant` - assistant
+             *     * `developer` - developer
+             *     * `function` - function
+             *     * `system` - system
+             *     * `tool` - tool
+             *     * `user` - user
+             */
+            role: components["schemas"]["ImportedMessageRoleEnum"];
+            /** @description The message text (null or blank: skipped, e.g. a tool call). */
+            content: (string) | null;
+            /**
+             * Format: date-time
+             * @description When it was said (ISO 8601 with a time zone). Missing: the time of the message before it, else the conversation's `started_at`, else now.
+             */
+            timestamp?: string | null;
+        };
+        /**
+         * @description * `assistant` - assistant
+         *     * `developer` - developer
+         *     * `function` - function
+         *     * `system` - system
+         *     * `tool` - tool
+         *     * `user` - user
+         * @enum {string}
+         */
+        ImportedMessageRoleEnum: "assistant" | "developer" | "function" | "system" | "tool" | "user";
         IncludedItem: {
             /** @description Stable id: `turn:12`, `summary:3`, `milestone:…`, `recalled:12`. */
             key: string;
@@ -1026,6 +1305,23 @@ export interface components {
             readonly thread_order: number | null;
             /** Format: date-time */
             readonly occurred_at: string | null;
+            /**
+             * Format: date-time
+             * @description When what it states began to hold; null: open.
+             */
+            readonly valid_from: string | null;
+            /**
+             * Format: date-time
+             * @description When what it states stopped holding (exclusive); null: still holds.
+             */
+            readonly valid_to: string | null;
+            /**
+             * Format: uuid
+             * @description The newer memory that replaced this one (it gave the same subject another value); null while this one is current. A superseded memory stays searchable; questions about the current state rank it below its successor.
+             */
+            readonly superseded_by: string | null;
+            /** @description The attribute the memory states a value of ('home', 'employer', 'favourite colour'): given, or read from the content by rules. Blank: none. */
+            readonly subject: string;
         };
         MemoryAddResult: {
             /**
@@ -1035,7 +1331,7 @@ export interface components {
              *     * `merged` - merged
              *     * `duplicate` - duplicate
              */
-            action: components["schemas"]["ActionEnum"];
+            action: components["schemas"]["MemoryAddResultActionEnum"];
             /**
              * Format: double
              * @description Cosine similarity to the memory merged into or matched.
@@ -1044,6 +1340,13 @@ export interface components {
             /** @description The memory as stored now. */
             memory: components["schemas"]["Memory"];
         };
+        /**
+         * @description * `created` - created
+         *     * `merged` - merged
+         *     * `duplicate` - duplicate
+         * @enum {string}
+         */
+        MemoryAddResultActionEnum: "created" | "merged" | "duplicate";
         MemoryBulkItemResult: {
             /** @description Position of the item in the request. */
             index: number;
@@ -1068,10 +1371,7 @@ export interface components {
         MemoryCreateRequest: {
             /** @description The end user the memory is about. */
             user_id: string;
-            /**
-             * @description The agent that learnt it; blank for every agent.
-             * @default
-             */
+            /** @description The agent that learnt it; blank for every agent. */
             agent_id?: string;
             /**
              * @description What kind of memory.
@@ -1098,10 +1398,7 @@ export interface components {
             scope?: components["schemas"]["MemoryScopeEnum"];
             /** @description The text to remember (raw, as stated). */
             content: string;
-            /**
-             * @description A short third-person summary.
-             * @default
-             */
+            /** @description A short third-person summary. */
             summary?: string;
             /** @description Structured form of the memory (JSON object). */
             structured?: {
@@ -1135,6 +1432,8 @@ export interface components {
              *     * `corrected_memory` - corrected memory
              *     * `heuristic_extraction` - extracted from a turn by rules
              *     * `llm_extraction` - extracted from a turn by an LLM
+             *     * `conversation_turn` - a recorded turn, verbatim
+             *     * `session_episode` - a digest of a session that ended
              * @default explicit_user_input
              */
             source?: components["schemas"]["MemorySourceEnum"];
@@ -1154,10 +1453,7 @@ export interface components {
             pinned?: boolean;
             /** @description Edges to existing memories. */
             relations?: components["schemas"]["RelationInputRequest"][];
-            /**
-             * @description The conversation (or any ordered stream) the memory came from. Memories of one user and thread are searched with their neighbours' words: a turn is found by the question before it or the answer after it. Blank with a session_id and a thread_order: the session is the thread.
-             * @default
-             */
+            /** @description The conversation (or any ordered stream) the memory came from. Memories of one user and thread are searched with their neighbours' words: a turn is found by the question before it or the answer after it. Blank with a session_id and a thread_order: the session is the thread. */
             thread_key?: string;
             /**
              * Format: int64
@@ -1169,6 +1465,18 @@ export interface components {
              * @description When what it records happened (e.g. the conversation's date).
              */
             occurred_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When what the memory states began to hold (ISO 8601); null: open. A search with `valid_at` finds the memories whose interval holds that instant.
+             */
+            valid_from?: string | null;
+            /**
+             * Format: date-time
+             * @description When it stopped holding (ISO 8601, exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes.
+             */
+            valid_to?: string | null;
+            /** @description The attribute of the user the memory states a value of ('home', 'employer', 'seat preference'). A fact, preference or profile memory that gives a subject another value than a current memory of the same user supersedes it (the older gets `superseded_by` and `valid_to`). Blank: read from the content by rules ('I live in X', 'I moved to X', 'my address is X', 'I work at X', 'my <words> is X', ...), none if no rule applies. */
+            subject?: string;
         };
         MemoryHistory: {
             /**
@@ -1240,6 +1548,11 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
+             * Format: date-time
+             * @description Only memories valid at this instant (ISO 8601): valid_from <= valid_at < valid_to, an open (null) end holding every time. What held then, e.g. the home before a move.
+             */
+            valid_at?: string;
+            /**
              * @description How many results (1-100).
              * @default 10
              */
@@ -1248,6 +1561,11 @@ export interface components {
             acting_user_id?: string;
             /** @description Roles of the acting user. */
             acting_roles?: string[];
+            /**
+             * Format: date-time
+             * @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval get a small boost (score part `time`).
+             */
+            as_of?: string;
         };
         /**
          * @description * `explicit_user_input` - explicit user input
@@ -1257,9 +1575,11 @@ export interface components {
          *     * `corrected_memory` - corrected memory
          *     * `heuristic_extraction` - extracted from a turn by rules
          *     * `llm_extraction` - extracted from a turn by an LLM
+         *     * `conversation_turn` - a recorded turn, verbatim
+         *     * `session_episode` - a digest of a session that ended
          * @enum {string}
          */
-        MemorySourceEnum: "explicit_user_input" | "implicit_inference" | "system_generated" | "external_data" | "corrected_memory" | "heuristic_extraction" | "llm_extraction";
+        MemorySourceEnum: "explicit_user_input" | "implicit_inference" | "system_generated" | "external_data" | "corrected_memory" | "heuristic_extraction" | "llm_extraction" | "conversation_turn" | "session_episode";
         /**
          * @description * `preference` - preference
          *     * `fact` - fact
@@ -1354,6 +1674,19 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["Session"][];
         };
+        PaginatedSpendBudgetList: {
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cD00ODY%3D"
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cj0xJnA9NDg3
+             */
+            previous?: string | null;
+            results: components["schemas"]["SpendBudget"][];
+        };
         PaginatedTurnList: {
             /**
              * Format: uri
@@ -1415,6 +1748,16 @@ export interface components {
             allowed_roles?: string[];
             /** @description Pin or unpin. */
             pinned?: boolean;
+            /**
+             * Format: date-time
+             * @description When what the memory states began to hold (ISO 8601); null: open. A search with `valid_at` finds the memories whose interval holds that instant.
+             */
+            valid_from?: string | null;
+            /**
+             * Format: date-time
+             * @description When it stopped holding (ISO 8601, exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes.
+             */
+            valid_to?: string | null;
         };
         PatchedSelectionUpdateRequest: {
             /** @description New quantity. */
@@ -1463,10 +1806,69 @@ export interface components {
             /** @description Who changes `state` (an agent, an operator); kept on that turn. */
             changed_by?: string;
         };
+        /**
+         * @description Types and ranges here; which keys a scope needs, and the time zone, are checked by
+         *     the service (`spend_budget_create` / `_update`), with the same error shape.
+         */
+        PatchedSpendBudgetWriteRequest: {
+            /** @description A label for people. */
+            name?: string;
+            /**
+             * @description What the budget covers: `tenant`: every session of the tenant; `user`: one end user; `agent`: one agent; `model`: one model; `user_agent`: one user with one agent.
+             *
+             *     * `tenant` - every session of the tenant
+             *     * `user` - one end user
+             *     * `agent` - one agent
+             *     * `model` - one model
+             *     * `user_agent` - one user with one agent
+             */
+            scope?: components["schemas"]["SpendBudgetWriteScopeEnum"];
+            /** @description The end user; required for scopes `user` and `user_agent`, else blank. */
+            user_id?: string;
+            /** @description The agent; required for scopes `agent` and `user_agent`, else blank. */
+            agent_id?: string;
+            /** @description The model (compared case-insensitively with each step's model); required for scope `model`, else blank. */
+            model?: string;
+            /**
+             * @description How often the budget starts afresh: `day`: calendar day; `week`: ISO week, from Monday; `month`: calendar month; `none`: no period: a lifetime limit.
+             *
+             *     * `day` - calendar day
+             *     * `week` - ISO week, from Monday
+             *     * `month` - calendar month
+             *     * `none` - no period: a lifetime limit
+             */
+            period?: components["schemas"]["PeriodEnum"];
+            /** @description IANA time zone whose midnights bound the periods (default `UTC`). */
+            time_zone?: string;
+            /**
+             * Format: int64
+             * @description Input + output tokens per period; null: no token limit.
+             */
+            limit_tokens?: number | null;
+            /** @description USD per period; null: no USD limit. At least one limit is required. */
+            limit_usd?: (string | number) | null;
+            /**
+             * @description At the limit: `refuse`: refuse with 429 until the period ends; `alert`: only alert (default `refuse`).
+             *
+             *     * `refuse` - refuse with 429 until the period ends
+             *     * `alert` - only alert
+             */
+            action?: components["schemas"]["SpendBudgetWriteActionEnum"];
+            /** @description Percents of the limit at which the alert webhook fires, once per period each (default [50, 80, 100]). */
+            alert_thresholds?: number[];
+        };
         PatchedTenantUpdateRequest: {
             /** @description Turn prompt capture on or off for the tenant's sessions that do not decide for themselves (a session's `capture_prompts` true/false still wins). Applies to steps recorded from now on; captured text stays until erased. Absent: unchanged. */
             capture_prompts?: boolean;
         };
+        /**
+         * @description * `day` - calendar day
+         *     * `week` - ISO week, from Monday
+         *     * `month` - calendar month
+         *     * `none` - no period: a lifetime limit
+         * @enum {string}
+         */
+        PeriodEnum: "day" | "week" | "month" | "none";
         Policy: {
             /** @description `default`, a name from ENGRAM_CONTEXT_POLICIES or one of the tenant's (`/tenant/context-policies`). */
             name: string;
@@ -1492,9 +1894,107 @@ export interface components {
          *     * `merged` - merged
          *     * `updated` - updated
          *     * `reverted` - reverted
+         *     * `contradicted` - contradicted
          * @enum {string}
          */
-        ReasonEnum: "merged" | "updated" | "reverted";
+        ReasonEnum: "merged" | "updated" | "reverted" | "contradicted";
+        ReconciliationReport: {
+            /** @description openai or anthropic. */
+            provider: string;
+            /**
+             * Format: date
+             * @description First UTC day.
+             */
+            start: string;
+            /**
+             * Format: date
+             * @description Last UTC day, inclusive.
+             */
+            end: string;
+            /** @description Per day and model, oldest first. */
+            rows: components["schemas"]["ReconciliationRow"][];
+            /** @description Sums over the rows. */
+            totals: components["schemas"]["ReconciliationTotals"];
+            /** @description True when not every row is listed. */
+            truncated: boolean;
+        };
+        ReconciliationRow: {
+            /**
+             * Format: date
+             * @description UTC day.
+             */
+            day: string;
+            /** @description Model, without a release date. */
+            model: string;
+            /** @description Engram's input tokens (cache reads and writes included). */
+            engram_input_tokens: number | null;
+            /** @description Engram's output tokens (reasoning included). */
+            engram_output_tokens: number | null;
+            /** @description Engram's input tokens read from cache. */
+            engram_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description Engram's USD.
+             */
+            readonly engram_cost_usd: string | null;
+            /** @description The provider's input tokens (cache reads and writes included). */
+            provider_input_tokens: number | null;
+            /** @description The provider's output tokens (reasoning included). */
+            provider_output_tokens: number | null;
+            /** @description The provider's input tokens read from cache. */
+            provider_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description The provider's USD.
+             */
+            readonly provider_cost_usd: string | null;
+            /** @description Engram minus the provider's (null: the provider gave none); input tokens (cache reads and writes included). */
+            drift_input_tokens: number | null;
+            /** @description Engram minus the provider's (null: the provider gave none); output tokens (reasoning included). */
+            drift_output_tokens: number | null;
+            /** @description Engram minus the provider's (null: the provider gave none); input tokens read from cache. */
+            drift_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description Engram minus the provider's (null: the provider gave none); USD.
+             */
+            readonly drift_cost_usd: string | null;
+        };
+        ReconciliationTotals: {
+            /** @description Engram's input tokens (cache reads and writes included). */
+            engram_input_tokens: number | null;
+            /** @description Engram's output tokens (reasoning included). */
+            engram_output_tokens: number | null;
+            /** @description Engram's input tokens read from cache. */
+            engram_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description Engram's USD.
+             */
+            readonly engram_cost_usd: string | null;
+            /** @description The provider's input tokens (cache reads and writes included). */
+            provider_input_tokens: number | null;
+            /** @description The provider's output tokens (reasoning included). */
+            provider_output_tokens: number | null;
+            /** @description The provider's input tokens read from cache. */
+            provider_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description The provider's USD.
+             */
+            readonly provider_cost_usd: string | null;
+            /** @description Engram minus the provider's (null: the provider gave none); input tokens (cache reads and writes included). */
+            drift_input_tokens: number | null;
+            /** @description Engram minus the provider's (null: the provider gave none); output tokens (reasoning included). */
+            drift_output_tokens: number | null;
+            /** @description Engram minus the provider's (null: the provider gave none); input tokens read from cache. */
+            drift_cached_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description Engram minus the provider's (null: the provider gave none); USD.
+             */
+            readonly drift_cost_usd: string | null;
+        };
         Relation: {
             /** @description The edge's id (for DELETE). */
             id: number;
@@ -1525,12 +2025,13 @@ export interface components {
             /** @description On a `supersedes` edge written by a merge, an update or a revert: the earlier version of the target (this same memory) that the newer one replaced; its text is in `GET /memories/{id}/history`. Null for an edge between two memories. */
             target_version: number | null;
             /**
-             * @description What wrote a version edge: `merged` (a near-duplicate was added), `updated` (PATCH), `reverted` (revert); blank for an edge made by a caller.
+             * @description What wrote a version edge: `merged` (a near-duplicate was added), `updated` (PATCH), `reverted` (revert); `contradicted` on a `supersedes` edge between two memories: the source gave the target's subject another value; blank for an edge made by a caller.
              *
              *     * `` -
              *     * `merged` - merged
              *     * `updated` - updated
              *     * `reverted` - reverted
+             *     * `contradicted` - contradicted
              */
             reason: components["schemas"]["ReasonEnum"] | components["schemas"]["BlankEnum"];
             /**
@@ -1609,20 +2110,11 @@ export interface components {
         ResultItemRequest: {
             /** @description The item's MPN (its id), unique within a session. */
             mpn: string;
-            /**
-             * @description Display name.
-             * @default
-             */
+            /** @description Display name. */
             name?: string;
-            /**
-             * @description What kind of item it is ("laptop", "ticket", "document").
-             * @default
-             */
+            /** @description What kind of item it is ("laptop", "ticket", "document"). */
             component_type?: string;
-            /**
-             * @description A short description shown to the user.
-             * @default
-             */
+            /** @description A short description shown to the user. */
             summary?: string;
             /** @description The full record as a JSON object. Numeric fields such as price, weight or screen size power superlatives like 'the cheapest'. */
             data?: {
@@ -1655,14 +2147,6 @@ export interface components {
             /** @description The stored items, in order. */
             results: components["schemas"]["Component"][];
         };
-        /**
-         * @description * `system` - system
-         *     * `user` - user
-         *     * `assistant` - assistant
-         *     * `tool` - tool
-         * @enum {string}
-         */
-        RoleEnum: "system" | "user" | "assistant" | "tool";
         RollbackResult: {
             /** @description The session as restored. */
             session: components["schemas"]["Session"];
@@ -1707,11 +2191,21 @@ export interface components {
              * @description How often it was read, saturating at 1.
              */
             access: number;
+            /**
+             * Format: double
+             * @description 1 when the query names a time (see time_scope) and the memory occurred (occurred_at) inside it, else 0.
+             */
+            time: number;
+            /**
+             * Format: double
+             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore') and the memory no longer holds (superseded, or outside its validity interval): its score is halved and kept below its successor's. Else 0.
+             */
+            superseded: number;
         };
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access.
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; halved for a memory no longer current when the query asks about now (part superseded).
              */
             score: number;
             /** @description The score's parts. */
@@ -1722,6 +2216,13 @@ export interface components {
         SearchResult: {
             /** @description The query as searched. */
             query: string;
+            /**
+             * Format: date-time
+             * @description When the question was asked: the request's as_of or now.
+             */
+            as_of?: string;
+            /** @description The query's time phrase as read against as_of; null when it names none. */
+            time_scope?: components["schemas"]["TimeScope"] | null;
             /** @description Best first. */
             results: components["schemas"]["SearchHit"][];
         };
@@ -1736,10 +2237,7 @@ export interface components {
              * @default 1
              */
             quantity?: number;
-            /**
-             * @description A free note.
-             * @default
-             */
+            /** @description A free note. */
             note?: string;
         } & (unknown | unknown);
         SelectionReorderRequest: {
@@ -1868,6 +2366,116 @@ export interface components {
              */
             resume?: boolean;
         };
+        SpendBudget: {
+            /**
+             * Format: uuid
+             * @description The budget's id.
+             */
+            id: string;
+            /** @description A label for people. */
+            name: string;
+            /** @description tenant, user, agent, model or user_agent. */
+            scope: string;
+            /** @description The end user, or blank. */
+            user_id: string;
+            /** @description The agent, or blank. */
+            agent_id: string;
+            /** @description The model (lower case), or blank. */
+            model: string;
+            /** @description day, week, month or none. */
+            period: string;
+            /** @description IANA time zone of the periods. */
+            time_zone: string;
+            /** @description Tokens per period. */
+            limit_tokens: number | null;
+            /**
+             * Format: decimal
+             * @description USD per period.
+             */
+            readonly limit_usd: string | null;
+            /** @description refuse or alert. */
+            action: string;
+            /** @description Alert percents. */
+            alert_thresholds: number[];
+            /**
+             * Format: date-time
+             * @description When it was made.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updated_at: string;
+            /** @description The current period: spend, reservations and forecast. */
+            current: components["schemas"]["BudgetPeriod"];
+        };
+        /**
+         * @description * `refuse` - refuse with 429 until the period ends
+         *     * `alert` - only alert
+         * @enum {string}
+         */
+        SpendBudgetWriteActionEnum: "refuse" | "alert";
+        /**
+         * @description Types and ranges here; which keys a scope needs, and the time zone, are checked by
+         *     the service (`spend_budget_create` / `_update`), with the same error shape.
+         */
+        SpendBudgetWriteRequest: {
+            /** @description A label for people. */
+            name?: string;
+            /**
+             * @description What the budget covers: `tenant`: every session of the tenant; `user`: one end user; `agent`: one agent; `model`: one model; `user_agent`: one user with one agent.
+             *
+             *     * `tenant` - every session of the tenant
+             *     * `user` - one end user
+             *     * `agent` - one agent
+             *     * `model` - one model
+             *     * `user_agent` - one user with one agent
+             */
+            scope: components["schemas"]["SpendBudgetWriteScopeEnum"];
+            /** @description The end user; required for scopes `user` and `user_agent`, else blank. */
+            user_id?: string;
+            /** @description The agent; required for scopes `agent` and `user_agent`, else blank. */
+            agent_id?: string;
+            /** @description The model (compared case-insensitively with each step's model); required for scope `model`, else blank. */
+            model?: string;
+            /**
+             * @description How often the budget starts afresh: `day`: calendar day; `week`: ISO week, from Monday; `month`: calendar month; `none`: no period: a lifetime limit.
+             *
+             *     * `day` - calendar day
+             *     * `week` - ISO week, from Monday
+             *     * `month` - calendar month
+             *     * `none` - no period: a lifetime limit
+             */
+            period: components["schemas"]["PeriodEnum"];
+            /** @description IANA time zone whose midnights bound the periods (default `UTC`). */
+            time_zone?: string;
+            /**
+             * Format: int64
+             * @description Input + output tokens per period; null: no token limit.
+             */
+            limit_tokens?: number | null;
+            /** @description USD per period; null: no USD limit. At least one limit is required. */
+            limit_usd?: (string | number) | null;
+            /**
+             * @description At the limit: `refuse`: refuse with 429 until the period ends; `alert`: only alert (default `refuse`).
+             *
+             *     * `refuse` - refuse with 429 until the period ends
+             *     * `alert` - only alert
+             */
+            action?: components["schemas"]["SpendBudgetWriteActionEnum"];
+            /** @description Percents of the limit at which the alert webhook fires, once per period each (default [50, 80, 100]). */
+            alert_thresholds?: number[];
+        };
+        /**
+         * @description * `tenant` - every session of the tenant
+         *     * `user` - one end user
+         *     * `agent` - one agent
+         *     * `model` - one model
+         *     * `user_agent` - one user with one agent
+         * @enum {string}
+         */
+        SpendBudgetWriteScopeEnum: "tenant" | "user" | "agent" | "model" | "user_agent";
         /**
          * @description * `opened` - opened
          *     * `active` - active
@@ -1880,10 +2488,7 @@ export interface components {
         StepInputRequest: {
             /** @description What the call did: intent, filter, search, response… */
             step_type: string;
-            /**
-             * @description The model called, as the provider names it; blank for a tool call.
-             * @default
-             */
+            /** @description The model called, as the provider names it; blank for a tool call. */
             model?: string;
             /**
              * Format: int64
@@ -1925,18 +2530,12 @@ export interface components {
              */
             success?: boolean;
             /** @description The error, when the call failed. */
-            error?: string | null;
+            error?: (string) | null;
             /** @description The chat messages sent to the model. Kept only when prompt capture is on for the session or tenant, cut to ENGRAM_CAPTURE_MAX_CHARS; otherwise dropped. */
             prompt?: components["schemas"]["ChatMessageRequest"][] | null;
-            /**
-             * @description The model's answer; kept under the same rule as `prompt`.
-             * @default
-             */
+            /** @description The model's answer; kept under the same rule as `prompt`. */
             completion?: string;
-            /**
-             * @description A tool call's output, short or a summary of it (at most 4000 characters). Recent ones are candidates of `GET …/context` (kind `tool_output`).
-             * @default
-             */
+            /** @description A tool call's output, short or a summary of it (at most 4000 characters). Recent ones are candidates of `GET …/context` (kind `tool_output`). */
             tool_output?: string;
         };
         Tenant: {
@@ -1956,6 +2555,24 @@ export interface components {
              * @description When the tenant was created.
              */
             created_at: string;
+        };
+        TimeScope: {
+            /** @description The words of the query that name a time. */
+            phrase: string;
+            /** @description What kind of phrase: relative_day, earlier, ago, past_span, relative_week, weekend, relative_month, relative_year, year, named_month, named_weekday, absolute_date, before, after (an interval); before_event, after_event (an order relative to an event the query names, `anchor`, with no interval: nothing boosted). */
+            kind: string;
+            /**
+             * Format: date-time
+             * @description The interval's start, inclusive, in as_of's offset; null: open.
+             */
+            start: string | null;
+            /**
+             * Format: date-time
+             * @description The interval's end, exclusive, in as_of's offset; null: open.
+             */
+            end: string | null;
+            /** @description For before_event/after_event: the event's words. */
+            anchor: string | null;
         };
         Turn: {
             /** @description The turn's id. */
@@ -2020,6 +2637,11 @@ export interface components {
              */
             readonly created_at: string;
             /**
+             * Format: date-time
+             * @description When the exchange happened (the caller's `occurred_at`, else when it was recorded).
+             */
+            readonly occurred_at: string;
+            /**
              * Format: decimal
              * @description USD, the sum of the priced steps.
              */
@@ -2028,24 +2650,15 @@ export interface components {
             readonly steps: components["schemas"]["TurnStep"][];
         };
         TurnBatchItemRequest: {
-            /**
-             * @description What the user said.
-             * @default
-             */
+            /** @description What the user said. */
             user_message?: string;
-            /**
-             * @description What the agent answered.
-             * @default
-             */
+            /** @description What the agent answered. */
             assistant_response?: string;
             /** @description The classified intent and its slots. */
             intent_data?: {
                 [key: string]: unknown;
             };
-            /**
-             * @description The agent's reasoning, if it keeps one.
-             * @default
-             */
+            /** @description The agent's reasoning, if it keeps one. */
             reasoning?: string;
             /** @description Free-form metadata. */
             metadata?: {
@@ -2059,6 +2672,11 @@ export interface components {
             duration_ms?: number;
             /** @description Every LLM or tool call of the turn, in order. May be empty. */
             steps: components["schemas"]["StepInputRequest"][];
+            /**
+             * Format: date-time
+             * @description When the exchange happened, with a time zone (ISO 8601); defaults to now. For imported history: search and context use this time, not the recording's. Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).
+             */
+            occurred_at?: string;
             /**
              * Format: uuid
              * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent.
@@ -2093,24 +2711,15 @@ export interface components {
             error: components["schemas"]["ItemError"] | null;
         };
         TurnCreateRequest: {
-            /**
-             * @description What the user said.
-             * @default
-             */
+            /** @description What the user said. */
             user_message?: string;
-            /**
-             * @description What the agent answered.
-             * @default
-             */
+            /** @description What the agent answered. */
             assistant_response?: string;
             /** @description The classified intent and its slots. */
             intent_data?: {
                 [key: string]: unknown;
             };
-            /**
-             * @description The agent's reasoning, if it keeps one.
-             * @default
-             */
+            /** @description The agent's reasoning, if it keeps one. */
             reasoning?: string;
             /** @description Free-form metadata. */
             metadata?: {
@@ -2124,6 +2733,11 @@ export interface components {
             duration_ms?: number;
             /** @description Every LLM or tool call of the turn, in order. May be empty. */
             steps: components["schemas"]["StepInputRequest"][];
+            /**
+             * Format: date-time
+             * @description When the exchange happened, with a time zone (ISO 8601); defaults to now. For imported history: search and context use this time, not the recording's. Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).
+             */
+            occurred_at?: string;
             /**
              * Format: uuid
              * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent.
@@ -2193,6 +2807,37 @@ export interface components {
             code: string;
             /** @description What happened, for a human. */
             message: string;
+        };
+        UsageImportRequest: {
+            /**
+             * @description openai_usage (organization/usage/completions, group_by=model), openai_costs (organization/costs, group_by=line_item), anthropic_usage (usage_report/messages, group_by model), anthropic_costs (cost_report).
+             *
+             *     * `openai_usage` - openai_usage
+             *     * `openai_costs` - openai_costs
+             *     * `anthropic_usage` - anthropic_usage
+             *     * `anthropic_costs` - anthropic_costs
+             */
+            format: components["schemas"]["FormatEnum"];
+            /** @description The provider's JSON answer as saved to a file: an object with `data`, a list of day buckets and their `results`. */
+            export: unknown;
+        };
+        UsageImportResult: {
+            /** @description openai or anthropic. */
+            provider: string;
+            /** @description As sent. */
+            format: string;
+            /** @description (day, model) rows imported or replaced. */
+            rows: number;
+            /**
+             * Format: date
+             * @description Earliest day in the file.
+             */
+            first_day: string | null;
+            /**
+             * Format: date
+             * @description Latest day in the file.
+             */
+            last_day: string | null;
         };
         UsageReport: {
             /** @description The dimension grouped by. */
@@ -2291,6 +2936,451 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    budgets_list: {
+        parameters: {
+            query?: {
+                /** @description The pagination cursor value. */
+                cursor?: string;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSpendBudgetList"];
+                };
+            };
+            /** @description `invalid` (with `error.fields` naming each bad field) or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    budgets_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendBudgetWriteRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendBudget"];
+                };
+            };
+            /** @description invalid: `error.fields` names each bad field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `request_too_large`: the body exceeds ENGRAM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    budgets_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendBudget"];
+                };
+            };
+            /** @description `invalid` (with `error.fields` naming each bad field) or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such budget for this key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    budgets_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid` (with `error.fields` naming each bad field) or `malformed_json`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such budget for this key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    budgets_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedSpendBudgetWriteRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendBudget"];
+                };
+            };
+            /** @description invalid: `error.fields` names each bad field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such budget for this key's tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `request_too_large`: the body exceeds ENGRAM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    conversations_import_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConversationImportRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationImportResponse"];
+                };
+            };
+            /** @description invalid: the body is not {"conversations": [...]} */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description request_too_large: over the batch body limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     memories_list: {
         parameters: {
             query?: {
@@ -4071,6 +5161,8 @@ export interface operations {
                 acting_roles?: string;
                 /** @description Whose eyes the memories are chosen for (visibility); default the session's user. */
                 acting_user_id?: string;
+                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval get a small boost (score part `time`). */
+                as_of?: string;
                 /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET. */
                 budget?: number;
                 /** @description Long-term memories searched for the context (K), 0..100; default: the policy's (12 for `default`). Their direct relations may come along. */
@@ -5861,7 +6953,7 @@ export interface operations {
                     "application/json": components["schemas"]["TurnBatchResponse"];
                 };
             };
-            /** @description invalid: the body is not {"turns": [at least one item]} */
+            /** @description invalid: the body is not {"turns": [at least one item]}, or an item has an unknown field */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5943,6 +7035,148 @@ export interface operations {
                 };
             };
             /** @description invalid: bad group_by, dates or window > 366 d */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    usage_imports_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UsageImportRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageImportResult"];
+                };
+            };
+            /** @description invalid: `error.fields` names each bad value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `request_too_large`: the body exceeds ENGRAM_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type`: send application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    usage_reconciliation_retrieve: {
+        parameters: {
+            query: {
+                /** @description YYYY-MM-DD, inclusive. */
+                from?: string;
+                provider: "anthropic" | "openai";
+                /** @description YYYY-MM-DD, inclusive. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReconciliationReport"];
+                };
+            };
+            /** @description invalid: bad provider, dates or window */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6132,8 +7366,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
+                "application/json": ({
+                    /** @enum {string} */
+                    jsonrpc: "2.0";
+                    method?: string;
+                    params?: {
+                        [key: string]: unknown;
+                    } | null;
+                } & {
                     [key: string]: unknown;
+                }) | unknown | {
+                    id: string | number;
+                    result: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    id: string | number;
+                    error: {
+                        code: number;
+                        message: string;
+                    };
                 };
             };
         };
@@ -6225,7 +7477,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "Content-Encoding"?: "deflate" | "gzip" | "identity";
+                /** @description gzip, deflate or identity, in any case; empty means identity. */
+                "Content-Encoding"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6234,6 +7487,26 @@ export interface operations {
             content: {
                 "application/x-protobuf": string;
                 "application/json": {
+                    resourceSpans?: ({
+                        resource?: {
+                            [key: string]: unknown;
+                        } | null;
+                        scopeSpans?: ({
+                            scope?: {
+                                [key: string]: unknown;
+                            } | null;
+                            spans?: {
+                                [key: string]: unknown;
+                            }[] | null;
+                            schemaUrl?: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        })[] | null;
+                        schemaUrl?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    })[] | null;
+                } & {
                     [key: string]: unknown;
                 };
             };
