@@ -8,6 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 from rest_framework import serializers
+from rest_framework.utils import html
 
 from memory_app.timeq import TimeScope
 
@@ -16,6 +17,13 @@ class AsOfField(serializers.DateTimeField):
     """An ISO 8601 datetime that keeps the offset the client sent: it is the calendar the
     query's time phrases are read in ("yesterday" in Tokyo is not yesterday in UTC).
     Without an offset, UTC (the service's time zone), as every datetime of the API."""
+
+    def get_value(self, dictionary: Any) -> Any:
+        # A query parameter given blank (`?as_of=`) is not "now": DRF would read it as
+        # omitted; it is refused as unparsable, as the schema's date-time format says.
+        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
+            return ""
+        return super().get_value(dictionary)
 
     def enforce_timezone(self, value: datetime) -> datetime:
         if timezone.is_aware(value):
