@@ -50,15 +50,9 @@ def date_label(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M") if at is not None else "undated"
 
 
-# The best-ranked recalled turns of earlier sessions get longer lines: the answer to a
-# question about a long message (a list, a plan) is often more than one sentence of it.
-WIDE_LINES = 2
-WIDE_LINE_FACTOR = 3
-
-
-def _text(recalled: RecalledTurn, label: str, query: str, wide: bool = False) -> str:
+def _text(recalled: RecalledTurn, label: str, query: str) -> str:
     text = " ".join(recalled.memory.content.split())
-    size = int(settings.ENGRAM_CONTEXT_RECALL_LINE_TOKENS) * (WIDE_LINE_FACTOR if wide else 1)
+    size = int(settings.ENGRAM_CONTEXT_RECALL_LINE_TOKENS)
     return f"[{label}] {best_passage(text, query, size)}"
 
 
@@ -101,11 +95,10 @@ def past_turn_candidates(
 ) -> RecallCandidates:
     """The turns of the user's earlier sessions that best answer `query`, as lines of the
     "past" section in the order they were said, each labelled with its date, its session
-    and its turn number, so the model can tell when and where it was said. The
-    WIDE_LINES best get WIDE_LINE_FACTOR times the line size."""
+    and its turn number, so the model can tell when and where it was said."""
     found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit, as_of=as_of)
     out = RecallCandidates()
-    for rank, recalled in enumerate(found):
+    for recalled in found:
         memory = recalled.memory
         key = f"past:{memory.session_id}:{recalled.turn_number}"
         at = memory.occurred_at
@@ -117,7 +110,7 @@ def past_turn_candidates(
                 key=key,
                 kind="past_turn",
                 section="past",
-                text=_text(recalled, label, query, wide=rank < WIDE_LINES),
+                text=_text(recalled, label, query),
                 role="system",
                 at=at,
                 signal=recalled.relevance,
