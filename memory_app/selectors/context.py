@@ -292,6 +292,11 @@ def _memory_candidates(
         limit=limit,
         filters=MemoryFilters(exclude_sources=TURN_SOURCES),
     ).hits
+    # Two memories that read the same (a preference stated in two turns) are one line.
+    by_text: dict[str, Any] = {}
+    for hit in hits:
+        by_text.setdefault(_line(hit.memory.summary or hit.memory.content), hit)
+    hits = list(by_text.values())
     return _related_memory_candidates(tenant, actor, hits) + [
         Candidate(
             f"memory:{hit.memory.pk}",

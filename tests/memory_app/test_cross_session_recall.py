@@ -217,3 +217,16 @@ def test_the_context_takes_the_time_the_question_is_asked(
         bad = api.get(url, {"query": "dentist", "as_of": value})
         assert bad.status_code == 400, value
         assert list(bad.json()["error"]["fields"]) == ["as_of"]
+
+
+def test_memories_that_read_the_same_are_one_line(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    converse(api, "ana", [("I prefer aisle seats (booking one).", "Noted.")])
+    converse(api, "ana", [("I prefer aisle seats (booking two).", "Noted.")])
+    body = _context(api, "ana", "Which seats do I prefer?")
+    memories = next(
+        m["content"] for m in body["messages"] if m["content"].startswith("Relevant long-term")
+    )
+    lines = memories.splitlines()[1:]
+    assert lines and len(lines) == len(set(lines)), lines
