@@ -296,19 +296,18 @@ def _memory_candidates(
     by_text: dict[str, Any] = {}
     for hit in hits:
         by_text.setdefault(_line(hit.memory.summary or hit.memory.content), hit)
-    hits = list(by_text.values())
-    return _related_memory_candidates(tenant, actor, hits) + [
+    return _related_memory_candidates(tenant, actor, list(by_text.values())) + [
         Candidate(
             f"memory:{hit.memory.pk}",
             "memory",
             "memories",
-            _line(hit.memory.summary or hit.memory.content),
+            text,
             "memory",
             hit.memory.last_accessed_at or hit.memory.updated_at,
             float(hit.memory.importance),
             (index,),
         )
-        for index, hit in enumerate(hits)
+        for index, (text, hit) in enumerate(by_text.items())
     ]
 
 
