@@ -112,6 +112,7 @@ def test_importing_again_writes_nothing(api: APIClient) -> None:
             "messages.1.timestamp",
         ),
         ({"started_at": "1950-01-01T00:00:00Z"}, "started_at"),
+        ({"conversation_id": "c" * 256}, "conversation_id"),
     ],
 )
 def test_a_bad_conversation_is_refused_alone_and_writes_nothing(
@@ -149,3 +150,13 @@ def test_the_command_imports_a_file_with_progress_and_resumes(tmp_path: Path) ->
     )
     assert out.getvalue().strip() == "0 imported, 3 already there, 1 refused, of 4."
     assert ChatSession.objects.filter(tenant__name="acme", user_id="ana").count() == 3
+
+
+def test_a_nul_character_refuses_the_request_naming_its_place(api: APIClient) -> None:
+    """NUL is refused where the body is parsed, for every route alike: the whole request
+    is a 400 naming the field, and nothing is written."""
+    bad = _conversation("bad") | {"messages": [{"role": "user", "content": "a\u0000b"}]}
+    response = api.post(URL, {"conversations": [_conversation("good"), bad]}, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == ["conversations.1.messages.0.content"]
+    assert not ChatSession.objects.filter(external_session_id__in=["good", "bad"]).exists()
