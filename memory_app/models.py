@@ -233,7 +233,7 @@ class Memory(models.Model):
         ]
         indexes = [
             # A user's memories, newest first, with what the vector step of a search of
-            # one user's memories reads (migration 0254): an index-only scan of a few
+            # one user's memories reads: an index-only scan of a few
             # dozen pages instead of a heap page and a TOAST value per memory.
             models.Index(
                 fields=["tenant", "user_id", "-created_at"],
@@ -246,14 +246,14 @@ class Memory(models.Model):
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
             GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
-            # Tenant and user as btree_gin keys next to the lexemes (migration 0253): what a
+            # Tenant and user as btree_gin keys next to the lexemes: what a
             # tenant-wide lexical search that no user bounds (an operator's) reads.
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
             # The lexical step's index of one user's memories: a key per (tenant, user,
             # lexeme), so a common word's postings are the user's rows, not the table's
-            # (migration 0258; `lexical_hits_sql`). The three indexes a search's branches
-            # read have no pending list (fastupdate off, 0259): every search read all of
-            # it, whoever's rows it held.
+            # (`lexical_hits_sql`). The three indexes a search's branches read have no
+            # pending list (fastupdate off): every scan reads all of a pending list,
+            # whoever's rows it holds.
             GinIndex(
                 OwnerLexemes(F("tenant"), F("user_id"), F("lexical_vector")),
                 name="memory_lexical_owner",
@@ -292,9 +292,9 @@ class Memory(models.Model):
                 condition=~Q(thread_key=""),
                 name="memory_thread_order",
             ),
-            # The HNSW index on embedding::halfvec(384) is created in migrations with
-            # RunSQL (0002; m = 32 since 0252): Django cannot express an expression index
-            # with an operator class.
+            # The HNSW indexes on embedding::halfvec(N) are created in SQL (migration
+            # 0003_search_triggers_and_indexes): Django cannot express an expression
+            # index with an operator class.
         ]
 
     def __str__(self) -> str:
@@ -303,7 +303,7 @@ class Memory(models.Model):
 
 class MemoryTermStat(models.Model):
     """BM25 document frequency of one lexeme among one user's memories (their
-    `lexical_vector`s). Maintained by a trigger on `memory` (migration 0111) in the writing
+    `lexical_vector`s). Maintained by a trigger on `memory` (`memory_lexicon_sync`) in the writing
     transaction, so every path that inserts, re-indexes or deletes memories keeps it
     exact; searches across users sum the rows of the users they cover."""
 

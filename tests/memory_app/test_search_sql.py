@@ -239,8 +239,8 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(
 
 def test_the_indexes_a_search_reads_keep_no_pending_list() -> None:
     # A GIN pending list is read whole by every scan of its index, whoever's rows it
-    # holds: a search of one user's memories read every row written since the last merge
-    # (migration 0259). The model and the database must agree that these three have none.
+    # holds: a search of one user's memories would read every row written since the last
+    # merge. The model and the database must agree that these three have none.
     names = ["memory_lexical_owner", "memory_lexical_public", "memory_shared_grants"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)", [names])
