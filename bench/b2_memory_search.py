@@ -532,8 +532,7 @@ once into the OS page cache (`pg_prewarm`, bench.memory_data.prewarm_memory), th
 of the tenant's 1,000 users is searched once in both shapes with queries the measured
 requests never send: every size is measured as a server that has answered its users
 before (PostgreSQL's buffer pool a quarter of memory, config.embedded), not partly on
-the VM's disk or in the OS page cache (first searches: "Search latency notes (issue 11,
-sessions 8 and 9)").
+the VM's disk or in the OS page cache.
 "user" = `user_id` set (one user's memories); "tenant" = `acting_user_id` only
 (public + own + shared-with-me); "user, repeated" = the "user" requests again (vectors
 cached). Load = the machine's 1-minute load average as the shape started (2 cores).

@@ -320,8 +320,7 @@ class MemoryTermStat(models.Model):
             ),
         ]
         # A search across users sums df over every user's row of a lexeme: with df in
-        # the index that is an index-only scan (B2's tenant shape: 4.7 -> 3.0 ms median,
-        # worst 20 -> 5 ms, over 1,000 users).
+        # the index that is an index-only scan (docs/decisions/search-sizing-figures.md).
         indexes = [
             models.Index(
                 fields=["tenant", "lexeme"], name="memory_term_stat_lexeme_df", include=["df"]
