@@ -12,7 +12,7 @@ import re
 
 from memory_app.window.text import split_sentences
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
-from sessions_app.resolution import ORDINAL_WORDS
+from sessions_app.resolution.vocabulary import ORDINAL_WORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words that say nothing about which sentence answers: a query's function words.
