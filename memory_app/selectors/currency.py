@@ -35,7 +35,7 @@ _CURRENT_STATE = re.compile(
 )
 
 # The pool's members that no longer hold at %(now)s, with what replaced them.
-_NOT_CURRENT_SQL = sql.SQL("""
+NOT_CURRENT_SQL = sql.SQL("""
     SELECT id, superseded_by_id FROM memory
     WHERE id = ANY(%(ids)s::uuid[])
       AND (superseded_by_id IS NOT NULL
@@ -66,7 +66,7 @@ def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored])
     down-weighted and each kept below its successor. One query, only then."""
     stale: dict[uuid.UUID, uuid.UUID | None] = {}
     if scored and asks_current_state(query):
-        cursor.execute(_NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
+        cursor.execute(NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
         stale = {row[0]: row[1] for row in cursor.fetchall()}
     scores: dict[uuid.UUID, float] = {}
     for pk, score, _ in scored:

@@ -94,7 +94,9 @@ def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) 
     vector step's branches bring their full-precision cosine along (`nearest_sql`), so
     the pool reads an embedding only for a row the lexical side alone found: COALESCE
     stops at its first non-null argument."""
-    vector_ranked: sql.Composable = _VECTOR_RANKED.format(nearest=nearest_sql(where)) if vector else _NO_VECTOR
+    vector_ranked: sql.Composable = (
+        _VECTOR_RANKED.format(nearest=nearest_sql(where)) if vector else _NO_VECTOR
+    )
     if lexical is not None and lexical.finds_candidates(where):  # BM25 top-k of their finds
         lexical_ranked: sql.Composable = _LEXICAL_RANKED.format(
             hits=lexical_hits_sql(where, lexical), bm25=bm25_sql("m", lexical)
