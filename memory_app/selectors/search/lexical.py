@@ -67,7 +67,7 @@ def quote_lexeme(lexeme: str) -> str:
 # The document frequency of each of the query's lexemes and the collection's totals.
 # A subquery per lexeme, not a join: it is always an index probe on (tenant, user,
 # lexeme) or, across users, an index-only sum over (tenant, lexeme) INCLUDE df. Joined, a
-# table whose statistics are stale (just written) was read whole for the user.
+# table whose statistics are stale (just written) is read whole for the user.
 _TERMS_SQL = sql.SQL("""
         WITH q AS (
             SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
