@@ -33,7 +33,7 @@ import numpy as np
 from bench.locomo_eval import KS, Conversation, _evidence, load
 
 POOL_LIMIT = 20  # the protocol searches with limit 20
-ACCESS_SATURATION = 20  # memory_app.selectors.search
+ACCESS_SATURATION = 20  # memory_app.selectors.search.fusion
 
 
 @dataclass(frozen=True)
