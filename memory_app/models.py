@@ -260,7 +260,7 @@ class Memory(models.Model):
                 fastupdate=False,
             ),
             # The lexical step's branch of public memories (`lexical_hits_sql`): only
-            # public rows, not every row of the tenant holding the term (0255).
+            # public rows, not every row of the tenant holding the term.
             GinIndex(
                 fields=["tenant", "lexical_vector"],
                 condition=Q(scope="public"),
@@ -268,7 +268,7 @@ class Memory(models.Model):
                 fastupdate=False,
             ),
             # The vector step's branch of memories shared with the actor by someone else
-            # (`visibility_branches_sql`): found exactly, not by a graph walk (0254).
+            # (`visibility_branches_sql`): found exactly, not by a graph walk.
             GinIndex(
                 fields=["tenant", "allowed_users", "allowed_roles"],
                 condition=Q(scope="shared"),

@@ -4,7 +4,7 @@
 `btree_gin` lets a GIN index hold the tenant and user beside the lexemes. The function
 `memory_owner_lexemes` builds the keys of the `memory_lexical_owner` GIN index (one key
 per tenant, user and lexeme, so a user's lexical search reads only that user's postings;
-docs/decisions/lexical-search-indexes.md). `memory_app.selectors.search.owner_lexeme_keys`
+docs/decisions/lexical-search-indexes.md). `memory_app.selectors.search.lexical_hits.owner_lexeme_keys`
 writes the same keys; a test holds the two together. The function is IMMUTABLE (an index
 expression must be) and uses only pg_catalog functions, so it means the same under the
 restricted search_path of maintenance commands; COST 1000 makes the planner read the index
