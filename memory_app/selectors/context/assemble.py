@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.utils import timezone
 
-from memory_app.selectors.context.candidates import Request, context_candidates
+from memory_app.selectors.context.candidates import ContextRequest, context_candidates
 from memory_app.selectors.context.candidates.memories import DEFAULT_MEMORY_LIMIT
 from memory_app.selectors.context.candidates.turns import MAX_VERBATIM_TURNS, window_keys
 from memory_app.selectors.context.eligibility import eligible
@@ -64,7 +64,7 @@ def context_assemble(
     rules = _rules(tenant, session, policy)
     actor = Actor(user_id=acting_user_id or session.user_id, roles=tuple(acting_roles or []))
     gathered = context_candidates(
-        Request(
+        ContextRequest(
             tenant=tenant, session=session, query=query, as_of=as_of or now, actor=actor,
             budget=budget, rules=rules, turn_limit=turn_limit,
             memory_limit=rules.memory_limit if memory_limit is None else memory_limit,

@@ -44,7 +44,7 @@ class Gathered:
 
 
 @dataclass(frozen=True)
-class Request:
+class ContextRequest:
     """What the candidates are gathered for: the session, the query asked at `as_of`,
     the acting `actor`, the `budget`, and the limits of the policy `rules`."""
 
@@ -59,7 +59,7 @@ class Request:
     turn_limit: int
 
 
-def context_candidates(request: Request) -> Gathered:
+def context_candidates(request: ContextRequest) -> Gathered:
     """The candidates of every source for `request`; the recall of turns only with a
     query."""
     session, query, rules = request.session, request.query, request.rules
