@@ -12,7 +12,7 @@ the budget like any other candidate and the breakdown names them (`kind`
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory_app.selectors.context.candidate import Candidate, content_tokens
 from memory_app.selectors.context.candidates.summaries import summary_candidates
@@ -22,7 +22,9 @@ from sessions_app.selectors.sessions import session_previous
 from sessions_app.selectors.turns import turns_open
 
 if TYPE_CHECKING:
-    from sessions_app.models import ChatSession
+    from django.db.models import QuerySet
+
+    from sessions_app.models import ChatSession, ChatTurn
 
 MAX_OPEN_TURNS = 20  # a predecessor's newest open turns offered, per session
 OPEN_TURN_SIGNAL = 0.3  # as for an open turn outside the window
@@ -72,11 +74,6 @@ def _previous_summaries(previous: ChatSession, level: int, compression: bool) ->
 
 def _previous_open_turns(previous: ChatSession, level: int) -> list[Candidate]:
     """The predecessor's newest MAX_OPEN_TURNS open turns, one line each."""
-    turns = (
-        turns_open(session_id=previous.pk)
-        .order_by("-turn_number")
-        .values_list("turn_number", "user_message", "assistant_response", "created_at")
-    )
     return [
         Candidate(
             key=f"previous:{previous.pk}:turn:{number}",
@@ -88,5 +85,16 @@ def _previous_open_turns(previous: ChatSession, level: int) -> list[Candidate]:
             signal=OPEN_TURN_SIGNAL,
             order=(-level, AFTER_SUMMARIES + number),
         )
-        for number, user, assistant, at in turns[:MAX_OPEN_TURNS]
+        for number, user, assistant, at in previous_open_turns_query(previous.pk)
     ]
+
+
+def previous_open_turns_query(session_id: Any) -> QuerySet[ChatTurn, tuple[Any, ...]]:
+    """The statement `_previous_open_turns` reads (snapshot-tested)."""
+    return (
+        turns_open(session_id=session_id)
+        .order_by("-turn_number")
+        .values_list("turn_number", "user_message", "assistant_response", "created_at")[
+            :MAX_OPEN_TURNS
+        ]
+    )

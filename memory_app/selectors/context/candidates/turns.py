@@ -3,17 +3,20 @@ newest `keep_last_turns`) and the older turns still open (not yet compacted)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory_app.selectors.context.candidate import TURNS, Candidate
 from sessions_app.selectors.turns import turns_live, turns_open
 
 if TYPE_CHECKING:
-    from sessions_app.models import ChatSession
+    from django.db.models import QuerySet
+
+    from sessions_app.models import ChatSession, ChatTurn
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
 WINDOW_SIGNAL = 1.0
 OPEN_TURN_SIGNAL = 0.3  # an open turn outside the window competes on its merits
+TURN_COLUMNS = ("turn_number", "user_message", "assistant_response", "created_at")
 
 
 def turn_candidates(
@@ -25,8 +28,7 @@ def turn_candidates(
     """The session's newest `limit` turns, newest first: its open turns, or with
     `include_compacted` (compression off, no summary stands in for them) every live
     turn. The first `keep_last` are the window and carry the full signal."""
-    live = (turns_live if include_compacted else turns_open)(session_id=session.pk)
-    turns = list(live.order_by("-turn_number")[:limit])
+    turns = list(window_turns_query(session.pk, limit, include_compacted))
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
@@ -41,6 +43,13 @@ def turn_candidates(
         )
         for index, turn in enumerate(turns)
     ]
+
+
+def window_turns_query(session_id: Any, limit: int, include_compacted: bool) -> QuerySet[ChatTurn]:
+    """The statement `turn_candidates` reads (snapshot-tested): the columns a turn
+    candidate is made of, not the turn's whole row."""
+    live = (turns_live if include_compacted else turns_open)(session_id=session_id)
+    return live.only(*TURN_COLUMNS).order_by("-turn_number")[:limit]
 
 
 def window_keys(candidates: list[Candidate], keep_last: int) -> list[str]:
