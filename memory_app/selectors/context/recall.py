@@ -1,6 +1,8 @@
 """Recalling a user's conversation turns for a context: the session's own earlier turns
 and those of the user's other sessions, both through the one memory search over the
-turns' memories (`memory_app.services.conversation`)."""
+turns' memories (written by `memory_app.services.conversation`), then one statement of
+its own for the cosine over each found turn's thread window (`window_cosines_statement`,
+snapshot-tested)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
+from psycopg import sql
 
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory, MemorySource
@@ -97,6 +100,28 @@ def _recall(
     ]
 
 
+def window_cosines_statement() -> sql.Composed:
+    """For each hit (`ids`, `keys`, `orders`: its id, thread and place in it), the best
+    cosine of the query vector `q` and the memories of the user's thread window from
+    `before` turns before it to `after` turns after it (the hit itself included)."""
+    return sql.SQL(
+        """SELECT hit.id, max(1 - (n.embedding <=> {q}::vector))
+FROM unnest({ids}::uuid[], {keys}::varchar[], {orders}::bigint[])
+    AS hit(id, thread_key, thread_order)
+JOIN {memory} n
+  ON n.tenant_id = {tenant} AND n.user_id = {user}
+ AND n.thread_key = hit.thread_key
+ AND n.thread_order BETWEEN hit.thread_order - {before} AND hit.thread_order + {after}
+GROUP BY hit.id"""
+    ).format(
+        memory=sql.Identifier(Memory._meta.db_table),
+        **{
+            name: sql.Placeholder(name)
+            for name in ("q", "ids", "keys", "orders", "tenant", "user", "before", "after")
+        },
+    )
+
+
 def _window_cosines(
     tenant_id: int, user_id: str, memories: list[Memory], vector: list[float]
 ) -> dict[uuid.UUID, float]:
@@ -107,17 +132,7 @@ def _window_cosines(
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT hit.id, max(1 - (n.embedding <=> %(q)s::vector))
-            FROM unnest(%(ids)s::uuid[], %(keys)s::varchar[], %(orders)s::bigint[])
-                AS hit(id, thread_key, thread_order)
-            JOIN memory n
-              ON n.tenant_id = %(tenant)s AND n.user_id = %(user)s
-             AND n.thread_key = hit.thread_key
-             AND n.thread_order BETWEEN hit.thread_order - %(before)s
-                                    AND hit.thread_order + %(after)s
-            GROUP BY hit.id
-            """,
+            window_cosines_statement(),
             {
                 "q": vector_literal(vector),
                 "ids": [m.pk for m in threaded],
