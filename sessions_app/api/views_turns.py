@@ -185,9 +185,10 @@ class BudgetCheckView(TenantGenericAPIView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_get(tenant=self.tenant, session_id=session_id)  # 404 before 400
         payload = BudgetCheckSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
+        if not payload.is_valid():
+            session_get(tenant=self.tenant, session_id=session_id)  # 404 before 400
+            payload.is_valid(raise_exception=True)
         data = payload.validated_data
         decision = budget_check_reserve(
             tenant=self.tenant,

@@ -128,6 +128,65 @@ def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decima
     return None if cost is None else cost.quantize(USD_RESERVATION_STEP, rounding="ROUND_CEILING")
 
 
+def _session_for_check(
+    *, tenant: Tenant, session_id: uuid.UUID | str, lock: bool, now: datetime
+) -> ChatSession:
+    """The writable session (410 otherwise), locked when reserving against its budget."""
+    try:
+        query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
+        session = (query.select_for_update() if lock else query).get()
+    except (ValueError, ChatSession.DoesNotExist) as exc:
+        raise NotFound("Session not found.") from exc
+    session_ensure_writable(session=session, now=now)
+    return session
+
+
+def _decide(
+    *,
+    session: ChatSession,
+    periods: list[BudgetFigures],
+    estimated_tokens: int,
+    estimated_usd: Decimal | None,
+    held: Held,
+    now: datetime,
+) -> tuple[BudgetCheck, PeriodRefusal | None]:
+    """The session's own budget first, then the period budgets in id order."""
+    check = budget_check(
+        session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
+    )
+    if not check.allowed:
+        return check, None
+    refusal = period_refusal(
+        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, now=now
+    )
+    if refusal is None:
+        return check, None
+    denied = BudgetCheck(
+        allowed=False, reason=refusal.reason, tokens_remaining_after=check.tokens_remaining_after
+    )
+    return denied, refusal
+
+
+def _reservation_create(
+    *,
+    session: ChatSession,
+    tokens: int,
+    usd: Decimal | None,
+    held_by: list[BudgetFigures],
+    lease_seconds: int | None,
+    now: datetime,
+) -> BudgetReservation:
+    lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
+    return BudgetReservation.objects.create(
+        session=session,
+        tokens=tokens,
+        cost_usd=usd,
+        budget_ids=[figures.budget.pk for figures in held_by],
+        created_at=now,
+        expires_at=now + timedelta(seconds=lease),
+    )
+
+
 @transaction.atomic
 def budget_check_reserve(
     *,
@@ -142,17 +201,11 @@ def budget_check_reserve(
 ) -> BudgetDecision:
     """Check the estimate against the session's budget and every period budget that
     applies to its user, agent and `model` (default: the session's), less live
-    reservations; with `reserve`, hold it for `lease_seconds` when allowed. The session
-    row and the refusing period budgets are locked (as recording a turn locks the
-    session), so two reservations never both take the last of a budget. Nothing to hold
-    against (no budget applies): allowed, and nothing is held."""
+    reservations; with `reserve`, hold it for `lease_seconds` when allowed, under the
+    locks of the session and the refusing period budgets, so two reservations never
+    both take the last of a budget. No budget applies: allowed, nothing held."""
     now = now or timezone.now()
-    try:
-        query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
-        session = (query.select_for_update() if reserve else query).get()
-    except (ValueError, ChatSession.DoesNotExist) as exc:
-        raise NotFound("Session not found.") from exc
-    session_ensure_writable(session=session, now=now)
+    session = _session_for_check(tenant=tenant, session_id=session_id, lock=reserve, now=now)
     model = session_model(session) if model is None else model
     # Everything that needs no budget lock first: checks sharing budgets queue on them.
     held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
@@ -162,52 +215,26 @@ def budget_check_reserve(
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
     periods = budgets_applying(
-        tenant=tenant,
-        user_id=session.user_id,
-        agent_id=session.agent_id,
-        model=model,
-        at=now,
-        lock=reserve,
-    )
+        tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model,
+        at=now, lock=reserve,
+    )  # fmt: skip
     refusing = [figures for figures in periods if figures.refuses]
     if estimated_usd is None and any(f.budget.limit_usd is not None for f in refusing):
         estimated_usd = _usd_estimate(model=model, estimated_tokens=estimated_tokens, now=now)
-    check = budget_check(
-        session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
-    )
-    refusal = None
-    if check.allowed:
-        refusal = period_refusal(
-            periods=periods,
-            estimated_tokens=estimated_tokens,
-            estimated_usd=estimated_usd,
-            now=now,
-        )
-        if refusal is not None:
-            check = BudgetCheck(
-                allowed=False,
-                reason=refusal.reason,
-                tokens_remaining_after=check.tokens_remaining_after,
-            )
+    check, refusal = _decide(
+        session=session, periods=periods, estimated_tokens=estimated_tokens,
+        estimated_usd=estimated_usd, held=held, now=now,
+    )  # fmt: skip
     reservation = None
     if reserve and check.allowed and (_has_budget(session) or refusing):
-        lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
-        reservation = BudgetReservation.objects.create(
-            session=session,
-            tokens=estimated_tokens,
-            cost_usd=estimated_usd,
-            budget_ids=[figures.budget.pk for figures in refusing],
-            created_at=now,
-            expires_at=now + timedelta(seconds=lease),
-        )
+        reservation = _reservation_create(
+            session=session, tokens=estimated_tokens, usd=estimated_usd, held_by=refusing,
+            lease_seconds=lease_seconds, now=now,
+        )  # fmt: skip
     return BudgetDecision(
-        session=session,
-        check=check,
-        held=held,
-        reservation=reservation,
-        periods=periods,
+        session=session, check=check, held=held, reservation=reservation, periods=periods,
         refusal=refusal,
-    )
+    )  # fmt: skip
 
 
 # The named reservation if live, else the session's oldest live one; and the session's
