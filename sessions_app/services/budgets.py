@@ -237,6 +237,20 @@ def budget_check_reserve(
     )  # fmt: skip
 
 
+def budget_retry_after(decision: BudgetDecision) -> int | None:
+    """Seconds after which a refused check may pass (None when it was allowed): a period
+    budget's end, or sooner when others' leases hold it; a session held by others'
+    reservations, when a lease may end or a turn be recorded; else a minute, since a
+    session's budget does not refill by itself."""
+    if decision.check.allowed:
+        return None
+    if decision.refusal is not None:
+        return decision.refusal.retry_after
+    if decision.held.count:
+        return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+    return RESERVED_RETRY_SECONDS
+
+
 # The named reservation if live, else the session's oldest live one; and the session's
 # ended ones. One statement: it runs for every recorded turn, budget or not, since
 # period budgets hold reservations of sessions that have no budget of their own.
