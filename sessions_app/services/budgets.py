@@ -129,9 +129,20 @@ def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decima
 
 
 def _session_for_check(
-    *, tenant: Tenant, session_id: uuid.UUID | str, lock: bool, now: datetime
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    lock: bool,
+    now: datetime,
+    known: ChatSession | None = None,
 ) -> ChatSession:
-    """The writable session (410 otherwise), locked when reserving against its budget."""
+    """The writable session (410 otherwise), locked when reserving. `known`, the session
+    as a turn just committed it, is used as it is unless its own budget needs the lock
+    (period budgets are locked by their own rows)."""
+    usable = known is not None and known.tenant_id == tenant.pk and str(known.pk) == str(session_id)
+    if known is not None and usable and not (lock and _has_budget(known)):
+        session_ensure_writable(session=known, now=now)
+        return known
     try:
         query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
         session = (query.select_for_update() if lock else query).get()
@@ -139,6 +150,13 @@ def _session_for_check(
         raise NotFound("Session not found.") from exc
     session_ensure_writable(session=session, now=now)
     return session
+
+
+def _commit_without_flush() -> None:
+    """A reservation lost with the database's last moments is what a killed worker
+    leaves too (nothing held): no need to wait for the WAL flush under the locks."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def _decide(
@@ -198,22 +216,23 @@ def budget_check_reserve(
     lease_seconds: int | None = None,
     model: str | None = None,
     now: datetime | None = None,
+    session: ChatSession | None = None,
 ) -> BudgetDecision:
     """Check the estimate against the session's budget and every period budget that
     applies to its user, agent and `model` (default: the session's), less live
     reservations; with `reserve`, hold it for `lease_seconds` when allowed, under the
     locks of the session and the refusing period budgets, so two reservations never
-    both take the last of a budget. No budget applies: allowed, nothing held."""
+    both take the last of a budget. No budget applies: allowed, nothing held. `session`:
+    as the caller's committed turn left it (spares reading it again)."""
     now = now or timezone.now()
-    session = _session_for_check(tenant=tenant, session_id=session_id, lock=reserve, now=now)
+    session = _session_for_check(
+        tenant=tenant, session_id=session_id, lock=reserve, now=now, known=session
+    )
     model = session_model(session) if model is None else model
     # Everything that needs no budget lock first: checks sharing budgets queue on them.
     held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
     if reserve:
-        # A reservation lost with the database's last moments is what a killed worker
-        # leaves too (nothing held): no need to wait for the WAL flush under the locks.
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+        _commit_without_flush()
     periods = budgets_applying(
         tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model,
         at=now, lock=reserve,

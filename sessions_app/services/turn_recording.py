@@ -92,19 +92,26 @@ def turn_record_reserving_next(
     the budgets' locks are held for the reservation alone, never across the turn's
     commit. A replayed turn reserves afresh (the first answer's reservation is spent
     or ends with its lease). No decision when the turn was not stored."""
+    recorded: list[TurnRecorded] = []
+
+    def render_keeping(result: TurnRecorded, keyed: bool) -> dict[str, Any]:
+        recorded.append(result)
+        return render(result, keyed)
+
     outcome = turn_record_idempotent(
         tenant=tenant,
         session_id=session_id,
         fields=fields,
         idempotency_key=idempotency_key,
         request_body=request_body,
-        render=render,
+        render=render_keeping,
     )
     if outcome.status != 201:
         return outcome, None
     decision = budget_check_reserve(
         tenant=tenant,
         session_id=outcome.body["session"]["id"],
+        session=recorded[0].session if recorded else None,
         estimated_tokens=next_call.estimated_tokens,
         estimated_usd=next_call.estimated_usd,
         reserve=True,
