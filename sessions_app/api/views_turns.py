@@ -137,7 +137,8 @@ class TurnListView(TenantGenericAPIView):
         reserve_next = validated.pop("reserve_next", None)
         # The turn is the same turn whatever it asks for its next call: a retry may
         # change the estimate without reusing the key for another body.
-        turn_body = {k: v for k, v in request.data.items() if k != "reserve_next"}
+        sent = request.data if isinstance(request.data, dict) else {}  # validated: a dict
+        turn_body = {k: v for k, v in sent.items() if k != "reserve_next"}
         fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated))
         if reserve_next is None:
             outcome = turn_record_idempotent(
