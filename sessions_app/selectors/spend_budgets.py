@@ -75,8 +75,9 @@ APPLYING_LOCKED_SQL = sql.SQL(
 # and adds its cost at once, never one without the other.
 FIGURES_SQL = sql.SQL(
     "SELECT b.id, p.period_start, p.period_end,"
-    " coalesce(s.tokens, 0), coalesce(s.cost_usd, 0),"
-    " coalesce(h.n, 0), coalesce(h.tokens, 0), coalesce(h.usd, 0)"
+    " coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd,"
+    " coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens,"
+    " coalesce(h.usd, 0) AS held_usd"
     " FROM {budget} AS b"
     " CROSS JOIN LATERAL (SELECT {start} AS period_start, {end} AS period_end) AS p"
     " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd"
@@ -140,6 +141,11 @@ def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetF
     with connection.cursor() as cursor:
         cursor.execute(FIGURES_SQL, {"at": at, "ids": list(by_id)})
         rows = cursor.fetchall()
+    return figures_from_rows(by_id, rows)
+
+
+def figures_from_rows(by_id: dict[Any, SpendBudget], rows: list[Any]) -> list[BudgetFigures]:
+    """`FIGURES_SQL`'s rows (any columns after its eight ignored) as figures."""
     return [
         BudgetFigures(
             budget=by_id[row[0]],
@@ -153,6 +159,16 @@ def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetF
         )
         for row in rows
     ]
+
+
+def budgets_that_apply(
+    *, tenant: Tenant, user_id: str, agent_id: str, model: str
+) -> list[SpendBudget]:
+    """The budgets of `budgets_applying`, without figures or locks."""
+    params = {"tenant": tenant.pk, "user": user_id, "agent": agent_id, "model": model or ""}
+    with connection.cursor() as cursor:
+        query = APPLYING_SQL.as_string(cursor.connection)
+    return list(SpendBudget.objects.raw(query, params))
 
 
 def spend_budgets_of(tenant: Tenant) -> QuerySet[SpendBudget]:

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from sessions_app.errors import NotFound
 from sessions_app.hooks import StepUsage, price_step
-from sessions_app.models import BudgetReservation, ChatSession, Tenant
+from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, Tenant
 from sessions_app.selectors.budgets import (
     NOTHING_HELD,
     BudgetCheck,
@@ -31,7 +31,13 @@ from sessions_app.selectors.budgets import (
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
-from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
+from sessions_app.selectors.spend_budgets import (
+    BudgetFigures,
+    budgets_applying,
+    budgets_figures,
+    budgets_that_apply,
+)
+from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
 # Whole seconds to wait when others' reservations hold what is left: one of them may be
@@ -205,7 +211,6 @@ def _reservation_create(
     )
 
 
-@transaction.atomic
 def budget_check_reserve(
     *,
     tenant: Tenant,
@@ -223,12 +228,76 @@ def budget_check_reserve(
     reservations; with `reserve`, hold it for `lease_seconds` when allowed, under the
     locks of the session and the refusing period budgets, so two reservations never
     both take the last of a budget. No budget applies: allowed, nothing held. `session`:
-    as the caller's committed turn left it (spares reading it again)."""
+    as the caller's committed turn left it (spares reading it again). A session without
+    a budget of its own reserves by the one-message fast path."""
     now = now or timezone.now()
-    session = _session_for_check(
-        tenant=tenant, session_id=session_id, lock=reserve, now=now, known=session
+    ask = _Ask(estimated_tokens, estimated_usd, lease_seconds, model)
+    if session is None:
+        session = _session_for_check(tenant=tenant, session_id=session_id, lock=False, now=now)
+    if reserve and not _has_budget(session):
+        return _check_reserve_periods(tenant=tenant, session=session, ask=ask, now=now)
+    return _check_reserve_locked(
+        tenant=tenant, session_id=session_id, ask=ask, reserve=reserve, now=now, known=session
     )
-    model = session_model(session) if model is None else model
+
+
+@dataclass(frozen=True)
+class _Ask:
+    tokens: int
+    usd: Decimal | None
+    lease_seconds: int | None
+    model: str | None
+
+
+def _check_reserve_periods(
+    *, tenant: Tenant, session: ChatSession, ask: _Ask, now: datetime
+) -> BudgetDecision:
+    """Reserving for a session without its own budget: only period budgets hold it."""
+    session_ensure_writable(session=session, now=now)
+    model = session_model(session) if ask.model is None else ask.model
+    budgets = budgets_that_apply(
+        tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model
+    )
+    refusing = [b for b in budgets if b.action == BudgetAction.REFUSE]
+    usd = ask.usd
+    if usd is None and any(budget.limit_usd is not None for budget in refusing):
+        usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
+    session_check = budget_check(session=session, estimated_tokens=ask.tokens, estimated_usd=usd)
+    if not refusing:
+        periods, reservation = budgets_figures(budgets=budgets, at=now), None
+    else:
+        periods, reservation = period_budgets_reserve(
+            session=session, budgets=budgets, tokens=ask.tokens, usd=usd,
+            session_ok=session_check.allowed, lease_seconds=ask.lease_seconds, now=now,
+        )  # fmt: skip
+    check, refusal = _decide(
+        session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
+        held=NOTHING_HELD, now=now,
+    )  # fmt: skip
+    if check.allowed != (reservation is not None or not refusing):
+        raise RuntimeError("budget reservation: the SQL and Python rules disagree")
+    return BudgetDecision(
+        session=session, check=check, held=NOTHING_HELD, reservation=reservation,
+        periods=periods, refusal=refusal,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def _check_reserve_locked(
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    ask: _Ask,
+    reserve: bool,
+    now: datetime,
+    known: ChatSession | None,
+) -> BudgetDecision:
+    """The plain path: under the session's lock (when reserving against its own budget)
+    and the refusing period budgets' locks, statement by statement."""
+    session = _session_for_check(
+        tenant=tenant, session_id=session_id, lock=reserve, now=now, known=known
+    )
+    model = session_model(session) if ask.model is None else ask.model
     # Everything that needs no budget lock first: checks sharing budgets queue on them.
     held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
     if reserve:
@@ -238,17 +307,18 @@ def budget_check_reserve(
         at=now, lock=reserve,
     )  # fmt: skip
     refusing = [figures for figures in periods if figures.refuses]
-    if estimated_usd is None and any(f.budget.limit_usd is not None for f in refusing):
-        estimated_usd = _usd_estimate(model=model, estimated_tokens=estimated_tokens, now=now)
+    usd = ask.usd
+    if usd is None and any(f.budget.limit_usd is not None for f in refusing):
+        usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
     check, refusal = _decide(
-        session=session, periods=periods, estimated_tokens=estimated_tokens,
-        estimated_usd=estimated_usd, held=held, now=now,
+        session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
+        held=held, now=now,
     )  # fmt: skip
     reservation = None
     if reserve and check.allowed and (_has_budget(session) or refusing):
         reservation = _reservation_create(
-            session=session, tokens=estimated_tokens, usd=estimated_usd, held_by=refusing,
-            lease_seconds=lease_seconds, now=now,
+            session=session, tokens=ask.tokens, usd=usd, held_by=refusing,
+            lease_seconds=ask.lease_seconds, now=now,
         )  # fmt: skip
     return BudgetDecision(
         session=session, check=check, held=held, reservation=reservation, periods=periods,

@@ -16,6 +16,7 @@ from django.db import connection
 from psycopg import sql
 
 from sessions_app.selectors import spend_budgets as selectors
+from sessions_app.services import budget_reservation_fastpath as fastpath
 from sessions_app.services import spend_budgets as services
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -27,6 +28,8 @@ STATEMENTS: dict[str, sql.Composable] = {
     "budget_spend_upsert": services.SPEND_SQL,
     "budget_spend_alerted": services.ALERTED_SQL,
 }
+# Several statements in one message (run by the reservation tests, not EXPLAINable).
+MESSAGES: dict[str, sql.Composable] = {"budget_reserve": fastpath.RESERVE_SQL}
 
 
 CLAUSE = re.compile(
@@ -40,10 +43,11 @@ def readable(text: str) -> str:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", sorted(STATEMENTS))
+@pytest.mark.parametrize("name", sorted({**STATEMENTS, **MESSAGES}))
 def test_the_statement_is_the_snapshot(name: str) -> None:
     connection.ensure_connection()
-    rendered = readable(STATEMENTS[name].as_string(connection.connection)) + "\n"
+    statement = {**STATEMENTS, **MESSAGES}[name]
+    rendered = readable(statement.as_string(connection.connection)) + "\n"
     path = SNAPSHOTS / f"{name}.sql"
     if UPDATE:
         path.write_text(rendered)

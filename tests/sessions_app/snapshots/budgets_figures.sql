@@ -1,4 +1,4 @@
-SELECT b.id, p.period_start, p.period_end, coalesce(s.tokens, 0), coalesce(s.cost_usd, 0), coalesce(h.n, 0), coalesce(h.tokens, 0), coalesce(h.usd, 0)
+SELECT b.id, p.period_start, p.period_end, coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd, coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens, coalesce(h.usd, 0) AS held_usd
 FROM "spend_budget" AS b
 CROSS JOIN LATERAL (SELECT (CASE WHEN b.period = 'none' THEN '1970-01-01T00:00:00Z'::timestamptz ELSE date_trunc(b.period, %(at)s::timestamptz, b.time_zone) END) AS period_start, (CASE WHEN b.period = 'none' THEN NULL ELSE (date_trunc(b.period, %(at)s::timestamptz, b.time_zone) AT TIME ZONE b.time_zone + ('1 ' || b.period)::interval) AT TIME ZONE b.time_zone END) AS period_end) AS p
 LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd
