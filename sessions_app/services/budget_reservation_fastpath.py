@@ -23,6 +23,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -78,7 +79,7 @@ def period_budgets_reserve(
         id=uuid.uuid4(), session=session, tokens=tokens, cost_usd=usd, budget_ids=refusing,
         created_at=now, expires_at=now + timedelta(seconds=lease),
     )  # fmt: skip
-    params = {
+    params: dict[str, Any] = {
         "refusing": refusing, "ids": [budget.pk for budget in budgets], "at": now,
         "id": reservation.pk, "session": session.pk, "tokens": tokens, "usd": usd,
         "expires": reservation.expires_at, "session_ok": session_ok,
