@@ -8,6 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from sessions_app.api.fields import token_count_field
@@ -44,6 +45,9 @@ class NextCallSerializer(serializers.Serializer):  # type: ignore[type-arg]  # g
     )
 
 
+# The single route's request keeps its component name: `reserve_next` is an optional
+# addition to it (the batch items are a component of their own).
+@extend_schema_serializer(component_name="TurnCreate")
 class TurnCreateReservingSerializer(TurnCreateSerializer):
     reserve_next = NextCallSerializer(
         required=False,
