@@ -11,7 +11,14 @@ Phases alternate over the rounds, so drift on the shared machine hits them alike
 - `turn_budgeted`: the same turn where the five budgets apply (it spends the budgets'
   period rows and releases a reservation);
 - `check_then_turn`: `POST …/budget/check` with `reserve: true` and then the turn, the
-  way an agent under budgets records one; the check's latency is also kept apart.
+  way an agent under budgets records one in two round trips; the check's latency is
+  also kept apart;
+- `get_then_turn`: the cheapest authenticated request (`GET …/sessions/{id}`) and then
+  B1's turn, no budgets: the floor of any scheme that makes a second round trip;
+- `turn_reserving`: the turn with `reserve_next` where the five budgets apply: it spends
+  the reservation the previous turn took and reserves the next call's, one round trip.
+
+Ratios are to `turn` of the same run, same agents: p50 to p50 and p95 to p95.
 """
 
 from __future__ import annotations
@@ -30,14 +37,16 @@ ID = "B-budget"
 TITLE = "Budget check with reservation: 5 budgets applying, 20 agents, over HTTP"
 AGENTS = 20
 MODEL = "gemini-1.5-pro"
-PHASES = ("turn", "turn_budgeted", "check_then_turn")
+PHASES = ("turn", "turn_budgeted", "check_then_turn", "get_then_turn", "turn_reserving")
+PLAIN_PHASES = ("turn", "get_then_turn")  # in the tenant without budgets
+CHECK = {"estimated_tokens": 1520, "model": MODEL}
 
 
 class CheckThenTurn:
     """One agent: check (reserving) and then record the turn; check latencies kept."""
 
     def __init__(self, port: int, sid: str, headers: dict[str, str], turn: bytes) -> None:
-        check = {"estimated_tokens": 1520, "reserve": True, "model": MODEL}
+        check = {**CHECK, "reserve": True}
         self.check = HttpPoster(
             port=port,
             paths=[f"/api/v1/sessions/{sid}/budget/check"],
@@ -54,6 +63,23 @@ class CheckThenTurn:
         began = time.perf_counter()
         self.check()
         self.check_ms.append((time.perf_counter() - began) * 1000)
+        self.turn()
+
+
+class GetThenTurn:
+    """One agent: read its session (the cheapest request), then record the turn."""
+
+    def __init__(self, port: int, sid: str, headers: dict[str, str], turn: bytes) -> None:
+        self.get = HttpPoster(
+            port=port, paths=[f"/api/v1/sessions/{sid}"], headers=headers, expect=200,
+            method="GET",
+        )  # fmt: skip
+        self.turn = HttpPoster(
+            port=port, paths=[f"/api/v1/sessions/{sid}/turns"], body=turn, headers=headers
+        )
+
+    def __call__(self) -> None:
+        self.get()
         self.turn()
 
 
@@ -88,7 +114,7 @@ def _setup(agents: int) -> tuple[str, dict[str, list[str]]]:
         spend_budget_create(tenant=budgeted, **keys, **far)
     sessions: dict[str, list[str]] = {}
     for phase in PHASES:
-        tenant = plain if phase == "turn" else budgeted
+        tenant = plain if phase in PLAIN_PHASES else budgeted
         sessions[phase] = [
             str(session_create(tenant=tenant, user_id="bench-user", agent_id="bench-agent").pk)
             for _ in range(agents)
@@ -106,23 +132,25 @@ def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict
     secrets = json.loads(secrets_json)
     connection.close()
     turn = json.dumps(TURN_BODY).encode()
+    reserving = json.dumps({**TURN_BODY, "reserve_next": CHECK}).encode()
     server = Gunicorn(env=ctx.server_env, workers=ctx.nproc, threads=4)
     results: dict[str, LoadResult] = {}
     with server:
         clients: dict[str, list[Any]] = {}
         for phase in PHASES:
-            auth = {
-                "Authorization": f"Bearer {secrets['plain' if phase == 'turn' else 'budgeted']}"
-            }
+            tenant = "plain" if phase in PLAIN_PHASES else "budgeted"
+            auth = {"Authorization": f"Bearer {secrets[tenant]}"}
+            port, sids = server.port, sessions[phase]
             if phase == "check_then_turn":
-                clients[phase] = [
-                    CheckThenTurn(server.port, sid, auth, turn) for sid in sessions[phase]
-                ]
+                clients[phase] = [CheckThenTurn(port, sid, auth, turn) for sid in sids]
+            elif phase == "get_then_turn":
+                clients[phase] = [GetThenTurn(port, sid, auth, turn) for sid in sids]
             else:
+                body = reserving if phase == "turn_reserving" else turn
                 clients[phase] = [
-                    HttpPoster(port=server.port, paths=[f"/api/v1/sessions/{sid}/turns"],
-                               body=turn, headers=auth)
-                    for sid in sessions[phase]
+                    HttpPoster(port=port, paths=[f"/api/v1/sessions/{sid}/turns"], body=body,
+                               headers=auth)
+                    for sid in sids
                 ]  # fmt: skip
         for number in range(1, rounds + 1):
             for phase in PHASES:
@@ -173,12 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         f = measure(ctx, args.agents, args.rounds, args.seconds)
         load_after = os.getloadavg()[0]
-        plain, budgeted, pair = f["turn"], f["turn_budgeted"], f["check_then_turn"]
+        plain = f["turn"]
 
         def row(what: str, figures: dict[str, Any]) -> str:
             return (
                 f"| {what} | {figures['requests']} | {figures['p50_ms']:.1f} | "
-                f"{figures['p95_ms']:.1f} | {figures['p95_ms'] / plain['p95_ms']:.2f}x |"
+                f"{figures['p95_ms']:.1f} | {figures['p50_ms'] / plain['p50_ms']:.2f}x | "
+                f"{figures['p95_ms'] / plain['p95_ms']:.2f}x |"
             )
 
         markdown = f"""
@@ -188,14 +217,16 @@ Command: `{command}`
 five day budgets (tenant, user, agent, model, user x agent) apply to every call of the
 budgeted phases. {args.rounds} rounds of {args.seconds:.0f} s per phase, alternating.
 1-minute load average {load_before:.1f} before, {load_after:.1f} after (2 shared cores:
-read the ratios).
+read the ratios). Ratios: to the plain turn of the same run, p50 to p50, p95 to p95.
 
-| phase | requests | p50 ms | p95 ms | p95 / turn without budgets |
-|---|---:|---:|---:|---:|
+| phase | requests | p50 ms | p95 ms | p50 / turn | p95 / turn |
+|---|---:|---:|---:|---:|---:|
 {row("turn, no budget applies (B1's single turn)", plain)}
-{row("turn, five budgets apply", budgeted)}
+{row("turn, five budgets apply", f["turn_budgeted"])}
 {row("budget/check with reservation, five budgets", f["check"])}
-{row("check + turn (an agent's round trip under budgets)", pair)}
+{row("check + turn (two round trips under budgets)", f["check_then_turn"])}
+{row("GET session + turn, no budgets (floor of two round trips)", f["get_then_turn"])}
+{row("turn with reserve_next, five budgets (one round trip)", f["turn_reserving"])}
 """
         result = BenchResult(ID, TITLE, markdown, f)
         path = record(result, command, update=not args.no_record)

@@ -266,6 +266,43 @@ def _register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
         return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
 
 
+# Budget tools: checking and reserving before an LLM call.
+def add_budget_tools(server: MCPServer, call: Callable[..., dict[str, Any]]) -> None:
+    @server.tool(
+        description="Before an LLM call: may this session spend `estimated_tokens` more? "
+        "Checks the session's budget and every period budget of its user, agent and model. "
+        "With reserve (the default) the estimate is held for you until you record the turn "
+        "with turn_record (which spends it) or the lease ends, so other agents cannot take "
+        "it. Refused: a budget_exceeded error saying why and when to ask again; do not "
+        "make the call then."
+    )
+    def budget_check(
+        session_id: SessionId,
+        estimated_tokens: Annotated[
+            int, Field(ge=0, description="Input + output tokens the next call will spend.")
+        ],
+        estimated_cost_usd: Annotated[
+            float | None, Field(ge=0, description="USD it will spend, if you know.")
+        ] = None,
+        model: Annotated[
+            str | None, Field(max_length=255, description="The model of the next call.")
+        ] = None,
+        reserve: Annotated[bool, Field(description="Hold the estimate until the turn.")] = True,
+        lease_seconds: Annotated[
+            int | None, Field(ge=1, le=3600, description="How long the hold lasts.")
+        ] = None,
+    ) -> dict[str, Any]:
+        return call(
+            mcp_tools.budget_check_tool,
+            session_id=session_id,
+            estimated_tokens=estimated_tokens,
+            estimated_cost_usd=None if estimated_cost_usd is None else str(estimated_cost_usd),
+            model=model,
+            reserve=reserve,
+            lease_seconds=lease_seconds,
+        )
+
+
 # The groups in the order the tools are listed to clients.
 TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
     _register_session_tools,
@@ -273,6 +310,7 @@ TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
     _register_memory_tools,
     _register_context_tools,
     _register_workspace_tools,
+    add_budget_tools,
 )
 
 

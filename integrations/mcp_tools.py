@@ -27,8 +27,14 @@ from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add
 from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.renderers import jsonable
+from sessions_app.api.representation_budgets import figures_data
+from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
-from sessions_app.api.serializers_turns import TurnCreateSerializer
+from sessions_app.api.serializers_turns import (
+    BudgetCheckSerializer,
+    BudgetReservationSerializer,
+    TurnCreateSerializer,
+)
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
@@ -36,9 +42,10 @@ from sessions_app.api.serializers_workspace import (
     cart_body,
 )
 from sessions_app.api.views_turns import turn_recorded_json
-from sessions_app.errors import ApplicationError
+from sessions_app.errors import ApplicationError, BudgetExceeded
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
+from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
@@ -182,3 +189,36 @@ def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:
     query = {k: v for k, v in params.items() if v is not None}
     data = _validated(UsageQuerySerializer(data=query))
     return jsonable(UsageReportSerializer(usage_report(tenant=tenant, **data)).data)
+
+
+def budget_check_tool(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any]:
+    """`POST …/budget/check`: the session's budget and every period budget that applies
+    to its user, agent and model; with `reserve`, the estimate is held until a turn is
+    recorded (the session's oldest live reservation is the one a turn spends) or the
+    lease ends. Refused: a `budget_exceeded` tool error saying when to ask again."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    data = _validated(BudgetCheckSerializer(data=given))
+    decision = budget_check_reserve(
+        tenant=tenant,
+        session_id=session_id,
+        estimated_tokens=data["estimated_tokens"],
+        estimated_usd=data["estimated_cost_usd"],
+        reserve=data["reserve"],
+        lease_seconds=data.get("lease_seconds"),
+        model=data.get("model"),
+    )
+    budgets = jsonable(
+        BudgetFiguresSerializer([figures_data(f) for f in decision.periods], many=True).data
+    )
+    if not decision.check.allowed:
+        retry = budget_retry_after(decision)
+        raise BudgetExceeded(f"{decision.check.reason} Ask again in {retry} s.")
+    reservation = decision.reservation
+    return {
+        "allowed": True,
+        "tokens_remaining_after": decision.check.tokens_remaining_after,
+        "reservation": None
+        if reservation is None
+        else jsonable(BudgetReservationSerializer(reservation).data),
+        "budgets": budgets,
+    }

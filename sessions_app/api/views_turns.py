@@ -7,7 +7,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -18,6 +17,11 @@ from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
+from sessions_app.api.serializers_next_call import (
+    TurnCreateReservingSerializer,
+    TurnRecordedReservingSerializer,
+    next_call_data,
+)
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
     BudgetCheckResultSerializer,
@@ -34,14 +38,17 @@ from sessions_app.models import ChatSession, ChatTurn
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
-from sessions_app.services.budgets import budget_check_reserve
-from sessions_app.services.turn_recording import turn_record_idempotent
+from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.turn_recording import (
+    NextCall,
+    turn_record_idempotent,
+    turn_record_reserving_next,
+)
 from sessions_app.services.turns import TurnFields, TurnRecorded, turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"[!-~](?:[ -~]{0,253}[!-~])?")
-BUDGET_RETRY_AFTER_SECONDS = 60  # budgets do not refill by themselves: check back later
 
 ERRORS = {
     400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
@@ -105,7 +112,7 @@ class TurnListView(TenantGenericAPIView):
             "`idempotency_key_reused`; a request still in flight answers 409 "
             "`idempotency_in_flight`."
         ),
-        request=TurnCreateSerializer,
+        request=TurnCreateReservingSerializer,
         parameters=[
             OpenApiParameter(
                 IDEMPOTENCY_HEADER,
@@ -117,7 +124,7 @@ class TurnListView(TenantGenericAPIView):
             )
         ],
         responses={
-            201: TurnRecordedSerializer,
+            201: TurnRecordedReservingSerializer,
             **ERRORS,
             409: OpenApiResponse(description="idempotency_in_flight"),
             413: OpenApiResponse(description="request_too_large"),
@@ -126,17 +133,35 @@ class TurnListView(TenantGenericAPIView):
     )
     def post(self, request: Request, session_id: str) -> Response:
         key = idempotency_key(request)
-        validated = shared_serializer(TurnCreateSerializer).run_validation(request.data)
-        outcome = turn_record_idempotent(
-            tenant=self.tenant,
-            session_id=session_id,
-            fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
-            idempotency_key=key,
-            request_body=request.data,
-            render=turn_recorded_json,
-        )
+        validated = shared_serializer(TurnCreateReservingSerializer).run_validation(request.data)
+        reserve_next = validated.pop("reserve_next", None)
+        # The turn is the same turn whatever it asks for its next call: a retry may
+        # change the estimate without reusing the key for another body.
+        sent = request.data if isinstance(request.data, dict) else {}  # validated: a dict
+        turn_body = {k: v for k, v in sent.items() if k != "reserve_next"}
+        fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated))
+        if reserve_next is None:
+            outcome = turn_record_idempotent(
+                tenant=self.tenant, session_id=session_id, fields=fields, idempotency_key=key,
+                request_body=turn_body, render=turn_recorded_json,
+            )  # fmt: skip
+            body = outcome.body
+        else:
+            next_call = NextCall(
+                estimated_tokens=reserve_next["estimated_tokens"],
+                estimated_usd=reserve_next.get("estimated_cost_usd"),
+                model=reserve_next.get("model"),
+                lease_seconds=reserve_next.get("lease_seconds"),
+            )
+            outcome, decision = turn_record_reserving_next(
+                tenant=self.tenant, session_id=session_id, fields=fields, idempotency_key=key,
+                request_body=turn_body, render=turn_recorded_json, next_call=next_call,
+            )  # fmt: skip
+            body = outcome.body
+            if decision is not None:
+                body = {**body, "next_call": next_call_data(decision)}
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
-        return Response(outcome.body, status=outcome.status, headers=headers)
+        return Response(body, status=outcome.status, headers=headers)
 
 
 class TurnDetailView(TenantGenericAPIView):
@@ -185,9 +210,10 @@ class BudgetCheckView(TenantGenericAPIView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        session_get(tenant=self.tenant, session_id=session_id)  # 404 before 400
         payload = BudgetCheckSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
+        if not payload.is_valid():
+            session_get(tenant=self.tenant, session_id=session_id)  # 404 before 400
+            payload.is_valid(raise_exception=True)
         data = payload.validated_data
         decision = budget_check_reserve(
             tenant=self.tenant,
@@ -202,15 +228,6 @@ class BudgetCheckView(TenantGenericAPIView):
         budgets = [figures_data(figures) for figures in decision.periods]
         if not check.allowed:
             refusal = decision.refusal
-            if refusal is not None:
-                # A period budget: at the period's end, or sooner when others' leases hold it.
-                retry = refusal.retry_after
-            elif decision.held.count:
-                # Held by others' reservations: retry when a lease may have ended or a turn
-                # been recorded, not in a minute.
-                retry = min(BUDGET_RETRY_AFTER_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-            else:
-                retry = BUDGET_RETRY_AFTER_SECONDS
             raise BudgetExceeded(
                 check.reason,
                 extra={
@@ -221,7 +238,7 @@ class BudgetCheckView(TenantGenericAPIView):
                     "budget_id": None if refusal is None else str(refusal.figures.budget.pk),
                     "budgets": jsonable(BudgetFiguresSerializer(budgets, many=True).data),
                 },
-                headers={"Retry-After": str(retry)},
+                headers={"Retry-After": str(budget_retry_after(decision))},
             )
         result = {
             "allowed": True,

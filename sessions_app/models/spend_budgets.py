@@ -1,8 +1,11 @@
 """Budgets above the session: a scope (tenant, user, agent, model, user x agent), a
 period (day, week, calendar month in a time zone, or none) and limits in tokens and USD.
 
-`BudgetSpend` holds what each budget's period has spent, one row per (budget, period
-start), moved by every recorded turn (`sessions_app.services.spend_budgets`). A
+`BudgetSpend` holds what each budget's period has spent, moved by every recorded turn
+(`sessions_app.services.spend_budgets`): a few rows per (budget, period start), one per
+`shard`, and the period's spend is their sum. A turn adds to the shard of its database
+connection, so concurrent turns under one budget update different rows and do not wait
+for each other's commit. A
 reservation taken by `budget/check` holds its estimate against every refusing budget
 that applied (`BudgetReservation.budget_ids`); deleting the reservation (the turn spends
 it, or its lease ended) releases every hold at once.
@@ -96,12 +99,18 @@ class SpendBudget(models.Model):
         return self.name or f"{self.scope} {keys} per {self.period}".replace("  ", " ")
 
 
+# How many rows a budget's period spreads its spend over (`BudgetSpend.shard`).
+SPEND_SHARDS = 16
+
+
 class BudgetSpend(models.Model):
-    """What one period of one budget spent; `alerted` is the highest threshold (percent)
-    already alerted for it, so each threshold alerts once per budget and period."""
+    """Part of what one period of one budget spent (the period's spend is the sum over its
+    shards). `alerted`, kept on shard 0, is the highest threshold (percent) already
+    alerted for the period, so each threshold alerts once per budget and period."""
 
     budget = models.ForeignKey(SpendBudget, on_delete=models.CASCADE, related_name="spends")
     period_start = models.DateTimeField()
+    shard = models.SmallIntegerField(default=0)
     tokens = models.BigIntegerField(default=0)
     cost_usd = money_field(default=0)
     alerted = models.IntegerField(default=0)
@@ -111,9 +120,13 @@ class BudgetSpend(models.Model):
         db_table = "budget_spend"
         constraints = [
             models.UniqueConstraint(
-                fields=["budget", "period_start"], name="budget_spend_one_per_period"
-            )
+                fields=["budget", "period_start", "shard"], name="budget_spend_one_per_shard"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(shard__gte=0) & models.Q(shard__lt=SPEND_SHARDS),
+                name="budget_spend_shard_in_range",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.budget_id} from {self.period_start:%Y-%m-%d %H:%M}"
+        return f"{self.budget_id} from {self.period_start:%Y-%m-%d %H:%M} ({self.shard})"

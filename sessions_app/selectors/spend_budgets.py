@@ -19,54 +19,80 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
+from psycopg import sql
 
 from sessions_app.errors import NotFound
-from sessions_app.models import BudgetAction, SpendBudget, Tenant
+from sessions_app.models import (
+    BudgetAction,
+    BudgetReservation,
+    BudgetSpend,
+    SpendBudget,
+    Tenant,
+)
+from sessions_app.models.spend_budgets import SPEND_SHARDS
 
 LIFETIME_START = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The period containing %(at)s of budget `b`, as SQL over the columns of `b`.
-PERIOD_START_SQL = (
+PERIOD_START_SQL = sql.SQL(
     "(CASE WHEN b.period = 'none' THEN '1970-01-01T00:00:00Z'::timestamptz"
     " ELSE date_trunc(b.period, %(at)s::timestamptz, b.time_zone) END)"
 )
-PERIOD_END_SQL = (
+PERIOD_END_SQL = sql.SQL(
     "(CASE WHEN b.period = 'none' THEN NULL ELSE"
     " (date_trunc(b.period, %(at)s::timestamptz, b.time_zone) AT TIME ZONE b.time_zone"
     " + ('1 ' || b.period)::interval) AT TIME ZONE b.time_zone END)"
 )
+# The spend shard a turn recorded on this connection adds to (see `BudgetSpend.shard`):
+# one connection runs one transaction at a time, so concurrent turns rarely share one.
+# (`%%`: the statements it goes into take parameters.)
+SPEND_SHARD_SQL = sql.SQL("(pg_backend_pid() %% {})").format(sql.Literal(SPEND_SHARDS))
 # The budgets that apply to a call of (user, agent, model): a blank key matches all.
-APPLIES_SQL = (
+APPLIES_SQL = sql.SQL(
     "b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s)"
     " AND (b.agent_id = '' OR b.agent_id = %(agent)s)"
     " AND (b.model = '' OR b.model = lower(%(model)s))"
 )
+_BUDGET = sql.Identifier(SpendBudget._meta.db_table)
 
-# Lock budgets by id, in id order, so that two checks sharing budgets queue instead of
-# deadlocking. NO KEY UPDATE: checks exclude each other, while turns (whose spend rows
-# reference the budget) are not held up by it.
-_LOCK_SQL = (
-    "SELECT b.id FROM spend_budget AS b WHERE b.id = ANY(%s) ORDER BY b.id FOR NO KEY UPDATE"
+APPLYING_SQL = sql.SQL("SELECT b.* FROM {budget} AS b WHERE {applies} ORDER BY b.id").format(
+    budget=_BUDGET, applies=APPLIES_SQL
 )
-_APPLYING_SQL = "SELECT b.* FROM spend_budget AS b WHERE " + APPLIES_SQL + " ORDER BY b.id"  # noqa: S608
+# The same, with the refusing ones locked in id order, so that two checks sharing
+# budgets queue instead of deadlocking. NO KEY UPDATE: checks exclude each other, while
+# turns (whose spend rows reference the budget) are not held up by it. The locking CTE
+# runs once (the count), before the rows are returned.
+APPLYING_LOCKED_SQL = sql.SQL(
+    "WITH applying AS MATERIALIZED (SELECT b.* FROM {budget} AS b WHERE {applies}),"
+    " locked AS (SELECT l.id FROM {budget} AS l WHERE l.id IN"
+    " (SELECT a.id FROM applying AS a WHERE a.action = {refuse}) ORDER BY l.id"
+    " FOR NO KEY UPDATE)"
+    " SELECT applying.* FROM applying WHERE (SELECT count(*) FROM locked) >= 0"
+    " ORDER BY applying.id"
+).format(budget=_BUDGET, applies=APPLIES_SQL, refuse=sql.Literal(BudgetAction.REFUSE.value))
 
 # One statement, so one snapshot: a turn that commits in between spends a reservation
 # and adds its cost at once, never one without the other.
-_FIGURES_SQL = (
-    "SELECT b.id, p.period_start, p.period_end,"  # noqa: S608 - constant text
-    " coalesce(s.tokens, 0), coalesce(s.cost_usd, 0),"
-    " coalesce(h.n, 0), coalesce(h.tokens, 0), coalesce(h.usd, 0)"
-    " FROM spend_budget AS b"
-    " CROSS JOIN LATERAL (SELECT "
-    + PERIOD_START_SQL
-    + " AS period_start, "
-    + PERIOD_END_SQL
-    + " AS period_end) AS p"
-    " LEFT JOIN budget_spend AS s ON s.budget_id = b.id AND s.period_start = p.period_start"
+FIGURES_SQL = sql.SQL(
+    "SELECT b.id, p.period_start, p.period_end,"
+    " coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd,"
+    " coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens,"
+    " coalesce(h.usd, 0) AS held_usd"
+    " FROM {budget} AS b"
+    " CROSS JOIN LATERAL (SELECT {start} AS period_start, {end} AS period_end) AS p"
+    " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd"
+    " FROM {spend} AS t WHERE t.budget_id = b.id AND t.period_start = p.period_start) AS s"
+    " ON true"
     " LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens,"
-    " sum(r.cost_usd) AS usd FROM budget_reservation AS r"
+    " sum(r.cost_usd) AS usd FROM {reservation} AS r"
     " WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true"
     " WHERE b.id = ANY(%(ids)s) ORDER BY b.id"
+).format(
+    budget=_BUDGET,
+    start=PERIOD_START_SQL,
+    end=PERIOD_END_SQL,
+    spend=sql.Identifier(BudgetSpend._meta.db_table),
+    reservation=sql.Identifier(BudgetReservation._meta.db_table),
 )
 
 
@@ -93,19 +119,17 @@ def budgets_applying(
 ) -> list[BudgetFigures]:
     """Every budget of the tenant that applies to a call by `user_id` with `agent_id` on
     `model`, with its figures at `at`, in id order. With `lock` (inside a transaction),
-    the refusing ones are locked, and the figures read after the locks are held: the
-    locked part is two statements, so that checks sharing budgets queue briefly."""
+    the refusing ones are locked, and the figures read after the locks are held (by a
+    second statement, whose snapshot sees what the previous holder committed)."""
     params: dict[str, Any] = {
         "tenant": tenant.pk,
         "user": user_id,
         "agent": agent_id,
         "model": model or "",
     }
-    budgets = list(SpendBudget.objects.raw(_APPLYING_SQL, params))
-    refusing = [budget.pk for budget in budgets if budget.action == BudgetAction.REFUSE]
-    if lock and refusing:
-        with connection.cursor() as cursor:
-            cursor.execute(_LOCK_SQL, [refusing])
+    query = APPLYING_LOCKED_SQL if lock else APPLYING_SQL
+    with connection.cursor() as cursor:
+        budgets = list(SpendBudget.objects.raw(query.as_string(cursor.connection), params))
     return budgets_figures(budgets=budgets, at=at)
 
 
@@ -115,8 +139,13 @@ def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetF
         return []
     by_id = {budget.pk: budget for budget in budgets}
     with connection.cursor() as cursor:
-        cursor.execute(_FIGURES_SQL, {"at": at, "ids": list(by_id)})
+        cursor.execute(FIGURES_SQL, {"at": at, "ids": list(by_id)})
         rows = cursor.fetchall()
+    return figures_from_rows(by_id, rows)
+
+
+def figures_from_rows(by_id: dict[Any, SpendBudget], rows: list[Any]) -> list[BudgetFigures]:
+    """`FIGURES_SQL`'s rows (any columns after its eight ignored) as figures."""
     return [
         BudgetFigures(
             budget=by_id[row[0]],
@@ -130,6 +159,16 @@ def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetF
         )
         for row in rows
     ]
+
+
+def budgets_that_apply(
+    *, tenant: Tenant, user_id: str, agent_id: str, model: str
+) -> list[SpendBudget]:
+    """The budgets of `budgets_applying`, without figures or locks."""
+    params = {"tenant": tenant.pk, "user": user_id, "agent": agent_id, "model": model or ""}
+    with connection.cursor() as cursor:
+        query = APPLYING_SQL.as_string(cursor.connection)
+    return list(SpendBudget.objects.raw(query, params))
 
 
 def spend_budgets_of(tenant: Tenant) -> QuerySet[SpendBudget]:

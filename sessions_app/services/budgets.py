@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from sessions_app.errors import NotFound
 from sessions_app.hooks import StepUsage, price_step
-from sessions_app.models import BudgetReservation, ChatSession, Tenant
+from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, Tenant
 from sessions_app.selectors.budgets import (
     NOTHING_HELD,
     BudgetCheck,
@@ -31,7 +31,13 @@ from sessions_app.selectors.budgets import (
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
-from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
+from sessions_app.selectors.spend_budgets import (
+    BudgetFigures,
+    budgets_applying,
+    budgets_figures,
+    budgets_that_apply,
+)
+from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
 # Whole seconds to wait when others' reservations hold what is left: one of them may be
@@ -128,7 +134,83 @@ def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decima
     return None if cost is None else cost.quantize(USD_RESERVATION_STEP, rounding="ROUND_CEILING")
 
 
-@transaction.atomic
+def _session_for_check(
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    lock: bool,
+    now: datetime,
+    known: ChatSession | None = None,
+) -> ChatSession:
+    """The writable session (410 otherwise), locked when reserving. `known`, the session
+    as a turn just committed it, is used as it is unless its own budget needs the lock
+    (period budgets are locked by their own rows)."""
+    usable = known is not None and known.tenant_id == tenant.pk and str(known.pk) == str(session_id)
+    if known is not None and usable and not (lock and _has_budget(known)):
+        session_ensure_writable(session=known, now=now)
+        return known
+    try:
+        query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
+        session = (query.select_for_update() if lock else query).get()
+    except (ValueError, ChatSession.DoesNotExist) as exc:
+        raise NotFound("Session not found.") from exc
+    session_ensure_writable(session=session, now=now)
+    return session
+
+
+def _commit_without_flush() -> None:
+    """A reservation lost with the database's last moments is what a killed worker
+    leaves too (nothing held): no need to wait for the WAL flush under the locks."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+def _decide(
+    *,
+    session: ChatSession,
+    periods: list[BudgetFigures],
+    estimated_tokens: int,
+    estimated_usd: Decimal | None,
+    held: Held,
+    now: datetime,
+) -> tuple[BudgetCheck, PeriodRefusal | None]:
+    """The session's own budget first, then the period budgets in id order."""
+    check = budget_check(
+        session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
+    )
+    if not check.allowed:
+        return check, None
+    refusal = period_refusal(
+        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, now=now
+    )
+    if refusal is None:
+        return check, None
+    denied = BudgetCheck(
+        allowed=False, reason=refusal.reason, tokens_remaining_after=check.tokens_remaining_after
+    )
+    return denied, refusal
+
+
+def _reservation_create(
+    *,
+    session: ChatSession,
+    tokens: int,
+    usd: Decimal | None,
+    held_by: list[BudgetFigures],
+    lease_seconds: int | None,
+    now: datetime,
+) -> BudgetReservation:
+    lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
+    return BudgetReservation.objects.create(
+        session=session,
+        tokens=tokens,
+        cost_usd=usd,
+        budget_ids=[figures.budget.pk for figures in held_by],
+        created_at=now,
+        expires_at=now + timedelta(seconds=lease),
+    )
+
+
 def budget_check_reserve(
     *,
     tenant: Tenant,
@@ -139,75 +221,123 @@ def budget_check_reserve(
     lease_seconds: int | None = None,
     model: str | None = None,
     now: datetime | None = None,
+    session: ChatSession | None = None,
 ) -> BudgetDecision:
     """Check the estimate against the session's budget and every period budget that
     applies to its user, agent and `model` (default: the session's), less live
-    reservations; with `reserve`, hold it for `lease_seconds` when allowed. The session
-    row and the refusing period budgets are locked (as recording a turn locks the
-    session), so two reservations never both take the last of a budget. Nothing to hold
-    against (no budget applies): allowed, and nothing is held."""
+    reservations; with `reserve`, hold it for `lease_seconds` when allowed, under the
+    locks of the session and the refusing period budgets, so two reservations never
+    both take the last of a budget. No budget applies: allowed, nothing held. `session`:
+    as the caller's committed turn left it (spares reading it again). A session without
+    a budget of its own reserves by the one-message fast path."""
     now = now or timezone.now()
-    try:
-        query = ChatSession.objects.filter(tenant=tenant, pk=uuid.UUID(str(session_id)))
-        session = (query.select_for_update() if reserve else query).get()
-    except (ValueError, ChatSession.DoesNotExist) as exc:
-        raise NotFound("Session not found.") from exc
+    ask = _Ask(estimated_tokens, estimated_usd, lease_seconds, model)
+    if session is None:
+        session = _session_for_check(tenant=tenant, session_id=session_id, lock=False, now=now)
+    if reserve and not _has_budget(session):
+        return _check_reserve_periods(tenant=tenant, session=session, ask=ask, now=now)
+    return _check_reserve_locked(
+        tenant=tenant, session_id=session_id, ask=ask, reserve=reserve, now=now, known=session
+    )
+
+
+@dataclass(frozen=True)
+class _Ask:
+    tokens: int
+    usd: Decimal | None
+    lease_seconds: int | None
+    model: str | None
+
+
+def _check_reserve_periods(
+    *, tenant: Tenant, session: ChatSession, ask: _Ask, now: datetime
+) -> BudgetDecision:
+    """Reserving for a session without its own budget: only period budgets hold it."""
     session_ensure_writable(session=session, now=now)
-    model = session_model(session) if model is None else model
+    model = session_model(session) if ask.model is None else ask.model
+    budgets = budgets_that_apply(
+        tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model
+    )
+    refusing = [b for b in budgets if b.action == BudgetAction.REFUSE]
+    usd = ask.usd
+    if usd is None and any(budget.limit_usd is not None for budget in refusing):
+        usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
+    session_check = budget_check(session=session, estimated_tokens=ask.tokens, estimated_usd=usd)
+    if not refusing:
+        periods, reservation = budgets_figures(budgets=budgets, at=now), None
+    else:
+        periods, reservation = period_budgets_reserve(
+            session=session, budgets=budgets, tokens=ask.tokens, usd=usd,
+            session_ok=session_check.allowed, lease_seconds=ask.lease_seconds, now=now,
+        )  # fmt: skip
+    check, refusal = _decide(
+        session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
+        held=NOTHING_HELD, now=now,
+    )  # fmt: skip
+    if check.allowed != (reservation is not None or not refusing):
+        raise RuntimeError("budget reservation: the SQL and Python rules disagree")
+    return BudgetDecision(
+        session=session, check=check, held=NOTHING_HELD, reservation=reservation,
+        periods=periods, refusal=refusal,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def _check_reserve_locked(
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    ask: _Ask,
+    reserve: bool,
+    now: datetime,
+    known: ChatSession | None,
+) -> BudgetDecision:
+    """The plain path: under the session's lock (when reserving against its own budget)
+    and the refusing period budgets' locks, statement by statement."""
+    session = _session_for_check(
+        tenant=tenant, session_id=session_id, lock=reserve, now=now, known=known
+    )
+    model = session_model(session) if ask.model is None else ask.model
     # Everything that needs no budget lock first: checks sharing budgets queue on them.
     held = reservations_held(session=session, now=now) if _has_budget(session) else NOTHING_HELD
     if reserve:
-        # A reservation lost with the database's last moments is what a killed worker
-        # leaves too (nothing held): no need to wait for the WAL flush under the locks.
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+        _commit_without_flush()
     periods = budgets_applying(
-        tenant=tenant,
-        user_id=session.user_id,
-        agent_id=session.agent_id,
-        model=model,
-        at=now,
-        lock=reserve,
-    )
+        tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model,
+        at=now, lock=reserve,
+    )  # fmt: skip
     refusing = [figures for figures in periods if figures.refuses]
-    if estimated_usd is None and any(f.budget.limit_usd is not None for f in refusing):
-        estimated_usd = _usd_estimate(model=model, estimated_tokens=estimated_tokens, now=now)
-    check = budget_check(
-        session=session, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, held=held
-    )
-    refusal = None
-    if check.allowed:
-        refusal = period_refusal(
-            periods=periods,
-            estimated_tokens=estimated_tokens,
-            estimated_usd=estimated_usd,
-            now=now,
-        )
-        if refusal is not None:
-            check = BudgetCheck(
-                allowed=False,
-                reason=refusal.reason,
-                tokens_remaining_after=check.tokens_remaining_after,
-            )
+    usd = ask.usd
+    if usd is None and any(f.budget.limit_usd is not None for f in refusing):
+        usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
+    check, refusal = _decide(
+        session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
+        held=held, now=now,
+    )  # fmt: skip
     reservation = None
     if reserve and check.allowed and (_has_budget(session) or refusing):
-        lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
-        reservation = BudgetReservation.objects.create(
-            session=session,
-            tokens=estimated_tokens,
-            cost_usd=estimated_usd,
-            budget_ids=[figures.budget.pk for figures in refusing],
-            created_at=now,
-            expires_at=now + timedelta(seconds=lease),
-        )
+        reservation = _reservation_create(
+            session=session, tokens=ask.tokens, usd=usd, held_by=refusing,
+            lease_seconds=ask.lease_seconds, now=now,
+        )  # fmt: skip
     return BudgetDecision(
-        session=session,
-        check=check,
-        held=held,
-        reservation=reservation,
-        periods=periods,
+        session=session, check=check, held=held, reservation=reservation, periods=periods,
         refusal=refusal,
-    )
+    )  # fmt: skip
+
+
+def budget_retry_after(decision: BudgetDecision) -> int | None:
+    """Seconds after which a refused check may pass (None when it was allowed): a period
+    budget's end, or sooner when others' leases hold it; a session held by others'
+    reservations, when a lease may end or a turn be recorded; else a minute, since a
+    session's budget does not refill by itself."""
+    if decision.check.allowed:
+        return None
+    if decision.refusal is not None:
+        return decision.refusal.retry_after
+    if decision.held.count:
+        return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+    return RESERVED_RETRY_SECONDS
 
 
 # The named reservation if live, else the session's oldest live one; and the session's

@@ -3,13 +3,17 @@
 Every recorded step with tokens or cost adds to each budget of its tenant that applies
 to it (its session's user and agent, its own model), in the period that contains the
 recording time; a turn recorded without a check counts all the same, and nothing is
-refused here. One INSERT … ON CONFLICT per recording call, rows in (budget, period)
-order, so that concurrent recorders queue on shared rows instead of deadlocking.
+refused here. One INSERT … ON CONFLICT per recording call, into the shard rows of the
+recording connection (`BudgetSpend.shard`): the turn holds those rows until it commits,
+and concurrent turns under the same budgets, on other connections, do not wait for it.
+Rows go in (budget, period) order, so recorders sharing a shard queue, not deadlock.
 
-Thresholds: when an upsert moves a period's spend past one of the budget's
+Thresholds: when an upsert moves a period's total spend past one of the budget's
 `alert_thresholds` (percent of either limit) above the highest already alerted, the
-row's `alerted` moves up under the row lock the upsert holds, so each threshold fires
-once per budget and period; `budget_threshold_crossed` is sent after commit.
+period's alerted mark (on shard 0) moves up by a conditional upsert, which only one
+transaction wins, so each threshold fires once per budget and period;
+`budget_threshold_crossed` is sent after commit. A turn sees the others' spend once
+they committed, so under concurrent turns a crossing may be noticed by the next turn.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from functools import cache
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
+from psycopg import sql
 
 from sessions_app.errors import InvalidInput
 from sessions_app.hooks import budget_threshold_crossed
@@ -30,12 +35,13 @@ from sessions_app.models import (
     BudgetAction,
     BudgetPeriod,
     BudgetScope,
+    BudgetSpend,
     SpendBudget,
     Tenant,
     TurnStep,
 )
 from sessions_app.models.spend_budgets import SCOPE_KEYS
-from sessions_app.selectors.spend_budgets import PERIOD_START_SQL
+from sessions_app.selectors.spend_budgets import PERIOD_START_SQL, SPEND_SHARD_SQL
 
 EDITABLE_FIELDS = (
     "name",
@@ -164,30 +170,45 @@ def spend_budget_delete(*, budget: SpendBudget) -> None:
     budget.delete()
 
 
-# Constant text (the period expression included); every value is a parameter.
-_SPEND_SQL = (
-    "WITH up AS (INSERT INTO budget_spend"  # noqa: S608 - constant text
-    " (budget_id, period_start, tokens, cost_usd, alerted, updated_at)"
-    " SELECT b.id, " + PERIOD_START_SQL + ", sum(s.tokens), sum(s.cost), 0, %(at)s"
-    " FROM spend_budget AS b JOIN unnest(%(users)s::text[], %(agents)s::text[],"
+# Every recorded step's spend, summed per (budget, period) it falls under, added to the
+# shard of this connection (`SPEND_SHARD`); each row comes back with the period's total
+# over all its shards and the highest threshold already alerted.
+SPEND_SQL = sql.SQL(
+    "WITH up AS (INSERT INTO {spend} (budget_id, period_start, shard, tokens, cost_usd,"
+    " alerted, updated_at)"
+    " SELECT b.id, {period_start}, {shard}, sum(s.tokens), sum(s.cost), 0, %(at)s"
+    " FROM {budget} AS b JOIN unnest(%(users)s::text[], %(agents)s::text[],"
     " %(models)s::text[], %(tokens)s::bigint[], %(costs)s::numeric[])"
     " AS s(user_id, agent_id, model, tokens, cost)"
     " ON (b.user_id = '' OR b.user_id = s.user_id)"
     " AND (b.agent_id = '' OR b.agent_id = s.agent_id)"
     " AND (b.model = '' OR b.model = lower(s.model))"
     " WHERE b.tenant_id = %(tenant)s GROUP BY 1, 2 ORDER BY 1, 2"
-    " ON CONFLICT (budget_id, period_start) DO UPDATE SET"
-    " tokens = budget_spend.tokens + EXCLUDED.tokens,"
-    " cost_usd = budget_spend.cost_usd + EXCLUDED.cost_usd, updated_at = EXCLUDED.updated_at"
-    " RETURNING budget_id, period_start, tokens, cost_usd, alerted)"
-    " SELECT up.budget_id, up.period_start, up.tokens, up.cost_usd, up.alerted,"
+    " ON CONFLICT (budget_id, period_start, shard) DO UPDATE SET"
+    " tokens = {spend}.tokens + EXCLUDED.tokens,"
+    " cost_usd = {spend}.cost_usd + EXCLUDED.cost_usd, updated_at = EXCLUDED.updated_at"
+    " RETURNING budget_id, period_start, shard, tokens, cost_usd, alerted)"
+    " SELECT up.budget_id, up.period_start, up.tokens + coalesce(o.tokens, 0),"
+    " up.cost_usd + coalesce(o.cost_usd, 0), greatest(up.alerted, coalesce(o.alerted, 0)),"
     " b.limit_tokens, b.limit_usd, b.alert_thresholds"
-    " FROM up JOIN spend_budget AS b ON b.id = up.budget_id"
+    " FROM up JOIN {budget} AS b ON b.id = up.budget_id"
+    " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd,"
+    " max(t.alerted) AS alerted FROM {spend} AS t WHERE t.budget_id = up.budget_id"
+    " AND t.period_start = up.period_start AND t.shard <> up.shard) AS o ON true"
+).format(
+    spend=sql.Identifier(BudgetSpend._meta.db_table),
+    budget=sql.Identifier(SpendBudget._meta.db_table),
+    period_start=PERIOD_START_SQL,
+    shard=SPEND_SHARD_SQL,
 )
-_ALERTED_SQL = (
-    "UPDATE budget_spend SET alerted = %s WHERE budget_id = %s AND period_start = %s"
-    " AND alerted < %s"
-)
+# Raise the period's alerted mark (kept on shard 0) to a threshold; a row comes back only
+# for the one caller that raised it, which alone sends the alert.
+ALERTED_SQL = sql.SQL(
+    "INSERT INTO {spend} AS t (budget_id, period_start, shard, tokens, cost_usd, alerted,"
+    " updated_at) VALUES (%(budget)s, %(start)s, 0, 0, 0, %(threshold)s, %(at)s)"
+    " ON CONFLICT (budget_id, period_start, shard) DO UPDATE SET alerted = EXCLUDED.alerted"
+    " WHERE t.alerted < EXCLUDED.alerted RETURNING t.budget_id"
+).format(spend=sql.Identifier(BudgetSpend._meta.db_table))
 
 
 @dataclass(frozen=True)
@@ -232,33 +253,47 @@ def period_budgets_spend(*, tenant_id: int, steps: list[TurnStep], at: datetime)
         "costs": [s.cost_usd or Decimal(0) for s in spending],
     }
     with connection.cursor() as cursor:
-        cursor.execute(_SPEND_SQL, params)
+        cursor.execute(SPEND_SQL, params)
         rows = cursor.fetchall()
-    crossed = []
-    for budget_id, start, tokens, usd, alerted, limit_tokens, limit_usd, thresholds in rows:
-        percent = spend_percent(
-            tokens=tokens, usd=usd, limit_tokens=limit_tokens, limit_usd=limit_usd
-        )
-        if isinstance(thresholds, str):  # Django's connections read jsonb as text
-            thresholds = json.loads(thresholds)
-        reached = [t for t in thresholds or [] if alerted < t <= percent]
-        if reached:
-            crossed.append(
-                ThresholdCrossed(
-                    budget_id=budget_id,
-                    period_start=start,
-                    threshold=max(reached),
-                    spent_tokens=int(tokens),
-                    spent_usd=Decimal(usd),
-                )
-            )
+    crossed = [item for item in map(_threshold_crossed, rows) if item is not None]
     if crossed:
-        with connection.cursor() as cursor:
-            for item in crossed:
-                cursor.execute(
-                    _ALERTED_SQL,
-                    [item.threshold, item.budget_id, item.period_start, item.threshold],
-                )
+        crossed = _alerts_claimed(crossed, at=at)
+    if crossed:
         transaction.on_commit(
             lambda: budget_threshold_crossed.send(sender=SpendBudget, crossed=crossed)
         )
+
+
+def _threshold_crossed(row: tuple[Any, ...]) -> ThresholdCrossed | None:
+    """The highest threshold this spend reached above the one already alerted, if any."""
+    budget_id, start, tokens, usd, alerted, limit_tokens, limit_usd, thresholds = row
+    percent = spend_percent(tokens=tokens, usd=usd, limit_tokens=limit_tokens, limit_usd=limit_usd)
+    if isinstance(thresholds, str):  # Django's connections read jsonb as text
+        thresholds = json.loads(thresholds)
+    reached = [t for t in thresholds or [] if alerted < t <= percent]
+    if not reached:
+        return None
+    return ThresholdCrossed(
+        budget_id=budget_id,
+        period_start=start,
+        threshold=max(reached),
+        spent_tokens=int(tokens),
+        spent_usd=Decimal(usd),
+    )
+
+
+def _alerts_claimed(crossed: list[ThresholdCrossed], *, at: datetime) -> list[ThresholdCrossed]:
+    """The crossings this transaction is the first to claim (the period's alerted mark
+    moves up under its row lock); a concurrent turn that crossed the same threshold
+    claims nothing, so each threshold alerts once per budget and period."""
+    claimed = []
+    with connection.cursor() as cursor:
+        for item in sorted(crossed, key=lambda c: (str(c.budget_id), c.period_start)):
+            cursor.execute(
+                ALERTED_SQL,
+                {"budget": item.budget_id, "start": item.period_start,
+                 "threshold": item.threshold, "at": at},
+            )  # fmt: skip
+            if cursor.fetchone() is not None:
+                claimed.append(item)
+    return claimed

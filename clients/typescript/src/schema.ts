@@ -1641,6 +1641,31 @@ export interface components {
             /** @description The message text. */
             content: string;
         };
+        NextCallRequest: {
+            /**
+             * Format: int64
+             * @description Input + output tokens the next call is about to spend.
+             */
+            estimated_tokens: number;
+            /** @description USD the next call is about to spend, if the agent knows. */
+            estimated_cost_usd?: string | number;
+            /** @description The model of the next call, for model budgets; default: the session's. */
+            model?: string;
+            /** @description How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60). */
+            lease_seconds?: number;
+        };
+        NextCallResult: {
+            /** @description May the next call go ahead? */
+            allowed: boolean;
+            /** @description Why not, for a human; blank when allowed. */
+            reason: string;
+            /** @description Seconds before asking again; null when allowed. */
+            retry_after: number | null;
+            /** @description Tokens of the session's budget left after the estimate; null: none. */
+            tokens_remaining_after: number | null;
+            /** @description The reservation taken; the next turn spends it. Null when refused or when no budget applies. */
+            reservation: components["schemas"]["BudgetReservation"] | null;
+        };
         /**
          * @description * `default` - default
          *     * `settings` - settings
@@ -2743,6 +2768,8 @@ export interface components {
              * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent.
              */
             reservation_id?: string;
+            /** @description Also check and reserve the budget for the next call, after the turn is stored, as `POST …/budget/check` with `reserve: true` would; the answer's `next_call` says whether it may go ahead. The turn is stored either way. */
+            reserve_next?: components["schemas"]["NextCallRequest"];
         };
         TurnRecorded: {
             /** @description The recorded turn with its steps. */
@@ -2759,6 +2786,24 @@ export interface components {
             };
             /** @description budget_exceeded, price_missing, session_rotated. */
             warnings: components["schemas"]["TurnWarning"][];
+        };
+        TurnRecordedReserving: {
+            /** @description The recorded turn with its steps. */
+            turn: components["schemas"]["Turn"];
+            /** @description The session after the turn. */
+            session: components["schemas"]["SessionBrief"];
+            /** @description The session's new totals. */
+            readonly totals: {
+                [key: string]: unknown;
+            };
+            /** @description The session's budget state. */
+            readonly budget: {
+                [key: string]: unknown;
+            };
+            /** @description budget_exceeded, price_missing, session_rotated. */
+            warnings: components["schemas"]["TurnWarning"][];
+            /** @description Present when the turn was sent with `reserve_next`. */
+            next_call?: components["schemas"]["NextCallResult"];
         };
         TurnStep: {
             /** @description 1-based position of the call in the turn. */
@@ -6163,7 +6208,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TurnRecorded"];
+                    "application/json": components["schemas"]["TurnRecordedReserving"];
                 };
             };
             /** @description invalid: `error.fields` names each bad field */

@@ -43,9 +43,11 @@ def turn_body(
     state: dict[str, Any] = _OMIT,
     duration_ms: int = _OMIT,
     occurred_at: datetime | str = _OMIT,
+    reservation_id: str = _OMIT,
 ) -> dict[str, Any]:
     """A turn's JSON body. `occurred_at` (when the exchange happened; default now on the
-    server) may be an aware datetime or an ISO 8601 string."""
+    server) may be an aware datetime or an ISO 8601 string; `reservation_id`, the budget
+    reservation the turn spends (from `budget_check(reserve=True)`)."""
     if isinstance(occurred_at, datetime):
         occurred_at = occurred_at.isoformat()
     return _body(
@@ -57,6 +59,7 @@ def turn_body(
         state=state,
         duration_ms=duration_ms,
         occurred_at=occurred_at,
+        reservation_id=reservation_id,
         steps=[dict(step) for step in steps],
     )
 

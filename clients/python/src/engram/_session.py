@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,25 @@ class _Handle:
         return self.client.context(self.id, query=query, **params)
 
 
+def reserve_check_fields(reserve: int | Mapping[str, Any]) -> dict[str, Any]:
+    """`budget_check` arguments for a turn block's `reserve`: a token estimate, or a
+    mapping of `estimated_tokens` with `estimated_cost_usd`, `model`, `lease_seconds`."""
+    fields = {"estimated_tokens": reserve} if isinstance(reserve, int) else dict(reserve)
+    if "estimated_tokens" not in fields:
+        raise ValueError("reserve needs estimated_tokens")
+    return {**fields, "reserve": True}
+
+
+def _turn_reserving(session_id: str, check: Any, user_message: str, fields: Any) -> Turn:
+    """The block's turn, spending the reservation the check took (if one was needed)."""
+    reservation = (check or {}).get("reservation")
+    if reservation:
+        fields = {**fields, "reservation_id": reservation["id"]}
+    turn = Turn(session_id, user_message=user_message, **fields)
+    turn.reservation = reservation
+    return turn
+
+
 class Session(_Handle):
     """A session of the sync client. Every session-scoped call of `Engram` is here with
     the id bound: `record_turn`, `store_results`, `resolve`, `add_selection`, `context`…"""
@@ -93,11 +112,23 @@ class Session(_Handle):
     client: Engram
 
     @contextmanager
-    def turn(self, user_message: str = "", **fields: Any) -> Iterator[Turn]:
+    def turn(
+        self,
+        user_message: str = "",
+        *,
+        reserve: int | Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Iterator[Turn]:
         """Collects steps and records the turn once, on exit. If the block raises, the
         turn is still recorded (the failing step marked failed, the error kept) and the
-        exception goes on."""
-        turn = Turn(self.id, user_message=user_message, **fields)
+        exception goes on. With `reserve` (estimated tokens, or a mapping with
+        `estimated_tokens`, `estimated_cost_usd`, `model`, `lease_seconds`), the budget
+        is checked and reserved before the block runs (`BudgetExceeded` then, and the
+        block does not run) and the recorded turn spends the reservation."""
+        check = None
+        if reserve is not None:
+            check = self.client.budget_check(self.id, **reserve_check_fields(reserve))
+        turn = _turn_reserving(self.id, check, user_message, fields)
         token = turn.open()
         try:
             yield turn
@@ -121,8 +152,18 @@ class AsyncSession(_Handle):
     client: AsyncEngram
 
     @asynccontextmanager
-    async def turn(self, user_message: str = "", **fields: Any) -> AsyncIterator[Turn]:
-        turn = Turn(self.id, user_message=user_message, **fields)
+    async def turn(
+        self,
+        user_message: str = "",
+        *,
+        reserve: int | Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> AsyncIterator[Turn]:
+        """As `Session.turn`, `reserve` included."""
+        check = None
+        if reserve is not None:
+            check = await self.client.budget_check(self.id, **reserve_check_fields(reserve))
+        turn = _turn_reserving(self.id, check, user_message, fields)
         token = turn.open()
         try:
             yield turn

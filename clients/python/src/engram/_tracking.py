@@ -41,6 +41,7 @@ class Turn:
         self.idempotency_key = new_idempotency_key()
         self.error: BaseException | None = None
         self.result: Any = None  # the server's answer once recorded (None in background)
+        self.reservation: dict[str, Any] | None = None  # the budget it spends, if reserved
         self._started = time.monotonic()
         self._mark = self._started
         self._failed_steps: set[int] = set()

@@ -1,0 +1,108 @@
+"""The MCP `budget_check` tool through a real `mcp` client over streamable HTTP: it
+reserves against the period budgets of the session's user, the turn recorded with
+`turn_record` spends the reservation, and at the limit the tool refuses, saying when
+to ask again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from django.db import connection
+
+from sessions_app.models import BudgetReservation
+from sessions_app.services.api_keys import IssuedKey, tenant_get_or_create
+from sessions_app.services.spend_budgets import spend_budget_create
+from tests.integrations.test_mcp import data, http_session
+
+STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 900,
+        "output_tokens": 100}  # fmt: skip
+
+
+def live_reservations() -> list[Any]:
+    """Read on a worker thread, whose connection is closed after (no Django request)."""
+    try:
+        return list(BudgetReservation.objects.values_list("pk", flat=True))
+    finally:
+        connection.close()
+
+
+def test_budget_check_reserves_and_the_recorded_turn_spends_it(
+    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
+) -> None:
+    budget = spend_budget_create(
+        tenant=tenant_get_or_create(name="acme"), scope="user", user_id="maria",
+        period="day", limit_tokens=2000,
+    )  # fmt: skip
+    url = f"{live_server.url}/mcp/"
+    held: list[Any] = []
+
+    async def main() -> None:
+        async with http_session(url, live_key.secret) as session:
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            schema = tools["budget_check"].input_schema
+            assert set(schema["required"]) == {"session_id", "estimated_tokens"}
+            opened = data(
+                await session.call_tool(
+                    "session_open",
+                    {"agent_id": "shop", "external_session_id": "c-9", "user_id": "maria"},
+                )
+            )
+            sid = opened["session"]["id"]
+            for _ in range(2):
+                check = data(
+                    await session.call_tool(
+                        "budget_check",
+                        {"session_id": sid, "estimated_tokens": 1000, "model": "gpt-4o-mini"},
+                    )
+                )
+                assert check["allowed"] is True and check["reservation"]["tokens"] == 1000
+                assert [b["id"] for b in check["budgets"]] == [str(budget.pk)]
+                held.append(await anyio.to_thread.run_sync(live_reservations))
+                turn = await session.call_tool("turn_record", {"session_id": sid, "steps": [STEP]})
+                assert data(turn)["turn"]["input_tokens"] == 900
+            refused = await session.call_tool(
+                "budget_check", {"session_id": sid, "estimated_tokens": 1}
+            )
+            assert refused.is_error
+            text = refused.content[0].text
+            assert "budget_exceeded" in text and "Ask again in" in text
+            bad = await session.call_tool(
+                "budget_check", {"session_id": sid, "estimated_tokens": -5}
+            )
+            assert bad.is_error and "estimated_tokens" in bad.content[0].text
+        # Another tenant's key cannot check this session.
+        async with http_session(url, other_live_key.secret) as foreign:
+            await foreign.initialize()
+            refused = await foreign.call_tool(
+                "budget_check", {"session_id": sid, "estimated_tokens": 1}
+            )
+            assert refused.is_error and "not_found" in refused.content[0].text
+
+    anyio.run(main)
+    assert [len(ids) for ids in held] == [1, 1]  # one live reservation before each turn
+    assert not BudgetReservation.objects.exists()  # each turn spent its own
+
+
+def test_a_check_without_reserve_holds_nothing(live_server: Any, live_key: IssuedKey) -> None:
+    spend_budget_create(
+        tenant=tenant_get_or_create(name="acme"), scope="tenant", period="month",
+        limit_tokens=10_000,
+    )  # fmt: skip
+
+    async def main() -> dict[str, Any]:
+        async with http_session(f"{live_server.url}/mcp/", live_key.secret) as session:
+            await session.initialize()
+            opened = data(
+                await session.call_tool(
+                    "session_open", {"agent_id": "a", "external_session_id": "x", "user_id": "u"}
+                )
+            )
+            args = {"session_id": opened["session"]["id"], "estimated_tokens": 500}
+            return data(await session.call_tool("budget_check", {**args, "reserve": False}))
+
+    check = anyio.run(main)
+    assert check["allowed"] is True and check["reservation"] is None
+    assert check["budgets"][0]["reserved_tokens"] == 0
+    assert not BudgetReservation.objects.exists()
