@@ -138,6 +138,7 @@ def _median_round(rounds: list[LoadResult]) -> dict[str, Any]:
 
 def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[Any]:
     from django.db import connection, transaction
+    from psycopg import sql
 
     from memory_app.selectors.memories import Actor
     from memory_app.selectors.search import search_where  # the search's own filters
@@ -152,11 +153,11 @@ def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")  # belt and braces: no HNSW
-        cursor.execute(
-            f"SELECT m.id FROM memory m WHERE {filters.sql} "
-            "ORDER BY m.embedding <=> %(q)s::vector, m.id LIMIT %(k)s",
-            {**params, "q": str(vector), "k": K},
-        )
+        exact = sql.SQL(
+            "SELECT m.id FROM memory m WHERE {} ORDER BY m.embedding <=> %(q)s::vector, m.id"
+            " LIMIT %(k)s"
+        ).format(filters.sql)
+        cursor.execute(exact, {**params, "q": str(vector), "k": K})
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -200,9 +201,11 @@ def _recall(tenant: Any, queries: list[str], users: list[str], vectors: list[lis
 def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float]) -> dict[str, Any]:
     """The plan of the search's vector step (same SQL and SET LOCALs), summarised."""
     from django.db import connection, transaction
+    from psycopg import sql
 
     from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import EF_SEARCH, nearest_sql, search_where
+    from memory_app.selectors.search import search_where
+    from memory_app.selectors.search.vector import EF_SEARCH, nearest_sql
 
     filters, params = search_where(
         tenant=tenant,
@@ -214,9 +217,9 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
     )
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+        cursor.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
         cursor.execute(
-            f"EXPLAIN (ANALYZE, FORMAT JSON) {nearest_sql(filters)}",
+            sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(nearest_sql(filters)),
             {**params, "q": str(vector), "k": 30},
         )
         plan = cursor.fetchone()[0][0]
@@ -532,8 +535,7 @@ once into the OS page cache (`pg_prewarm`, bench.memory_data.prewarm_memory), th
 of the tenant's 1,000 users is searched once in both shapes with queries the measured
 requests never send: every size is measured as a server that has answered its users
 before (PostgreSQL's buffer pool a quarter of memory, config.embedded), not partly on
-the VM's disk or in the OS page cache (first searches: "Search latency notes (issue 11,
-sessions 8 and 9)").
+the VM's disk or in the OS page cache.
 "user" = `user_id` set (one user's memories); "tenant" = `acting_user_id` only
 (public + own + shared-with-me); "user, repeated" = the "user" requests again (vectors
 cached). Load = the machine's 1-minute load average as the shape started (2 cores).

@@ -8,8 +8,8 @@
   session list/detail, budget check, turn writes, usage, health, an unknown route.
 - Measured: status counts (5xx must be 0) and the most PostgreSQL client connections seen
   in pg_stat_activity, sampled every 100 ms, against the bound the pool sets:
-  workers x pool size. Before issue 13 runserver kept one idle connection per client
-  connection and ran out after ~1,500 requests.
+  workers x pool size. (Without that bound, a server that keeps one idle connection per
+  client connection runs out after ~1,500 requests.)
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def measure(
                     f"{statistics.median(out[mode]['user'][-queries:]):.2f} ms"
                 )
     finally:
-        _set_fastupdate(False)  # as migration 0259 leaves them
+        _set_fastupdate(False)  # as the migrations leave them
     figures: dict[str, Any] = {"rounds": rounds, "background": background, "batch": batch}
     for mode, series in out.items():
         figures[mode] = {

@@ -1,5 +1,5 @@
 """`python -m bench.locomo_ablation --data ../shared/eval-data/locomo-dev.json`: the
-scoring settings tried for issue 11's LoCoMo recall, each scored on the same data in one
+scoring settings tried for LoCoMo recall, each scored on the same data in one
 run, so that a choice can be reported beside every alternative that was tried.
 
 The HTTP run (`bench.locomo_eval`) takes minutes per setting (every turn embedded and
@@ -33,7 +33,7 @@ import numpy as np
 from bench.locomo_eval import KS, Conversation, _evidence, load
 
 POOL_LIMIT = 20  # the protocol searches with limit 20
-ACCESS_SATURATION = 20  # memory_app.selectors.search
+ACCESS_SATURATION = 20  # memory_app.selectors.search.fusion
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
 CHUNK = 5000  # rows per transaction; fixed, so that chunk i's noise never depends on N
 NOISE_NORM = 0.35  # expected norm of the perturbation of a unit vector (cosine ≈ 0.94)
-# The migrations' HNSW graphs (memory_app/migrations/0252_issue11_hnsw_m32.py, all
-# memories; 0254_issue11_visibility_branch_indexes.py, the public ones), to rebuild them.
+# The HNSW graphs memory_app's migrations create (over all memories, and over the public
+# ones), to rebuild them.
 HNSW_INDEXES = {
     "memory_embedding_hnsw": (
         "CREATE INDEX IF NOT EXISTS memory_embedding_hnsw ON memory USING hnsw "

@@ -1,11 +1,11 @@
-"""`python -m bench.search_overheads`: what a memory search spends outside the index, old
-way against new way, in one process, alternating (issue 11, "faster queries").
+"""`python -m bench.search_overheads`: what a memory search spends outside the index, the
+plain way against the way Engram takes, in one process, alternating.
 
 - Query embedding: MiniLM on torch (sentence-transformers) / the same weights on ONNX
   Runtime (the default runtime); MiniLM on the query (no cache) / the per-process LRU /
   the Valkey vector shared between workers (a process whose LRU does not have it).
-- Access statistics: the UPDATE the request used to run on its hits / the one Valkey
-  round trip that buffers them now (the flush runs in beat).
+- Access statistics: an UPDATE of the hits in the request (the fallback without Valkey) /
+  the one Valkey round trip that buffers them (the flush runs in beat).
 - Serialisation of a 10-hit answer: DRF's SearchResultSerializer / `memory_data`.
 
 Each pair runs `rounds` times alternately and reports the medians and their ratio, so

@@ -107,73 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
-        if not os.environ.get("DATABASE_URL"):
-            port = int(os.environ.get("ENGRAM_PG_PORT", "54329"))
-            postgres = EmbeddedPostgres(DATA / "pgdata", port)
-            servers.append(postgres)
-            os.environ["DATABASE_URL"] = postgres.start()
-            say("stack", f"embedded PostgreSQL on 127.0.0.1:{port} (data in {DATA / 'pgdata'})")
-        if not os.environ.get("REDIS_URL"):
-            port = int(os.environ.get("ENGRAM_VALKEY_PORT", "63799"))
-            if port_is_open(port):
-                raise SystemExit(f"port {port} is taken; set ENGRAM_VALKEY_PORT or REDIS_URL")
-            valkey = EmbeddedValkey(DATA / "valkey", port)
-            servers.append(valkey)
-            os.environ["REDIS_URL"] = valkey.start()
-            say("stack", f"embedded Valkey on 127.0.0.1:{port}")
+        _start_servers(servers)
         host = os.environ.get("ENGRAM_HOST", "127.0.0.1")
         web_port = os.environ.get("ENGRAM_PORT", "8000")
         # Links Engram prints or hands out (demo banner, cart links) point at this server.
         os.environ.setdefault("ENGRAM_PUBLIC_BASE_URL", f"http://{host}:{web_port}")
-        _manage("migrate", "--no-input", "-v", "0")
-        _manage("sync_schedules")
-        _manage_quietly(
-            "prepare_embedder",
-            announce="loading the embedding model (the first run exports it to ONNX: "
-            "a minute or more)…",
-        )
-        _manage("load_demo")
+        _prepare_database_and_model()
         web_argv, web_env = web_command(dev, host, web_port)
-        commands = {
-            "web": web_argv,
-            "worker": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-l",
-                "info",
-                "--concurrency",
-                "2",
-                "-n",
-                "engram@%h",
-            ],
-            "beat": [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "beat",
-                "-l",
-                "info",
-                "--schedule",
-                str(DATA / "celerybeat-schedule"),
-            ],
-        }
+        commands = {"web": web_argv, "worker": WORKER_ARGV, "beat": beat_argv()}
         for name, command in commands.items():
-            process = subprocess.Popen(  # noqa: S603
-                command,
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **(web_env if name == "web" else {})},
-            )
-            children[name] = process
-            threading.Thread(target=_pump, args=(name, process.stdout), daemon=True).start()
+            children[name] = _spawn(name, command, web_env if name == "web" else {})
         served_by = "runserver (reloads on change)" if dev else "gunicorn " + describe_sizing()
         say("stack", f"web on http://{host}:{web_port}/  via {served_by}")
         say("stack", "admin /admin/, API docs /api/docs/")
@@ -186,20 +129,88 @@ def main(argv: list[str] | None = None) -> int:
             stopping.wait(0.5)
         return 0
     finally:
-        say("stack", "stopping…")
-        for process in children.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for process in children.values():
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        for server in reversed(servers):
-            server.stop()
-        say("stack", "stopped")
+        _stop_all(children, servers)
+
+
+WORKER_ARGV = [
+    sys.executable,
+    *("-m", "celery", "-A", "config", "worker", "-l", "info"),
+    *("--concurrency", "2", "-n", "engram@%h"),
+]
+
+
+def beat_argv() -> list[str]:
+    return [
+        sys.executable,
+        *("-m", "celery", "-A", "config", "beat", "-l", "info"),
+        *("--schedule", str(DATA / "celerybeat-schedule")),
+    ]
+
+
+def _start_servers(servers: list[EmbeddedPostgres | EmbeddedValkey]) -> None:
+    """The embedded PostgreSQL and Valkey, unless DATABASE_URL / REDIS_URL name servers;
+    each started one is appended to `servers` (stopped in reverse order)."""
+    if not os.environ.get("DATABASE_URL"):
+        port = int(os.environ.get("ENGRAM_PG_PORT", "54329"))
+        postgres = EmbeddedPostgres(DATA / "pgdata", port)
+        servers.append(postgres)
+        os.environ["DATABASE_URL"] = postgres.start()
+        say("stack", f"embedded PostgreSQL on 127.0.0.1:{port} (data in {DATA / 'pgdata'})")
+    if not os.environ.get("REDIS_URL"):
+        port = int(os.environ.get("ENGRAM_VALKEY_PORT", "63799"))
+        if port_is_open(port):
+            raise SystemExit(f"port {port} is taken; set ENGRAM_VALKEY_PORT or REDIS_URL")
+        valkey = EmbeddedValkey(DATA / "valkey", port)
+        servers.append(valkey)
+        os.environ["REDIS_URL"] = valkey.start()
+        say("stack", f"embedded Valkey on 127.0.0.1:{port}")
+
+
+def _prepare_database_and_model() -> None:
+    """Migrations, the periodic schedule, the embedding model and the demo data."""
+    _manage("migrate", "--no-input", "-v", "0")
+    _manage("sync_schedules")
+    _manage_quietly(
+        "prepare_embedder",
+        announce="loading the embedding model (the first run exports it to ONNX: "
+        "a minute or more)…",
+    )
+    _manage("load_demo")
+
+
+def _spawn(name: str, command: list[str], extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start one process of the stack, its output prefixed with `name`."""
+    process = subprocess.Popen(  # noqa: S603
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # Ctrl-C reaches us only; we stop them in order
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **extra_env},
+    )
+    threading.Thread(target=_pump, args=(name, process.stdout), daemon=True).start()
+    return process
+
+
+def _stop_all(
+    children: dict[str, subprocess.Popen[bytes]], servers: list[EmbeddedPostgres | EmbeddedValkey]
+) -> None:
+    """SIGTERM to every process group, SIGKILL to those still up after 15 s, then the
+    servers in reverse order of start."""
+    say("stack", "stopping…")
+    for process in children.values():
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for process in children.values():
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for server in reversed(servers):
+        server.stop()
+    say("stack", "stopped")
 
 
 if __name__ == "__main__":

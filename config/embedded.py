@@ -46,13 +46,12 @@ def _make_traversable(path: Path) -> None:
 
 def shared_buffers_mb(memory_bytes: int | None = None) -> int:
     """PostgreSQL's buffer pool for this machine: a quarter of its memory (the manual's
-    starting point for a server of 1 GB or more), between 128 MB and 8 GB. A fixed
-    256 MB held little of the ~3.3 GB a search of a million memories reads from (the
-    covering (tenant, user) index, the heap, the public HNSW graph, the GINs): searches
-    copied their pages from the OS page cache again and took 1.2-1.5x (p50 to p95) the
-    time of searches whose pages were in the pool (bench/RESULTS.md, B2). Memory is
-    taken as pages are used, so a small
-    database costs no more."""
+    starting point for a server of 1 GB or more), between 128 MB and 8 GB. A small fixed
+    pool (256 MB) holds little of the ~3.3 GB a search of a million memories reads from
+    (the covering (tenant, user) index, the heap, the public HNSW graph, the GINs), so
+    searches copy their pages from the OS page cache again and are slower at every
+    percentile (docs/decisions/search-sizing-figures.md). Memory is taken as pages are
+    used, so a small database costs no more."""
     if memory_bytes is None:
         try:
             memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

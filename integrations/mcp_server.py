@@ -49,6 +49,10 @@ MemoryTypeName = Literal[
 ]
 
 
+# `call(mcp_tools.fn, **arguments)`: runs fn for the server's tenant, a ToolError on refusal.
+BoundCall = Callable[..., dict[str, Any]]
+
+
 class Step(BaseModel):
     """One LLM or tool call of a turn (the REST API's step, as a tool argument)."""
 
@@ -65,14 +69,8 @@ class Step(BaseModel):
     error: str | None = Field(None, max_length=10_000, description="The error, if it failed.")
 
 
-def build_server(tenant: Tenant) -> MCPServer:
-    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
-
-    def call(fn: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
-        try:
-            return mcp_tools.run_tool(lambda: fn(tenant, **arguments))
-        except mcp_tools.ToolCallError as exc:
-            raise ToolError(str(exc)) from exc
+def _register_session_tools(server: MCPServer, call: BoundCall) -> None:
+    """session_open: the session of a conversation."""
 
     @server.tool(
         description="Find or create the session for your conversation. Give the agent's "
@@ -97,6 +95,10 @@ def build_server(tenant: Tenant) -> MCPServer:
             user_id=user_id,
             budget_tokens=budget_tokens,
         )
+
+
+def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
+    """turn_record: one exchange and its LLM calls."""
 
     @server.tool(
         description="Record one exchange of the conversation: what the user said, what "
@@ -142,6 +144,10 @@ def build_server(tenant: Tenant) -> MCPServer:
             idempotency_key=idempotency_key,
             body=body,
         )
+
+
+def _register_memory_tools(server: MCPServer, call: BoundCall) -> None:
+    """memory_add and memory_search: long-term memory of a user."""
 
     @server.tool(
         description="Remember something about the user for later conversations (a "
@@ -192,6 +198,10 @@ def build_server(tenant: Tenant) -> MCPServer:
             limit=limit,
         )
 
+
+def _register_context_tools(server: MCPServer, call: BoundCall) -> None:
+    """context_get and resolve_reference: reads of a session."""
+
     @server.tool(
         description="The context for your next LLM call: the recent conversation, "
         "summaries, focus, cart and relevant memories, packed under a token budget. "
@@ -224,6 +234,10 @@ def build_server(tenant: Tenant) -> MCPServer:
             mcp_tools.resolve_reference, session_id=session_id, ref=ref, set_focus=set_focus
         )
 
+
+def _register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
+    """cart_add, cart_list and usage_report: the cart and the spend."""
+
     @server.tool(
         description="Add an item to the session's cart, by its MPN or by a phrase "
         "('the cheapest'). Adding an item twice does nothing."
@@ -251,4 +265,26 @@ def build_server(tenant: Tenant) -> MCPServer:
     ) -> dict[str, Any]:
         return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
 
+
+# The groups in the order the tools are listed to clients.
+TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
+    _register_session_tools,
+    _register_turn_tools,
+    _register_memory_tools,
+    _register_context_tools,
+    _register_workspace_tools,
+)
+
+
+def build_server(tenant: Tenant) -> MCPServer:
+    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+
+    def call(fn: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+        try:
+            return mcp_tools.run_tool(lambda: fn(tenant, **arguments))
+        except mcp_tools.ToolCallError as exc:
+            raise ToolError(str(exc)) from exc
+
+    for register in TOOL_GROUPS:
+        register(server, call)
     return server

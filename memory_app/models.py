@@ -233,7 +233,7 @@ class Memory(models.Model):
         ]
         indexes = [
             # A user's memories, newest first, with what the vector step of a search of
-            # one user's memories reads (migration 0254): an index-only scan of a few
+            # one user's memories reads: an index-only scan of a few
             # dozen pages instead of a heap page and a TOAST value per memory.
             models.Index(
                 fields=["tenant", "user_id", "-created_at"],
@@ -246,21 +246,21 @@ class Memory(models.Model):
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
             GinIndex(fields=["metadata"], name="memory_metadata", opclasses=["jsonb_path_ops"]),
-            # Tenant and user as btree_gin keys next to the lexemes (migration 0253): what a
+            # Tenant and user as btree_gin keys next to the lexemes: what a
             # tenant-wide lexical search that no user bounds (an operator's) reads.
             GinIndex(fields=["tenant", "user_id", "lexical_vector"], name="memory_lexical_scope"),
             # The lexical step's index of one user's memories: a key per (tenant, user,
             # lexeme), so a common word's postings are the user's rows, not the table's
-            # (migration 0258; `lexical_hits_sql`). The three indexes a search's branches
-            # read have no pending list (fastupdate off, 0259): every search read all of
-            # it, whoever's rows it held.
+            # (`lexical_hits_sql`). The three indexes a search's branches read have no
+            # pending list (fastupdate off): every scan reads all of a pending list,
+            # whoever's rows it holds.
             GinIndex(
                 OwnerLexemes(F("tenant"), F("user_id"), F("lexical_vector")),
                 name="memory_lexical_owner",
                 fastupdate=False,
             ),
             # The lexical step's branch of public memories (`lexical_hits_sql`): only
-            # public rows, not every row of the tenant holding the term (0255).
+            # public rows, not every row of the tenant holding the term.
             GinIndex(
                 fields=["tenant", "lexical_vector"],
                 condition=Q(scope="public"),
@@ -268,7 +268,7 @@ class Memory(models.Model):
                 fastupdate=False,
             ),
             # The vector step's branch of memories shared with the actor by someone else
-            # (`visibility_branches_sql`): found exactly, not by a graph walk (0254).
+            # (`visibility_branches_sql`): found exactly, not by a graph walk.
             GinIndex(
                 fields=["tenant", "allowed_users", "allowed_roles"],
                 condition=Q(scope="shared"),
@@ -292,9 +292,9 @@ class Memory(models.Model):
                 condition=~Q(thread_key=""),
                 name="memory_thread_order",
             ),
-            # The HNSW index on embedding::halfvec(384) is created in migrations with
-            # RunSQL (0002; m = 32 since 0252): Django cannot express an expression index
-            # with an operator class.
+            # The HNSW indexes on embedding::halfvec(N) are created in SQL (migration
+            # 0003_search_triggers_and_indexes): Django cannot express an expression
+            # index with an operator class.
         ]
 
     def __str__(self) -> str:
@@ -303,7 +303,7 @@ class Memory(models.Model):
 
 class MemoryTermStat(models.Model):
     """BM25 document frequency of one lexeme among one user's memories (their
-    `lexical_vector`s). Maintained by a trigger on `memory` (migration 0111) in the writing
+    `lexical_vector`s). Maintained by a trigger on `memory` (`memory_lexicon_sync`) in the writing
     transaction, so every path that inserts, re-indexes or deletes memories keeps it
     exact; searches across users sum the rows of the users they cover."""
 
@@ -320,8 +320,7 @@ class MemoryTermStat(models.Model):
             ),
         ]
         # A search across users sums df over every user's row of a lexeme: with df in
-        # the index that is an index-only scan (B2's tenant shape: 4.7 -> 3.0 ms median,
-        # worst 20 -> 5 ms, over 1,000 users).
+        # the index that is an index-only scan (docs/decisions/search-sizing-figures.md).
         indexes = [
             models.Index(
                 fields=["tenant", "lexeme"], name="memory_term_stat_lexeme_df", include=["df"]

@@ -33,6 +33,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
 from django.db.models import Field, JSONField, Model
 from django.db.models.manager import BaseManager
+from psycopg import sql
 from rest_framework import serializers
 from rest_framework.fields import Field as ApiField
 from rest_framework.fields import is_simple_callable
@@ -44,10 +45,11 @@ S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]  # 
 # --- 1, 2. Writing model rows with fixed SQL ------------------------------------------
 #
 # Django's `save()` and `bulk_create()` compile their INSERT and prepare every value field
-# by field on each call; for a turn and its steps that was a fifth of a single turn's CPU
-# and a third of a batch's. These helpers write the same columns (taken from the model's
-# concrete fields, so a column added to the model later is written too) with statements
-# built once per model and row count, letting psycopg adapt the Python values itself.
+# by field on each call: a large share of a turn's CPU, and more of a batch's (figures in
+# docs/decisions/turn-recording-fast-paths.md). These helpers write the same columns
+# (taken from the model's concrete fields, so a column added to the model later is
+# written too) with statements composed once per model and row count (`psycopg.sql`,
+# snapshot-tested), letting psycopg adapt the Python values itself.
 #
 # What they do not do: run `pre_save` beyond the auto_now(_add) stamps, send model signals
 # or validate. Only the turn recording services use them, for models without such hooks.
@@ -86,19 +88,25 @@ def _columns(model: type[Model], with_pk: bool) -> tuple[list[str], list[Getter]
     return [str(f.column) for f in fields], [_getter(f) for f in fields]
 
 
-@cache
-def _insert_sql(model: type[Model], count: int) -> str:
+def insert_statement(model: type[Model], count: int) -> sql.Composed:
+    """INSERT of `count` rows of `model` (every concrete column but the pk, `%s` each),
+    RETURNING the pk."""
     names, _ = _columns(model, False)
-    quote = connection.ops.quote_name
-    row = "(" + ", ".join(["%s"] * len(names)) + ")"
     pk = model._meta.pk
     assert pk is not None
-    return (
-        f"INSERT INTO {quote(model._meta.db_table)} "  # noqa: S608 - names from the model
-        f"({', '.join(quote(name) for name in names)}) VALUES "
-        + ", ".join([row] * count)
-        + f" RETURNING {quote(str(pk.column))}"
+    row = sql.SQL("({})").format(sql.SQL(", ").join([sql.Placeholder()] * len(names)))
+    return sql.SQL("INSERT INTO {table} ({columns}) VALUES {rows} RETURNING {pk}").format(
+        table=sql.Identifier(model._meta.db_table),
+        columns=sql.SQL(", ").join(map(sql.Identifier, names)),
+        rows=sql.SQL(", ").join([row] * count),
+        pk=sql.Identifier(str(pk.column)),
     )
+
+
+@cache
+def _insert_sql(model: type[Model], count: int) -> str:
+    """`insert_statement` rendered once per model and row count."""
+    return insert_statement(model, count).as_string()
 
 
 def rows_insert(model: type[Model], objects: list[Any], *, now: datetime) -> None:
@@ -130,6 +138,20 @@ def rows_next_ids(model: type[Model], count: int) -> list[int]:
         return [int(row[0]) for row in cursor.fetchall()]
 
 
+def copy_statement(model: type[Model], with_pk: bool) -> sql.Composed:
+    """COPY … FROM STDIN into every concrete column of `model` (the pk with `with_pk`)."""
+    names, _ = _columns(model, with_pk)
+    return sql.SQL("COPY {table} ({columns}) FROM STDIN").format(
+        table=sql.Identifier(model._meta.db_table),
+        columns=sql.SQL(", ").join(map(sql.Identifier, names)),
+    )
+
+
+@cache
+def _copy_sql(model: type[Model], with_pk: bool) -> str:
+    return copy_statement(model, with_pk).as_string()
+
+
 def rows_copy(
     model: type[Model], objects: list[Any], *, now: datetime, with_pk: bool = True
 ) -> None:
@@ -137,13 +159,10 @@ def rows_copy(
     must be set (`rows_next_ids`)."""
     if not objects:
         return
-    names, getters = _columns(model, with_pk)
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(name) for name in names)
-    table = quote(model._meta.db_table)
+    _, getters = _columns(model, with_pk)
     with (
         connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+        cursor.cursor.copy(_copy_sql(model, with_pk)) as copy,
     ):
         for obj in objects:
             copy.write_row([get(obj, now) for get in getters])
@@ -154,13 +173,18 @@ def rows_copy(
 
 # --- 3. The session lock read ------------------------------------------------------
 
+
 # The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
 # quantity, note}]` in position order) read by the same statement: most sessions have no
 # cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
 # UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
 # the KEY SHARE locks that inserts referencing the session take for their foreign keys.
 # Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
-_LOCK_SQL = """
+def session_lock_statement() -> sql.Composed:
+    """The lock read over every concrete column of `chat_session`, then `cart_json`."""
+    columns = [sql.Identifier("s", str(f.column)) for f in ChatSession._meta.concrete_fields]
+    return sql.SQL(
+        """
 SELECT {columns}, ARRAY(
     SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
       FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
@@ -170,6 +194,8 @@ SELECT {columns}, ARRAY(
  ORDER BY s.id
    FOR NO KEY UPDATE OF s
 """
+    ).format(columns=sql.SQL(", ").join(columns))
+
 
 Converter = Callable[[Any, Any, Any], Any]
 
@@ -180,14 +206,13 @@ def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
     apply (JSON text to Python, …), worked out once instead of per query as a raw
     queryset does."""
     fields = ChatSession._meta.concrete_fields
-    columns = ", ".join(f"s.{connection.ops.quote_name(str(f.column))}" for f in fields)
     converters = []
     for position, model_field in enumerate(fields):
         column = model_field.get_col("s")
         found = connection.ops.get_db_converters(column) + model_field.get_db_converters(connection)
         if found:
             converters.append((position, found, column))
-    return _LOCK_SQL.format(columns=columns), converters
+    return session_lock_statement().as_string(), converters
 
 
 def sessions_select_for_turns(
@@ -231,25 +256,42 @@ _COUNTER_COLUMNS = {
     "status": "text",
     "budget_exceeded_at": "timestamptz",
 }
-# Built once from the constant column names above (no input reaches it).
-_SAVE_COUNTERS_SQL = (
-    "UPDATE chat_session AS s SET "  # noqa: S608
-    + ", ".join(f"{name} = v.{name}" for name in _COUNTER_COLUMNS)
-    + ", state = v.state::jsonb FROM unnest(%s::uuid[], "
-    + ", ".join(f"%s::{kind}[]" for kind in _COUNTER_COLUMNS.values())
-    + ", %s::text[]) AS v(id, "
-    + ", ".join(_COUNTER_COLUMNS)
-    + ", state) WHERE s.id = v.id"
-)
 
 
-# The same for one session (the single route): plain parameters, which psycopg adapts
-# at a fraction of the cost of typed arrays.
-_SAVE_ONE_COUNTERS_SQL = (
-    "UPDATE chat_session SET "  # noqa: S608
-    + ", ".join(f"{name} = %s::{kind}" for name, kind in _COUNTER_COLUMNS.items())
-    + ", state = %s::jsonb WHERE id = %s"
-)
+def save_counters_statement() -> sql.Composed:
+    """UPDATE of the counter columns and the state of many sessions, from one typed array
+    per column (`unnest`): the ids, each column in _COUNTER_COLUMNS order, the states."""
+    names = list(_COUNTER_COLUMNS)
+    return sql.SQL(
+        "UPDATE chat_session AS s SET {sets}, state = v.state::jsonb"
+        " FROM unnest(%s::uuid[], {arrays}, %s::text[]) AS v(id, {names}, state)"
+        " WHERE s.id = v.id"
+    ).format(
+        sets=sql.SQL(", ").join(
+            sql.SQL("{} = {}").format(sql.Identifier(name), sql.Identifier("v", name))
+            for name in names
+        ),
+        arrays=sql.SQL(", ").join(
+            sql.SQL("%s::{}[]").format(sql.SQL(kind)) for kind in _COUNTER_COLUMNS.values()
+        ),
+        names=sql.SQL(", ").join(map(sql.Identifier, names)),
+    )
+
+
+def save_one_counters_statement() -> sql.Composed:
+    """The same for one session (the single route): plain parameters, which psycopg
+    adapts at a fraction of the cost of typed arrays."""
+    return sql.SQL("UPDATE chat_session SET {sets}, state = %s::jsonb WHERE id = %s").format(
+        sets=sql.SQL(", ").join(
+            sql.SQL("{} = %s::{}").format(sql.Identifier(name), sql.SQL(kind))
+            for name, kind in _COUNTER_COLUMNS.items()
+        )
+    )
+
+
+# Rendered once: no input reaches them.
+_SAVE_COUNTERS_SQL = save_counters_statement().as_string()
+_SAVE_ONE_COUNTERS_SQL = save_one_counters_statement().as_string()
 
 
 def sessions_save_counters(sessions: list[ChatSession]) -> None:
@@ -379,7 +421,8 @@ def planned_representation(serializer: serializers.BaseSerializer[Any]) -> Rende
 def shared_serializer(serializer_class: type[S]) -> S:
     """One instance-less serializer of `serializer_class` for every request. DRF builds a
     serializer's fields (for a ModelSerializer, by introspecting the model) on each
-    instance: for the nested turn and steps that was a fifth of a turn's CPU. An
+    instance: for the nested turn and steps, a large share of a turn's CPU
+    (docs/decisions/turn-recording-fast-paths.md). An
     instance-less serializer keeps no per-call state in `run_validation` (what
     `is_valid` runs; it raises the same ValidationError) or `to_representation`, so one
     can serve every request."""

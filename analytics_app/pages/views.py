@@ -69,18 +69,6 @@ class DashboardFilterForm(forms.Form):
 def spend_dashboard(request: HttpRequest) -> HttpResponse:
     form = DashboardFilterForm(request.GET or None)
     f = form.to_filter()
-    hourly = f.granularity == "hour"
-    series = dashboards.spend_over_time(f)
-    label = "%m-%d %H:00" if hourly else "%Y-%m-%d"
-    breakdowns = {
-        name: dashboards.spend_breakdown(f, dimension)
-        for name, dimension in (
-            ("model", "model"),
-            ("agent", "agent_id"),
-            ("step type", "step_type"),
-        )
-    }
-    errors = dashboards.spend_breakdown(f, "step_type")
     top_sessions = dashboards.top_sessions(f)
     context = {
         "form": form,
@@ -88,6 +76,30 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         "range_end": f.end - timedelta(days=1),
         "totals": dashboards.spend_totals(f),
         "freshness": dashboards.rollups_freshness(),
+        **_over_time(f),
+        **_breakdowns(f),
+        "top_sessions": top_sessions,
+        "top_sessions_chart": bar_chart(
+            [
+                (f"{s.user_id} · {str(s.pk)[:8]}", float(s.total_cost_usd or 0))
+                for s in top_sessions
+            ],
+            title="Top sessions by cost (USD)",
+            unit="$",
+        ),
+        "top_users": dashboards.top_users(f),
+        "runaway": dashboards.runaway_sessions(f),
+        "budgets": dashboards.budget_consumption(f),
+        "panels": dashboard_panels(f),
+    }
+    return operator_render(request, "dashboards/spend.html", context)
+
+
+def _over_time(f: dashboards.DashboardFilter) -> dict[str, Any]:
+    """Tokens and spend per hour (a range of a day or two) or per day, with their charts."""
+    series = dashboards.spend_over_time(f)
+    label = "%m-%d %H:00" if f.granularity == "hour" else "%Y-%m-%d"
+    return {
         "series": series,
         "series_label": label,
         "tokens_chart": column_chart(
@@ -98,6 +110,21 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
             title="Spend (USD)",
             unit="$",
         ),
+    }
+
+
+def _breakdowns(f: dashboards.DashboardFilter) -> dict[str, Any]:
+    """Spend by model, agent and step type, and the error rate by step type, charted."""
+    breakdowns = {
+        name: dashboards.spend_breakdown(f, dimension)
+        for name, dimension in (
+            ("model", "model"),
+            ("agent", "agent_id"),
+            ("step type", "step_type"),
+        )
+    }
+    errors = dashboards.spend_breakdown(f, "step_type")
+    return {
         "breakdowns": [
             (
                 name,
@@ -114,18 +141,4 @@ def spend_dashboard(request: HttpRequest) -> HttpResponse:
         "errors_chart": bar_chart(
             [(r["key"], 100 * r["error_rate"]) for r in errors], title="Error rate by step type (%)"
         ),
-        "top_sessions": top_sessions,
-        "top_sessions_chart": bar_chart(
-            [
-                (f"{s.user_id} · {str(s.pk)[:8]}", float(s.total_cost_usd or 0))
-                for s in top_sessions
-            ],
-            title="Top sessions by cost (USD)",
-            unit="$",
-        ),
-        "top_users": dashboards.top_users(f),
-        "runaway": dashboards.runaway_sessions(f),
-        "budgets": dashboards.budget_consumption(f),
-        "panels": dashboard_panels(f),
     }
-    return operator_render(request, "dashboards/spend.html", context)

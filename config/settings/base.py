@@ -356,9 +356,9 @@ ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_
 # Bound of the lexical step: candidates come from the query's rarest terms whose postings
 # fit this (none if even the rarest does not), and no more rows than this are read in the
 # searched scope, before the actor's visibility filter; every term still scores them. Each row
-# read is scored (BM25 in SQL, a few microseconds each): at 8,000 the step was the
-# search's tail (B2 tenant shape at 100k, in process: lexical step p95 25-36 ms, the
-# search's 40-53 ms); at 2,000 11-12 and 25-31 ms. A term in 2% of a 100k tenant's rows
+# read is scored (BM25 in SQL, a few microseconds each), so the bound keeps the lexical
+# step from becoming the search's tail in a tenant of 100k memories
+# (docs/decisions/search-sizing-figures.md). A term in 2% of a 100k tenant's rows
 # has an IDF under 4 (a rare one ~10), so what the bound drops from the candidates barely
 # ranks; a user's own collection rarely comes near it.
 ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS", 2000)
@@ -366,7 +366,7 @@ ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS = env_int("ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS
 ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS = env_float("ENGRAM_MEMORY_RECENCY_HALF_LIFE_DAYS", 30.0)
 # Reads (search hits, memories in a context) are counted in a Valkey buffer and written by
 # the periodic `memory: flush access statistics` task (every 10 s by default: the search's
-# access signal lags by that much); false writes the UPDATE in the request, as before.
+# access signal lags by that much); false writes the UPDATE in the request.
 ENGRAM_MEMORY_ACCESS_BUFFER = env_bool("ENGRAM_MEMORY_ACCESS_BUFFER", True)
 # A claimed buffer left this long by a flusher that died is adopted by the next flush.
 ENGRAM_MEMORY_ACCESS_STALE_SECONDS = env_float("ENGRAM_MEMORY_ACCESS_STALE_SECONDS", 300.0)

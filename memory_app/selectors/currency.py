@@ -22,6 +22,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from psycopg import sql
+
 SUPERSEDED_FACTOR = 0.5
 # Below its successor by this much (scores are rounded to 6 decimals).
 _BELOW = 1e-6
@@ -33,13 +35,13 @@ _CURRENT_STATE = re.compile(
 )
 
 # The pool's members that no longer hold at %(now)s, with what replaced them.
-_NOT_CURRENT_SQL = """
+NOT_CURRENT_SQL = sql.SQL("""
     SELECT id, superseded_by_id FROM memory
     WHERE id = ANY(%(ids)s::uuid[])
       AND (superseded_by_id IS NOT NULL
            OR valid_to <= %(now)s::timestamptz
            OR valid_from > %(now)s::timestamptz)
-"""
+""")
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 
@@ -49,10 +51,10 @@ def asks_current_state(query: str) -> bool:
     return _CURRENT_STATE.search(query) is not None
 
 
-def valid_at_clause(params: dict[str, Any], valid_at: datetime) -> str:
+def valid_at_clause(params: dict[str, Any], valid_at: datetime) -> sql.Composable:
     """The WHERE clause of the `valid_at` filter, its parameter put in `params`."""
     params["f_valid_at"] = valid_at
-    return (
+    return sql.SQL(
         "(m.valid_from IS NULL OR m.valid_from <= %(f_valid_at)s)"
         " AND (m.valid_to IS NULL OR m.valid_to > %(f_valid_at)s)"
     )
@@ -64,7 +66,7 @@ def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored])
     down-weighted and each kept below its successor. One query, only then."""
     stale: dict[uuid.UUID, uuid.UUID | None] = {}
     if scored and asks_current_state(query):
-        cursor.execute(_NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
+        cursor.execute(NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
         stale = {row[0]: row[1] for row in cursor.fetchall()}
     scores: dict[uuid.UUID, float] = {}
     for pk, score, _ in scored:

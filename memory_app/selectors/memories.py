@@ -2,7 +2,8 @@
 
 Who is acting is explicit in every read (`Actor`): the API key only proves the tenant,
 while memories are private to end users. No actor given means anonymous: only public
-memories (and shared ones granted to a role the caller claims).
+memories (and shared ones granted to a role the caller claims). The rule itself is
+memory_app.selectors.visibility's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDay
 
-from memory_app.models import Memory, MemoryRelation, MemoryScope, MemoryVersion
+from memory_app.models import Memory, MemoryRelation, MemoryVersion
+from memory_app.selectors.visibility import visibility_q
 from sessions_app.errors import NotFound
 
 if TYPE_CHECKING:
@@ -32,70 +34,6 @@ class Actor:
     user_id: str | None = None
     roles: tuple[str, ...] = ()
     operator: bool = False
-
-
-def visibility_q(actor: Actor) -> Q:
-    """private → its user; shared → its user, listed users, listed roles; public → all."""
-    if actor.operator:
-        return Q()
-    visible = Q(scope=MemoryScope.PUBLIC)
-    if actor.roles:
-        visible |= Q(scope=MemoryScope.SHARED, allowed_roles__overlap=list(actor.roles))
-    if actor.user_id:
-        visible |= Q(scope=MemoryScope.PRIVATE, user_id=actor.user_id)
-        visible |= Q(scope=MemoryScope.SHARED) & (
-            Q(user_id=actor.user_id) | Q(allowed_users__contains=[actor.user_id])
-        )
-    return visible
-
-
-def visibility_sql(actor: Actor, alias: str = "m") -> tuple[str, dict[str, Any]]:
-    """The same rule as `visibility_q`, for the raw search SQL: the OR of its branches."""
-    branches = visibility_branches_sql(actor, alias)
-    params = {"acting_user": actor.user_id or None, "acting_roles": list(actor.roles)}
-    return f"({' OR '.join(branches)})", params
-
-
-def visibility_branches_sql(actor: Actor, alias: str = "m") -> list[str]:
-    """`visibility_q`'s rule as disjoint predicates whose OR is the rule (`visibility_sql`;
-    same parameters), each one an index can serve on its own: the public memories (a
-    partial HNSW index), the actor's own non-public ones (the (tenant, user) btree), and
-    the shared ones granted to the actor by another user (a partial GIN on the grants).
-    Under their OR, which ~5% of a large tenant's rows pass, an HNSW scan walks a graph of
-    mostly invisible neighbours and misses some of the nearest visible ones; searched one
-    branch at a time, each is either exact or a graph search under a filter most rows
-    pass."""
-    if actor.operator:
-        return ["TRUE"]
-    branches = [f"{alias}.scope = 'public'"]
-    own = own_branch_sql(actor, alias)
-    if own is not None:
-        branches.append(own)
-    grants = []
-    if actor.user_id:
-        grants.append(f"{alias}.allowed_users @> ARRAY[%(acting_user)s]::varchar[]")
-    if actor.roles:
-        grants.append(f"{alias}.allowed_roles && %(acting_roles)s::varchar[]")
-    if grants:
-        owner = f" AND {alias}.user_id IS DISTINCT FROM %(acting_user)s" if actor.user_id else ""
-        branches.append(f"({alias}.scope = 'shared'{owner} AND ({' OR '.join(grants)}))")
-    return branches
-
-
-def own_branch_sql(actor: Actor, alias: str = "m", *, owned: bool = False) -> str | None:
-    """The branch of `visibility_branches_sql` that holds the actor's own memories (not
-    public ones: those are the public branch), or None for an actor with no user or an
-    operator. The search reads it by the actor's own term statistics.
-
-    `owned`: the predicate for rows already known to be the actor's (read through the
-    owner's index, whose keys name tenant and user), without the ownership test, which
-    would offer the planner the (tenant, user) btree (PostgreSQL 18 skips its leading
-    column) instead of fetching the few rows by id."""
-    if actor.operator or not actor.user_id:
-        return None
-    if owned:
-        return f"{alias}.scope <> 'public'"
-    return f"({alias}.user_id = %(acting_user)s AND {alias}.scope <> 'public')"
 
 
 def memory_list(

@@ -20,17 +20,19 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from psycopg import sql
+
 from memory_app.timeq import TimeScope, resolve_time_phrases
 
 TIME_WEIGHT = 0.1
 
 # The pool's members that occurred inside the interval. Either end may be open (NULL).
-_IN_INTERVAL_SQL = """
+IN_INTERVAL_SQL = sql.SQL("""
     SELECT id FROM memory
     WHERE id = ANY(%(ids)s::uuid[]) AND occurred_at IS NOT NULL
       AND (%(start)s::timestamptz IS NULL OR occurred_at >= %(start)s::timestamptz)
       AND (%(end)s::timestamptz IS NULL OR occurred_at < %(end)s::timestamptz)
-"""
+""")
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 
@@ -51,7 +53,7 @@ def apply_time_scope(cursor: Any, scope: TimeScope | None, scored: list[Scored])
     inside: set[uuid.UUID] = set()
     if scope is not None and scope.has_interval and scored:
         cursor.execute(
-            _IN_INTERVAL_SQL,
+            IN_INTERVAL_SQL,
             {"ids": [pk for pk, _, _ in scored], "start": scope.start, "end": scope.end},
         )
         inside = {row[0] for row in cursor.fetchall()}

@@ -1,15 +1,15 @@
 """Access statistics (how often and when a memory was last read) off the request path.
 
-A search or a context used to run `UPDATE memory SET access_count = access_count + 1 …`
-on its hits inside the request: a write (row locks, WAL, a new heap tuple per hit) on
-every read. Now the request adds its hits to a hash in Valkey, one round trip (a Lua
+Counting a read with `UPDATE memory SET access_count = access_count + 1 …` inside the
+request would make every search or context a write (row locks, WAL, a new heap tuple
+per hit). Instead the request adds its hits to a hash in Valkey, one round trip (a Lua
 script increments the count and keeps the latest time of each id atomically), and the
 periodic task `memory_app.flush_memory_access` moves the buffered counts into PostgreSQL
 in one UPDATE per batch. The search's access signal therefore lags by at most one flush
 interval (ENGRAM_MEMORY_ACCESS_FLUSH_SECONDS).
 
 Counts are not lost: when Valkey is unreachable (or the buffer is switched off with
-ENGRAM_MEMORY_ACCESS_BUFFER=false) the request writes the UPDATE itself, as before; a
+ENGRAM_MEMORY_ACCESS_BUFFER=false) the request writes the UPDATE itself; a
 flush claims the buffer by RENAME (atomic: a read arriving during the flush lands in a
 fresh buffer) and deletes its claimed copy only after the UPDATE commits. A flusher that
 dies in between leaves its claimed copy behind; the next flush adopts copies older than

@@ -21,6 +21,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg import sql
 
 from memory_app.models import Memory, MemoryType
 from sessions_app.locks import advisory_lock
@@ -47,12 +48,39 @@ class DecayReport:
     skipped: bool = False  # another run held the lock
 
 
-def _half_life_case() -> tuple[str, list[str | float]]:
-    whens = " ".join("WHEN %s THEN %s" for _ in HALF_LIFE_DAYS)
+def _half_life_case() -> tuple[sql.Composed, list[str | float]]:
+    """The half-life of a memory's type in days, as a CASE over `type` whose types and
+    days are parameters (one WHEN per entry of HALF_LIFE_DAYS)."""
+    whens = sql.SQL(" ").join(sql.SQL("WHEN %s THEN %s") for _ in HALF_LIFE_DAYS)
     params: list[str | float] = []
     for memory_type, days in HALF_LIFE_DAYS.items():
         params += [str(memory_type), days]
-    return f"(CASE type {whens} ELSE 180.0 END)", params
+    return sql.SQL("(CASE type {} ELSE 180.0 END)").format(whens), params
+
+
+def decay_statement() -> tuple[sql.Composed, list[str | float]]:
+    """The rescoring of one batch of ids after `%s` (twice; NULL from the start), among
+    `%s::uuid[]` (twice; NULL for all), `%s` ids at most, at the time `%s`; then the
+    half-life CASE's parameters. Returns the statement and those CASE parameters."""
+    half_life, half_life_params = _half_life_case()
+    statement = sql.SQL(
+        """
+WITH batch AS (
+    SELECT id FROM memory
+    WHERE (%s::uuid IS NULL OR id > %s::uuid)
+      AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[]))
+    ORDER BY id LIMIT %s
+)
+UPDATE memory m SET decay_score = power(
+    0.5,
+    greatest(0, extract(epoch FROM (%s - m.last_accessed_at)) / 86400.0)
+    / ({half_life} * (1 + 2 * m.importance) * (1 + ln(1 + m.access_count)))
+)
+FROM batch WHERE m.id = batch.id
+RETURNING m.id, m.decay_score, m.pinned
+"""
+    ).format(half_life=half_life)
+    return statement, half_life_params
 
 
 def memories_decay(
@@ -75,28 +103,14 @@ def _decay(
     now: datetime, delete: bool, memory_ids: Sequence[uuid.UUID] | None, batch_size: int
 ) -> DecayReport:
     threshold = float(settings.ENGRAM_MEMORY_DECAY_DELETE_BELOW)
-    half_life, half_life_params = _half_life_case()
+    statement, half_life_params = decay_statement()
     report = DecayReport()
     last_id: str | None = None
     only = [str(pk) for pk in memory_ids] if memory_ids is not None else None
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                f"""
-                WITH batch AS (
-                    SELECT id FROM memory
-                    WHERE (%s::uuid IS NULL OR id > %s::uuid)
-                      AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[]))
-                    ORDER BY id LIMIT %s
-                )
-                UPDATE memory m SET decay_score = power(
-                    0.5,
-                    greatest(0, extract(epoch FROM (%s - m.last_accessed_at)) / 86400.0)
-                    / ({half_life} * (1 + 2 * m.importance) * (1 + ln(1 + m.access_count)))
-                )
-                FROM batch WHERE m.id = batch.id
-                RETURNING m.id, m.decay_score, m.pinned
-                """,  # noqa: S608 - the CASE is built from our constants; values are params
+                statement,
                 [last_id, last_id, only, only, batch_size, now, *half_life_params],
             )
             rows = cursor.fetchall()

@@ -40,13 +40,36 @@ def session_episode_write(*, session_id: Any) -> str:
     `unchanged` or `empty` (a session without conversation)."""
     session = session_get_by_id(session_id=session_id)
     turns = list(turns_live(session_id=session.pk).order_by("turn_number"))
+    episode = _episode_text(session, turns)
+    if episode is None:
+        return "empty"
+    content, structured = episode
+    digest = episode_hash(session.pk)
+    with transaction.atomic():
+        advisory_xact_lock(f"memory.episode:{session.pk}")
+        existing = Memory.objects.filter(
+            tenant_id=session.tenant_id, user_id=session.user_id, content_hash=digest
+        ).first()
+        if existing is not None:
+            if existing.structured.get("turns") == structured["turns"]:
+                return "unchanged"
+            memory_update(memory=existing, changes={"content": content, "structured": structured})
+            Memory.objects.filter(pk=existing.pk).update(content_hash=digest)
+            return "updated"
+        _episode_create(session, content, structured, digest, occurred_at=turns[-1].occurred_at)
+    return "created"
+
+
+def _episode_text(session: Any, turns: list[Any]) -> tuple[str, dict[str, Any]] | None:
+    """The episode's content and structured fields from the session's live turns (None
+    when none holds conversation); the summary is drafted before any lock is taken."""
     texts = [
         TurnText(t.turn_number, t.user_message, t.assistant_response)
         for t in turns
         if (t.user_message or t.assistant_response).strip()
     ]
     if not texts:
-        return "empty"
+        return None
     first, last = turns[0], turns[-1]
     draft = summary_draft(
         extractive_summary(texts, EPISODE_TOKENS), max_tokens=EPISODE_TOKENS, turn_id=last.pk
@@ -61,38 +84,31 @@ def session_episode_write(*, session_id: Any) -> str:
         "last_turn_at": last.occurred_at.isoformat(),
         "method": str(draft.method),
     }
-    digest = episode_hash(session.pk)
-    with transaction.atomic():
-        advisory_xact_lock(f"memory.episode:{session.pk}")
-        existing = Memory.objects.filter(
-            tenant_id=session.tenant_id, user_id=session.user_id, content_hash=digest
-        ).first()
-        if existing is not None:
-            if existing.structured.get("turns") == len(texts):
-                return "unchanged"
-            memory_update(memory=existing, changes={"content": content, "structured": structured})
-            Memory.objects.filter(pk=existing.pk).update(content_hash=digest)
-            return "updated"
-        now = timezone.now()
-        Memory.objects.create(
-            tenant_id=session.tenant_id,
-            user_id=session.user_id,
-            agent_id=session.agent_id,
-            type=MemoryType.EPISODIC,
-            scope=MemoryScope.PRIVATE,
-            content=content,
-            structured=structured,
-            content_hash=digest,
-            embedding=embed_texts([content])[0],
-            embedding_model=embedder().model_name,
-            tags=["episode", "session"],
-            importance=0.5,
-            confidence=0.8,
-            source=MemorySource.SESSION_EPISODE,
-            session_id=session.pk,
-            occurred_at=last.occurred_at,
-            created_at=now,
-            updated_at=now,
-            last_accessed_at=now,
-        )
-    return "created"
+    return content, structured
+
+
+def _episode_create(
+    session: Any, content: str, structured: dict[str, Any], digest: str, *, occurred_at: Any
+) -> None:
+    now = timezone.now()
+    Memory.objects.create(
+        tenant_id=session.tenant_id,
+        user_id=session.user_id,
+        agent_id=session.agent_id,
+        type=MemoryType.EPISODIC,
+        scope=MemoryScope.PRIVATE,
+        content=content,
+        structured=structured,
+        content_hash=digest,
+        embedding=embed_texts([content])[0],
+        embedding_model=embedder().model_name,
+        tags=["episode", "session"],
+        importance=0.5,
+        confidence=0.8,
+        source=MemorySource.SESSION_EPISODE,
+        session_id=session.pk,
+        occurred_at=occurred_at,
+        created_at=now,
+        updated_at=now,
+        last_accessed_at=now,
+    )

@@ -18,6 +18,7 @@ from memory_app.window.text import (
     CONSTRAINT_RE,
     DECISION_RE,
     HEDGE_RE,
+    Sentence,
     TurnText,
     digits_of,
     mpns_in,
@@ -87,69 +88,96 @@ def extract_milestones(
     (`[{mpn, quantity, …}]`) before the span's first turn and after its last one: what
     was added or changed in between is a selection made in the span, whatever the text
     said."""
-    out = empty_milestones()
-    seen: set[tuple[str, str]] = set()
+    found = _Found()
+    for sentence in turn_sentences(turns):
+        _note_sentence(found, sentence)
+    for turn_text in turns:
+        _note_intent(found, turn_text)
+    last_turn = turns[-1].turn_number if turns else 0
+    _note_cart(found.out, cart_before or [], cart_after or [], last_turn)
+    return found.out
 
-    def add(kind: str, key: str, entry: dict[str, Any]) -> bool:
-        if (kind, key) in seen:
+
+class _Found:
+    """The milestones found so far, each (kind, key) once."""
+
+    def __init__(self) -> None:
+        self.out = empty_milestones()
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, kind: str, key: str, entry: dict[str, Any]) -> bool:
+        """Add `entry` unless its (kind, key) is there already; whether it was new."""
+        if (kind, key) in self.seen:
             return False
-        seen.add((kind, key))
-        out[kind].append(entry)
+        self.seen.add((kind, key))
+        self.out[kind].append(entry)
         return True
 
-    for sentence in turn_sentences(turns):
-        text, turn = sentence.text, sentence.turn_number
-        clipped = _clip(text)
-        mpns = mpns_in(text)
-        for mpn in mpns:
-            add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
-            if sentence.speaker == "user" and _SELECT_RE.search(text):
-                add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
-        values = numeric_values(text)
-        new_values = 0
-        for kind, value in values:
-            if kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4:
-                new_values += add(
-                    "ids",
-                    value.lstrip("#"),
-                    {"value": value.lstrip("#"), "turn": turn, "text": clipped},
-                )
-                continue
-            constraint = _constraint_kind(kind, text)
-            if constraint == "number" and not CONSTRAINT_RE.search(text):
-                constraint = "fact"
-            if constraint == "date" and _DEADLINE_RE.search(text):
-                constraint = "deadline"
-            entry = {"kind": constraint, "value": value, "turn": turn, "text": clipped}
-            new_values += add(
-                "constraints",
-                _entry_key("constraints", entry),
-                entry,
-            )
-        # An answer that only restates values already noted ("I will keep the total
-        # within $2,214") is not kept again as a commitment: the context would pay twice.
-        restated = bool(values) and not new_values
-        if DECISION_RE.search(text) and (mpns or sentence.speaker == "user"):
-            add("decisions", clipped.lower(), {"turn": turn, "text": clipped})
-        if sentence.speaker == "assistant" and COMMITMENT_RE.search(text) and not restated:
-            add("commitments", clipped.lower(), {"turn": turn, "text": clipped})
-        if text.rstrip().endswith("?") and (
-            sentence.speaker == "assistant" or HEDGE_RE.search(text)
-        ):
-            add("open_questions", clipped.lower(), {"turn": turn, "text": clipped})
 
-    for turn_text in turns:  # structured intents name their items directly
-        intent = turn_text.intent_data or {}
-        number = turn_text.turn_number
-        named = [intent.get("mpn"), *(intent.get("mpns") or [])]
-        for mpn in [m for m in named if isinstance(m, str) and m]:
-            add("items", mpn, {"mpn": mpn, "turn": number, "text": ""})
-            if re.search(r"select|cart|add|order|buy", str(intent.get("intent", "")), re.I):
-                add("selections", mpn, {"mpn": mpn, "turn": number, "source": "intent"})
+def _note_sentence(found: _Found, sentence: Sentence) -> None:
+    """The items, values, decisions, commitments and open questions of one sentence."""
+    text, turn = sentence.text, sentence.turn_number
+    clipped = _clip(text)
+    mpns = mpns_in(text)
+    for mpn in mpns:
+        found.add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
+        if sentence.speaker == "user" and _SELECT_RE.search(text):
+            found.add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
+    values = numeric_values(text)
+    new_values = _note_values(found, values, text, turn, clipped)
+    # An answer that only restates values already noted ("I will keep the total
+    # within $2,214") is not kept again as a commitment: the context would pay twice.
+    restated = bool(values) and not new_values
+    if DECISION_RE.search(text) and (mpns or sentence.speaker == "user"):
+        found.add("decisions", clipped.lower(), {"turn": turn, "text": clipped})
+    if sentence.speaker == "assistant" and COMMITMENT_RE.search(text) and not restated:
+        found.add("commitments", clipped.lower(), {"turn": turn, "text": clipped})
+    if text.rstrip().endswith("?") and (sentence.speaker == "assistant" or HEDGE_RE.search(text)):
+        found.add("open_questions", clipped.lower(), {"turn": turn, "text": clipped})
 
-    before = {row["mpn"]: row for row in cart_before or []}
-    last_turn = turns[-1].turn_number if turns else 0
-    for row in cart_after or []:
+
+def _note_values(
+    found: _Found, values: list[tuple[str, str]], text: str, turn: int, clipped: str
+) -> int:
+    """A sentence's numbers as ids (a long number said as one) or constraints; how many
+    were new."""
+    new_values = 0
+    for kind, value in values:
+        if kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4:
+            ident = value.lstrip("#")
+            new_values += found.add("ids", ident, {"value": ident, "turn": turn, "text": clipped})
+            continue
+        constraint = _constraint_kind(kind, text)
+        if constraint == "number" and not CONSTRAINT_RE.search(text):
+            constraint = "fact"
+        if constraint == "date" and _DEADLINE_RE.search(text):
+            constraint = "deadline"
+        entry = {"kind": constraint, "value": value, "turn": turn, "text": clipped}
+        new_values += found.add("constraints", _entry_key("constraints", entry), entry)
+    return new_values
+
+
+def _note_intent(found: _Found, turn_text: TurnText) -> None:
+    """The items a turn's structured intent names directly, and its selections."""
+    intent = turn_text.intent_data or {}
+    number = turn_text.turn_number
+    named = [intent.get("mpn"), *(intent.get("mpns") or [])]
+    for mpn in [m for m in named if isinstance(m, str) and m]:
+        found.add("items", mpn, {"mpn": mpn, "turn": number, "text": ""})
+        if re.search(r"select|cart|add|order|buy", str(intent.get("intent", "")), re.I):
+            found.add("selections", mpn, {"mpn": mpn, "turn": number, "source": "intent"})
+
+
+def _note_cart(
+    out: dict[str, list[dict[str, Any]]],
+    cart_before: list[dict[str, Any]],
+    cart_after: list[dict[str, Any]],
+    last_turn: int,
+) -> None:
+    """Each row added to the cart or changed in quantity over the span is a selection
+    at its last turn, replacing any other selection of that item."""
+    before = {row["mpn"]: row for row in cart_before}
+    for row in cart_after:
         previous = before.get(row["mpn"])
         if previous is None or previous.get("quantity") != row.get("quantity"):
             out["selections"] = [s for s in out["selections"] if s["mpn"] != row["mpn"]]
@@ -161,7 +189,6 @@ def extract_milestones(
                     "quantity": row.get("quantity", 1),
                 }
             )
-    return out
 
 
 def _entry_key(kind: str, entry: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ import re
 
 from memory_app.window.text import split_sentences
 from memory_app.window.tokens import count_tokens, truncate_to_tokens
+from sessions_app.resolution.vocabulary import ORDINAL_WORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Words that say nothing about which sentence answers: a query's function words.
@@ -78,10 +79,56 @@ _STOP = frozenset(
     ]
 )
 ELLIPSIS = "…"
+# A list marker the sentence split leaves on its own: "5." / "5)" / "-" / "*".
+_BARE_MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*•])")
+# "the fifth bottle", "the 3rd option": a place in a list, not "the first time".
+_ORDINAL = re.compile(
+    r"\bthe\s+(?P<ordinal>"
+    + "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
+    + r"|\d{1,2}(?:st|nd|rd|th))\s+(?!time\b|place\b)[a-z]",
+)
 
 
 def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _sentences(text: str) -> list[str]:
+    """The text's sentences, a bare list marker joined to the item it starts."""
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        if out and _BARE_MARKER.fullmatch(out[-1]):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
+def _list_position(query: str) -> int | None:
+    match = _ORDINAL.search(query.lower())
+    if match is None:
+        return None
+    word = match.group("ordinal")
+    return ORDINAL_WORDS.get(word) or int(re.sub(r"\D", "", word))
+
+
+def _scores(sentences: list[str], query: str) -> list[float]:
+    """Each sentence's query words weighted by rarity; the list item the query points
+    at, if any, above them all."""
+    wanted = _words(query)
+    sets = [_words(sentence) for sentence in sentences]
+    df = {w: sum(w in s for s in sets) for w in wanted}
+    idf = {w: math.log(1 + len(sets) / df[w]) for w in wanted if df[w]}
+    scores = [sum(idf.get(w, 0.0) for w in s & wanted) for s in sets]
+    position = _list_position(query)
+    if position is not None:
+        item = re.compile(rf"\W*{position}[.)]\s")
+        top = max(scores, default=0.0) + 1.0
+        for i, sentence in enumerate(sentences):
+            if item.match(sentence):
+                scores[i] = top
+                break
+    return scores
 
 
 def best_passage(text: str, query: str, max_tokens: int) -> str:
@@ -89,14 +136,10 @@ def best_passage(text: str, query: str, max_tokens: int) -> str:
     best matches `query`, marked with an ellipsis where text was left out."""
     if count_tokens(text) <= max_tokens:
         return text
-    sentences = split_sentences(text)
+    sentences = _sentences(text)
     if len(sentences) <= 1:
         return truncate_to_tokens(text, max_tokens)
-    wanted = _words(query)
-    sets = [_words(sentence) for sentence in sentences]
-    df = {w: sum(w in s for s in sets) for w in wanted}
-    idf = {w: math.log(1 + len(sets) / df[w]) for w in wanted if df[w]}
-    scores = [sum(idf.get(w, 0.0) for w in s & wanted) for s in sets]
+    scores = _scores(sentences, query)
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     low = high = best
     used = count_tokens(sentences[best])

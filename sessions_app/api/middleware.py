@@ -73,7 +73,7 @@ class ApiErrorMiddleware:
     views), and NUL characters in query parameters, which PostgreSQL cannot store or
     compare in text. Pages outside /api/ refuse NUL in a query parameter too (a
     plain 400): the admin's changelists filter by any field named in the query string
-    (`/admin/…/?user_id=%00` was a 500)."""
+    (`/admin/…/?user_id=%00` would reach PostgreSQL and fail as a 500)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

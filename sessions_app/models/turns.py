@@ -92,7 +92,7 @@ class TurnStep(models.Model):
     write time: they never change, and spend rollups over millions of steps then need
     no join.
 
-    The table is partitioned by month on `created_at` (migration 0200; partitions are
+    The table is partitioned by month on `created_at` (migration 0002; partitions are
     made ahead and dropped by `services.step_partitions`). In the database the primary
     key is (id, created_at), since PostgreSQL wants the partition key in every unique
     index; Django keeps `id` as the primary key because `id` is unique (one sequence

@@ -11,9 +11,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import connection
+from psycopg import sql
 
 STEP_TABLE = "turn_step"
 DEFAULT_PARTITION = "turn_step_default"
+
+PARTITIONS_SQL = sql.SQL(
+    "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i"
+    " JOIN pg_class c ON c.oid = i.inhrelid"
+    " WHERE i.inhparent = %s::regclass"
+)
+DEFAULT_MONTHS_SQL = sql.SQL(
+    "SELECT DISTINCT date_trunc('month', created_at AT TIME ZONE 'UTC') FROM {} ORDER BY 1"
+).format(sql.Identifier(DEFAULT_PARTITION))
+
+
+def newest_id_sql(name: str) -> sql.Composed:
+    """The highest id in the partition `name`."""
+    return sql.SQL("SELECT max(id) FROM {}").format(sql.Identifier(name))
+
 
 _BOUNDS = re.compile(r"FROM \('([^']+)'\) TO \('([^']+)'\)")
 
@@ -46,12 +62,7 @@ def _parse(bound: str) -> tuple[datetime | None, datetime | None]:
 def step_partitions() -> list[StepPartition]:
     """Every partition of turn_step, oldest first, the DEFAULT one last."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i"
-            " JOIN pg_class c ON c.oid = i.inhrelid"
-            " WHERE i.inhparent = %s::regclass",
-            [STEP_TABLE],
-        )
+        cursor.execute(PARTITIONS_SQL, [STEP_TABLE])
         rows = cursor.fetchall()
     partitions = [StepPartition(name, *_parse(bound)) for name, bound in rows]
     return sorted(
@@ -62,7 +73,7 @@ def step_partitions() -> list[StepPartition]:
 def step_partition_newest_id(name: str) -> int | None:
     """The highest step id in one partition (its primary key index: one probe)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT max(id) FROM {connection.ops.quote_name(name)}")  # noqa: S608
+        cursor.execute(newest_id_sql(name))
         value = cursor.fetchone()[0]
     return None if value is None else int(value)
 
@@ -70,8 +81,5 @@ def step_partition_newest_id(name: str) -> int | None:
 def step_default_months() -> list[datetime]:
     """The UTC months of the steps waiting in the DEFAULT partition, oldest first."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT date_trunc('month', created_at AT TIME ZONE 'UTC')"  # noqa: S608
-            f" FROM {DEFAULT_PARTITION} ORDER BY 1"
-        )
+        cursor.execute(DEFAULT_MONTHS_SQL)
         return [row[0].replace(tzinfo=UTC) for row in cursor.fetchall()]

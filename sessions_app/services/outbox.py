@@ -1,8 +1,8 @@
 """After-commit publishing that never waits on the broker.
 
-A request that committed a turn must answer whatever the broker does: a stalled Valkey
-(paused, half-open connection, failover) used to hold the response until the TCP stack
-gave up. `task_publish` therefore publishes through its own small connection pool whose
+A request that committed a turn must answer whatever the broker does: a plain publish to
+a stalled Valkey (paused, half-open connection, failover) holds the response until the
+TCP stack gives up. `task_publish` therefore publishes through its own small connection pool whose
 sockets time out after ENGRAM_PUBLISH_TIMEOUT_SECONDS and which never retries; what it
 could not publish is written to the `outbox_message` table, and the periodic
 `sessions_app.outbox_drain` task publishes it later, oldest first, in bounded batches.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +45,32 @@ def session_results_store(
     fetched items beyond `ENGRAM_MAX_FETCHED_ITEMS` are evicted, except what the cart,
     the focus or these results hold.
     """
+    mpns = _distinct_mpns(items)
+    session = session_lock_for_write(session=session)
+    now = timezone.now()
+    _components_upsert(session=session, items=items, now=now)
+    history = list(session.query_history or [])
+    history.append(
+        {
+            "query": query,
+            "filters": dict(filters or {}),
+            "result_count": len(items),
+            "at": now.isoformat(),
+        }
+    )
+    session.last_query = query
+    session.last_filters = dict(filters or {})
+    session.last_results = mpns
+    session.query_history = history[-QUERY_HISTORY_LENGTH:]
+    session.save(
+        update_fields=["last_query", "last_filters", "last_results", "query_history", "updated_at"]
+    )
+    _evict_old_components(session=session)
+    return session
+
+
+def _distinct_mpns(items: Sequence[ResultItem]) -> list[str]:
+    """The items' MPNs in order; InvalidInput naming the first one given twice."""
     mpns = [item.mpn for item in items]
     seen: set[str] = set()
     for index, mpn in enumerate(mpns):
@@ -53,9 +80,12 @@ def session_results_store(
                 fields={f"items.{index}.mpn": ["Duplicate MPN in this result set."]},
             )
         seen.add(mpn)
+    return mpns
 
-    session = session_lock_for_write(session=session)
-    now = timezone.now()
+
+def _components_upsert(*, session: ChatSession, items: Sequence[ResultItem], now: datetime) -> None:
+    """The items become the fetched items at positions 1..n (one seen before is refreshed);
+    the others keep their data but lose their position."""
     SessionComponent.objects.filter(session=session, position__isnull=False).update(position=None)
     SessionComponent.objects.bulk_create(
         [
@@ -76,24 +106,6 @@ def session_results_store(
         unique_fields=["session", "mpn"],
         update_fields=["name", "component_type", "summary", "full_data", "position", "fetched_at"],
     )
-    history = list(session.query_history or [])
-    history.append(
-        {
-            "query": query,
-            "filters": dict(filters or {}),
-            "result_count": len(items),
-            "at": now.isoformat(),
-        }
-    )
-    session.last_query = query
-    session.last_filters = dict(filters or {})
-    session.last_results = mpns
-    session.query_history = history[-QUERY_HISTORY_LENGTH:]
-    session.save(
-        update_fields=["last_query", "last_filters", "last_results", "query_history", "updated_at"]
-    )
-    _evict_old_components(session=session)
-    return session
 
 
 def _evict_old_components(*, session: ChatSession) -> int:

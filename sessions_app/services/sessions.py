@@ -123,33 +123,38 @@ def session_update(
         ("rotate_after_tokens", rotate_after_tokens),
         ("context_policy", context_policy),
         ("capture_prompts", capture_prompts),
+        ("ttl_seconds", ttl_seconds),
     ):
         if value is not UNSET:
             setattr(session, name, value)
             changed.append(name)
-    if ttl_seconds is not UNSET:
-        session.ttl_seconds = ttl_seconds
-        changed.append("ttl_seconds")
     changed += session_touch(session=session)
     session.save(update_fields=[*changed, "updated_at"])
     if state is not UNSET:
-        before = session.state or {}
-        keys = sorted(
-            key
-            for key in set(before) | set(state)
-            if before.get(key, UNSET) != state.get(key, UNSET)
+        session = _state_change(
+            session=session, state=state, reasoning=reasoning, changed_by=changed_by
         )
-        session = turn_record(
-            tenant=session.tenant,
-            session_id=session.pk,
-            steps=[],
-            state=state,
-            reasoning=reasoning,
-            metadata={"changed_keys": keys},
-            kind=TurnKind.STATE_CHANGE,
-            changed_by=changed_by,
-        ).session
     return session
+
+
+def _state_change(
+    *, session: ChatSession, state: dict[str, Any], reasoning: str, changed_by: str
+) -> ChatSession:
+    """A new state as a turn of kind `state_change` that names the keys it changed."""
+    before = session.state or {}
+    keys = sorted(
+        key for key in set(before) | set(state) if before.get(key, UNSET) != state.get(key, UNSET)
+    )
+    return turn_record(
+        tenant=session.tenant,
+        session_id=session.pk,
+        steps=[],
+        state=state,
+        reasoning=reasoning,
+        metadata={"changed_keys": keys},
+        kind=TurnKind.STATE_CHANGE,
+        changed_by=changed_by,
+    ).session
 
 
 @transaction.atomic

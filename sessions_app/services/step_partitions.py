@@ -1,8 +1,9 @@
 """Monthly partitions of `turn_step`: made ahead, filled from DEFAULT, dropped by age.
 
-`turn_step` is partitioned by RANGE on created_at, one partition per UTC month
-(migration 0200), plus a DEFAULT partition so that a step whose month has no partition
-yet (a clock far ahead, a back-dated import) is still stored rather than refused.
+`turn_step` is partitioned by RANGE on created_at, one partition per UTC month (set up
+by the sessions_app migrations), plus a DEFAULT partition so that a step whose month has
+no partition yet (a clock far ahead, a back-dated import) is still stored rather than
+refused.
 
 - `step_partitions_ensure` (hourly, from the beat) makes the current month's partition
   and `ENGRAM_STEP_PARTITIONS_AHEAD` more, so recorded steps never land in DEFAULT. For
@@ -34,6 +35,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
+from psycopg import sql
 
 from sessions_app.hooks import step_retention_horizon
 from sessions_app.locks import advisory_xact_lock
@@ -76,8 +78,43 @@ class PartitionReport:
     kept: list[str] = field(default_factory=list)  # expired, but not yet rolled up
 
 
+def partition_statements(name: str) -> dict[str, sql.Composed]:
+    """The statements that make the partition `name` and fill it from DEFAULT, in the
+    order `step_partition_create` may run them, then the two that drop it; each takes
+    the month's bounds as `%s, %s` where it names them."""
+    table, default, partition = (
+        sql.Identifier(STEP_TABLE),
+        sql.Identifier(DEFAULT_PARTITION),
+        sql.Identifier(name),
+    )
+    month = sql.SQL("created_at >= %s AND created_at < %s")
+    statements = {
+        "default_has_month": "SELECT EXISTS (SELECT 1 FROM {default} WHERE {month})",
+        "create_attached": "CREATE TABLE {partition} PARTITION OF {table}"
+        " FOR VALUES FROM (%s) TO (%s)",
+        "lock_for_move": "LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE",
+        "create_detached": "CREATE TABLE {partition}"
+        " (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
+        "add_bounds_check": "ALTER TABLE {partition} ADD CONSTRAINT month_bounds CHECK ({month})",
+        "move_from_default": "WITH moved AS (DELETE FROM {default} WHERE {month} RETURNING *)"
+        " INSERT INTO {partition} SELECT * FROM moved",
+        "attach": "ALTER TABLE {table} ATTACH PARTITION {partition} FOR VALUES FROM (%s) TO (%s)",
+        "drop_bounds_check": "ALTER TABLE {partition} DROP CONSTRAINT month_bounds",
+        "lock_for_drop": "LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE",
+        "detach": "ALTER TABLE {table} DETACH PARTITION {partition}",
+        "drop": "DROP TABLE {partition}",
+    }
+    return {
+        key: sql.SQL(text).format(table=table, default=default, partition=partition, month=month)
+        for key, text in statements.items()
+    }
+
+
+LOCK_TIMEOUT_SQL = sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT))
+
+
 def _lock(cursor: CursorWrapper) -> None:
-    cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    cursor.execute(LOCK_TIMEOUT_SQL)
     advisory_xact_lock(_LOCK_NAME)
 
 
@@ -94,44 +131,23 @@ def step_partition_create(month: datetime) -> int | None:
     already covers (part of) the month, else the number of steps moved."""
     lo = month_start(month)
     hi = month_after(lo)
-    name = connection.ops.quote_name(partition_name(lo))
+    statements = partition_statements(partition_name(lo))
     with connection.cursor() as cursor:
         _lock(cursor)
         if _overlaps(step_partitions(), lo, hi):
             return None
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {DEFAULT_PARTITION}"  # noqa: S608 - constants
-            " WHERE created_at >= %s AND created_at < %s)",
-            [lo, hi],
-        )
+        cursor.execute(statements["default_has_month"], [lo, hi])
         if not cursor.fetchone()[0]:
-            cursor.execute(
-                f"CREATE TABLE {name} PARTITION OF {STEP_TABLE} FOR VALUES FROM (%s) TO (%s)",
-                [lo, hi],
-            )
+            cursor.execute(statements["create_attached"], [lo, hi])
             return 0
         # Writers of this month wait on the parent until the rows have moved.
-        cursor.execute(f"LOCK TABLE {STEP_TABLE} IN SHARE ROW EXCLUSIVE MODE")
-        cursor.execute(
-            f"CREATE TABLE {name} (LIKE {STEP_TABLE} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
-        )
-        cursor.execute(
-            f"ALTER TABLE {name} ADD CONSTRAINT month_bounds"
-            " CHECK (created_at >= %s AND created_at < %s)",
-            [lo, hi],
-        )
-        cursor.execute(
-            f"WITH moved AS (DELETE FROM {DEFAULT_PARTITION}"  # noqa: S608 - constants
-            " WHERE created_at >= %s AND created_at < %s RETURNING *)"
-            f" INSERT INTO {name} SELECT * FROM moved",
-            [lo, hi],
-        )
+        cursor.execute(statements["lock_for_move"])
+        cursor.execute(statements["create_detached"])
+        cursor.execute(statements["add_bounds_check"], [lo, hi])
+        cursor.execute(statements["move_from_default"], [lo, hi])
         moved = cursor.rowcount
-        cursor.execute(
-            f"ALTER TABLE {STEP_TABLE} ATTACH PARTITION {name} FOR VALUES FROM (%s) TO (%s)",
-            [lo, hi],
-        )
-        cursor.execute(f"ALTER TABLE {name} DROP CONSTRAINT month_bounds")
+        cursor.execute(statements["attach"], [lo, hi])
+        cursor.execute(statements["drop_bounds_check"])
     return moved
 
 
@@ -170,16 +186,16 @@ def step_partitions_ensure(
 @transaction.atomic
 def _drop(partition: StepPartition, horizon: int | None) -> bool:
     """Detach and drop one partition, unless a guard still needs some of its steps."""
-    name = connection.ops.quote_name(partition.name)
+    statements = partition_statements(partition.name)
     with connection.cursor() as cursor:
         _lock(cursor)
         # No step can enter it once the parent is locked; then ask the guards.
-        cursor.execute(f"LOCK TABLE {STEP_TABLE} IN ACCESS EXCLUSIVE MODE")
+        cursor.execute(statements["lock_for_drop"])
         newest = step_partition_newest_id(partition.name)
         if newest is not None and horizon is not None and newest > horizon:
             return False
-        cursor.execute(f"ALTER TABLE {STEP_TABLE} DETACH PARTITION {name}")
-        cursor.execute(f"DROP TABLE {name}")
+        cursor.execute(statements["detach"])
+        cursor.execute(statements["drop"])
     return True
 
 

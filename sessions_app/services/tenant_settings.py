@@ -1,8 +1,8 @@
 """A tenant's own settings, changed through `/api/v1/tenant` by any of its API keys (the
 API has one kind of key: a key acts for its tenant), and its named context policies.
 
-Each function is one transaction. Prompt capture (seed 000) was an admin-only switch; it
-is the tenant's decision about its own data, so its keys may turn it on and off. Budget
+Each function is one transaction. Prompt capture (seed 000) is the tenant's decision
+about its own data, so its keys may turn it on and off (as the admin may). Budget
 defaults stay admin-only: an agent holding a key should not raise its own allowance.
 """
 

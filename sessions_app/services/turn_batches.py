@@ -197,9 +197,33 @@ def _record(
     render: Render,
     now: datetime,
 ) -> dict[int, BatchOutcome]:
-    outcomes: dict[int, BatchOutcome] = {}
     if not todo:
+        return {}
+    outcomes, pending, touched = _drafts(tenant=tenant, todo=todo, claimed=claimed, now=now)
+    if not pending:
         return outcomes
+    _insert(tenant=tenant, pending=pending, touched=touched, now=now)
+    responses: dict[int, tuple[int, dict[str, Any]]] = {}
+    for entry in pending:
+        body = render(entry.recorded, entry.record_id is not None)
+        outcomes[entry.index] = BatchOutcome(status=201, body=body)
+        if entry.record_id is not None:
+            responses[entry.record_id] = (201, body)
+    idempotency_complete_many(responses=responses)
+    transaction.on_commit(lambda: _announce(pending))
+    return outcomes
+
+
+def _drafts(
+    *,
+    tenant: Tenant,
+    todo: list[tuple[int, BatchTurn]],
+    claimed: dict[int, int],
+    now: datetime,
+) -> tuple[dict[int, BatchOutcome], list[_Pending], dict[uuid.UUID, ChatSession]]:
+    """Lock the items' sessions and draft each item's turn in order: the refusals by
+    index, the turns to insert, and the sessions whose counters moved."""
+    outcomes: dict[int, BatchOutcome] = {}
     locked = sessions_lock_for_turns(
         tenant=tenant, ids=sorted({item.session_id for _, item in todo})
     )
@@ -211,7 +235,6 @@ def _record(
     touched: dict[uuid.UUID, ChatSession] = {}
     pending: list[_Pending] = []
     last_index: dict[uuid.UUID, int] = {}
-
     for index, item in todo:
         session = sessions.get(item.session_id)
         if session is None:
@@ -235,22 +258,25 @@ def _record(
             carts[draft.session.pk] = carts[item.session_id]
         touched[draft.session.pk] = draft.session
         last_index[draft.session.pk] = len(pending)
-        pending.append(
-            _Pending(
-                index=index,
-                draft=draft,
-                # A copy: later turns of the batch move the live instance on.
-                recorded=TurnRecorded(
-                    turn=draft.turn, session=copy.copy(draft.session), warnings=draft.warnings
-                ),
-                record_id=claimed.get(index),
-            )
+        # The recorded session is a copy: later turns of the batch move the live one on.
+        recorded = TurnRecorded(
+            turn=draft.turn, session=copy.copy(draft.session), warnings=draft.warnings
         )
-    if not pending:
-        return outcomes
+        pending.append(_Pending(index, draft, recorded, record_id=claimed.get(index)))
     for position, entry in enumerate(pending):
         entry.later_of_session = last_index[entry.draft.turn.session_id] != position
+    return outcomes, pending, touched
 
+
+def _insert(
+    *,
+    tenant: Tenant,
+    pending: list[_Pending],
+    touched: dict[uuid.UUID, ChatSession],
+    now: datetime,
+) -> None:
+    """Write the drafted turns (ids drawn first, then COPY), their steps, the sessions'
+    counters and the period budgets' spend."""
     turns = [entry.draft.turn for entry in pending]
     for turn, pk in zip(turns, rows_next_ids(ChatTurn, len(turns)), strict=True):
         turn.pk = pk
@@ -263,16 +289,6 @@ def _record(
     rows_copy(TurnStep, steps, now=now, with_pk=False)
     sessions_save_counters(list(touched.values()))
     period_budgets_spend(tenant_id=tenant.pk, steps=steps, at=now)
-
-    responses: dict[int, tuple[int, dict[str, Any]]] = {}
-    for entry in pending:
-        body = render(entry.recorded, entry.record_id is not None)
-        outcomes[entry.index] = BatchOutcome(status=201, body=body)
-        if entry.record_id is not None:
-            responses[entry.record_id] = (201, body)
-    idempotency_complete_many(responses=responses)
-    transaction.on_commit(lambda: _announce(pending))
-    return outcomes
 
 
 def _announce(pending: list[_Pending]) -> None:

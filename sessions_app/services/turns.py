@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -29,47 +28,38 @@ from sessions_app.fastpaths import (
     sessions_select_for_turns,
     turn_steps_preloaded,
 )
-from sessions_app.hooks import StepUsage, price_step, turn_recorded, turns_withdrawn
+from sessions_app.hooks import turn_recorded, turns_withdrawn
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import NEWEST_STEP_MODEL, session_ensure_writable
 from sessions_app.selectors.turns import turn_get
 from sessions_app.services.budgets import budget_reservation_release
-from sessions_app.services.capture import capture_capped, capture_enabled
+from sessions_app.services.capture import capture_enabled
 from sessions_app.services.lifecycle import session_touch
-from sessions_app.services.rotation import rotation_due, rotation_threshold, session_rotate
+from sessions_app.services.rotation import rotation_due, session_rotate
 from sessions_app.services.snapshots import (
     EMPTY_WORKSPACE,
     session_workspace_restore,
     session_workspace_snapshot,
 )
 from sessions_app.services.spend_budgets import period_budgets_spend
-from sessions_app.usage import TokenCounts, UsageError
+
+# The step input and the pricing of a turn live in turn_totals; the names imported "as"
+# themselves are re-exported, so callers import the turn services from this module.
+from sessions_app.services.turn_totals import COST_PRECISION as COST_PRECISION
+from sessions_app.services.turn_totals import SESSION_TOTALS as SESSION_TOTALS
+from sessions_app.services.turn_totals import StepInput as StepInput
+from sessions_app.services.turn_totals import (
+    TurnWarning,
+    steps_validate,
+    turn_increments,
+    turn_limits_passed,
+    turn_price_steps,
+    turn_set_totals,
+    turn_warnings,
+)
 
 UNCHANGED: Any = object()
-COST_PRECISION = Decimal("1e-10")  # money_field's decimal places
-
-
-@dataclass(frozen=True)
-class StepInput:
-    """One call inside a turn, counts already normalised (see `sessions_app.usage`)."""
-
-    step_type: str
-    counts: TokenCounts
-    model: str = ""
-    duration_ms: int = 0
-    success: bool = True
-    error: str | None = None
-    usage_raw: dict[str, Any] | None = None
-    tool_output: str = ""
-    prompt: list[dict[str, Any]] | None = None  # kept only when capture is on
-    completion: str = ""
-
-
-@dataclass(frozen=True)
-class TurnWarning:
-    code: str
-    message: str
 
 
 @dataclass
@@ -110,113 +100,6 @@ def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
     return locked
 
 
-def turn_limits_passed(turn: ChatTurn) -> str:
-    """The per-turn ceilings the turn's summed steps passed, comma-separated ("tokens",
-    "cost"); blank when none is set or passed. A turn is never refused for it: it is
-    stored, flagged and warned about, so that a runaway loop shows in the log."""
-    passed = []
-    max_tokens = int(settings.ENGRAM_TURN_MAX_TOKENS)
-    if max_tokens and turn.input_tokens + turn.output_tokens > max_tokens:
-        passed.append("tokens")
-    max_cost = Decimal(str(settings.ENGRAM_TURN_MAX_COST_USD))
-    if max_cost and turn.cost_usd > max_cost:
-        passed.append("cost")
-    return ",".join(passed)
-
-
-def _quantize(cost: Decimal | None) -> Decimal | None:
-    """To the stored precision, so that the turn's sum equals the sum of its stored steps."""
-    return None if cost is None else cost.quantize(COST_PRECISION)
-
-
-def turn_price_steps(
-    *,
-    turn: ChatTurn,
-    session: ChatSession,
-    steps: list[StepInput],
-    at: datetime,
-    capture: bool = False,
-) -> list[TurnStep]:
-    """The turn's step rows, priced, not saved. InvalidInput for counts that do not add
-    up; nothing is written before that, so a batch can refuse just this turn."""
-    rows = []
-    for order, step in enumerate(steps, start=1):
-        prompt, completion = capture_capped(step.prompt, step.completion) if capture else (None, "")
-        try:
-            counts = step.counts.validate(prefix=f"steps.{order - 1}.")
-        except UsageError as exc:
-            raise InvalidInput(fields={exc.field: [exc.message]}) from exc
-        cost = _quantize(price_step(StepUsage(model=step.model, tokens=counts, at=at)))
-        if cost is None and not step.model and counts == TokenCounts():
-            cost = Decimal(0)  # a tool call: no LLM, nothing to price
-        rows.append(
-            TurnStep(
-                tenant_id=session.tenant_id,
-                turn=turn,
-                session=session,
-                user_id=session.user_id,
-                agent_id=session.agent_id,
-                step_order=order,
-                step_type=step.step_type,
-                model=step.model,
-                input_tokens=counts.input_tokens,
-                output_tokens=counts.output_tokens,
-                cached_tokens=counts.cached_tokens,
-                cache_write_tokens=counts.cache_write_tokens,
-                reasoning_tokens=counts.reasoning_tokens,
-                cost_usd=cost,
-                price_missing=cost is None,
-                duration_ms=step.duration_ms,
-                success=step.success,
-                error=step.error,
-                usage_raw=step.usage_raw,
-                tool_output=step.tool_output,
-                prompt=prompt,
-                completion=completion,
-            )
-        )
-    return rows
-
-
-# The session's running totals and the turn attribute each one adds up.
-SESSION_TOTALS = {
-    "total_input_tokens": "input_tokens",
-    "total_output_tokens": "output_tokens",
-    "total_cached_tokens": "cached_tokens",
-    "total_reasoning_tokens": "reasoning_tokens",
-    "total_cost_usd": "cost_usd",
-    "total_calls": "call_count",
-    "total_errors": "error_count",
-    "unpriced_calls": "unpriced_calls",
-    "total_duration_ms": "duration_ms",
-}
-
-
-def turn_set_totals(*, turn: ChatTurn, step_rows: list[TurnStep], duration_ms: int | None) -> None:
-    """The turn's totals from its priced steps (before it is inserted)."""
-    priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
-    turn.input_tokens = sum(row.input_tokens for row in step_rows)
-    turn.output_tokens = sum(row.output_tokens for row in step_rows)
-    turn.cached_tokens = sum(row.cached_tokens for row in step_rows)
-    turn.reasoning_tokens = sum(row.reasoning_tokens for row in step_rows)
-    turn.cost_usd = sum(priced, Decimal(0))
-    turn.call_count = len(step_rows)
-    turn.error_count = sum(1 for row in step_rows if not row.success)
-    turn.unpriced_calls = len(step_rows) - len(priced)
-    turn.duration_ms = (
-        duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
-    )
-
-
-def turn_increments(turn: ChatTurn) -> dict[str, Any]:
-    """What the turn adds to its session's counters."""
-    return {
-        "turn_count": 1,
-        "last_turn_number": 1,
-        **{total: getattr(turn, name) for total, name in SESSION_TOTALS.items()},
-    }
-
-
 def session_apply_turn(
     *, session: ChatSession, turn: ChatTurn, state: dict[str, Any], now: datetime
 ) -> None:
@@ -233,38 +116,6 @@ def session_apply_turn(
         session.status = SessionStatus.ACTIVE
     if session.budget_exceeded_at is None and budget_remaining(session).exceeded:
         session.budget_exceeded_at = now
-
-
-def turn_price_warnings(step_rows: list[TurnStep]) -> list[TurnWarning]:
-    return [
-        TurnWarning(
-            code="price_missing",
-            message=f"No price for model {row.model!r}; the step's cost is not counted.",
-        )
-        for row in step_rows
-        if row.cost_usd is None and row.model
-    ]
-
-
-def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
-    return TurnWarning(
-        code="budget_exceeded",
-        message=(
-            "The session's budget is spent"
-            + ("" if was_exceeded else " with this turn")
-            + "; the turn was stored. Check POST …/budget/check before spending more."
-        ),
-    )
-
-
-def steps_validate(steps: list[StepInput]) -> None:
-    """InvalidInput for counts that do not add up, before anything is written for the
-    turn (a batch refuses just that item)."""
-    for order, step in enumerate(steps):
-        try:
-            step.counts.validate(prefix=f"steps.{order}.")
-        except UsageError as exc:
-            raise InvalidInput(fields={exc.field: [exc.message]}) from exc
 
 
 @dataclass(frozen=True)
@@ -346,21 +197,10 @@ def turn_draft(
         rotated_from, session = session, session_rotate(session=session, now=now)
     was_exceeded = budget_remaining(session).exceeded
 
-    state = fields.state
-    turn = ChatTurn(
-        tenant_id=session.tenant_id,
+    turn = _turn_row(
         session=session,
-        turn_number=session.last_turn_number + 1,  # safe: the row is locked
-        kind=fields.kind,
-        changed_by=fields.changed_by,
-        user_message=fields.user_message,
-        assistant_response=fields.assistant_response,
-        intent_data=fields.intent_data or {},
-        reasoning=fields.reasoning,
-        metadata=fields.metadata or {},
-        state_before=session.state,
-        state_after=session.state if state is UNCHANGED else state,
-        context_after=session_workspace_snapshot(session=session, cart=cart),
+        cart=cart,
+        fields=fields,
         idempotency_key=idempotency_key,
         occurred_at=occurred_at,
     )
@@ -379,40 +219,52 @@ def turn_draft(
         setattr(session, NEWEST_STEP_MODEL, newest_model)  # see `session_model`
     # The response lists the steps: serve them from memory, not from another query.
     turn_steps_preloaded(turn, step_rows)
-    session_apply_turn(session=session, turn=turn, state=state, now=now)
+    session_apply_turn(session=session, turn=turn, state=fields.state, now=now)
 
-    warnings = turn_price_warnings(step_rows)
-    if turn.over_limit:
-        warnings.append(
-            TurnWarning(
-                code="turn_over_limit",
-                message=(
-                    f"The turn's steps passed the per-turn {turn.over_limit.replace(',', ' and ')} "
-                    "ceiling (ENGRAM_TURN_MAX_TOKENS / ENGRAM_TURN_MAX_COST_USD); the turn was "
-                    "stored and flagged."
-                ),
-            )
-        )
-    if rotated_from is not None:
-        warnings.append(
-            TurnWarning(
-                code="session_rotated",
-                message=(
-                    f"Session {rotated_from.pk} passed {rotation_threshold(rotated_from)} "
-                    f"tokens and was archived; this turn opened its successor {session.pk}. "
-                    "Record further turns there."
-                ),
-            )
-        )
-    if budget_remaining(session).exceeded:
-        warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
+    warnings = turn_warnings(
+        turn=turn,
+        step_rows=step_rows,
+        session=session,
+        rotated_from=rotated_from,
+        was_exceeded=was_exceeded,
+    )
     return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)
+
+
+def _turn_row(
+    *,
+    session: ChatSession,
+    cart: list[dict[str, Any]],
+    fields: TurnFields,
+    idempotency_key: str | None,
+    occurred_at: datetime,
+) -> ChatTurn:
+    """The unsaved turn: numbered after the locked session's last turn, its state chained
+    from the session's, and the workspace as it stands after it."""
+    state = fields.state
+    return ChatTurn(
+        tenant_id=session.tenant_id,
+        session=session,
+        turn_number=session.last_turn_number + 1,  # safe: the row is locked
+        kind=fields.kind,
+        changed_by=fields.changed_by,
+        user_message=fields.user_message,
+        assistant_response=fields.assistant_response,
+        intent_data=fields.intent_data or {},
+        reasoning=fields.reasoning,
+        metadata=fields.metadata or {},
+        state_before=session.state,
+        state_after=session.state if state is UNCHANGED else state,
+        context_after=session_workspace_snapshot(session=session, cart=cart),
+        idempotency_key=idempotency_key,
+        occurred_at=occurred_at,
+    )
 
 
 def turns_insert(drafts: list[TurnDraft], *, now: datetime) -> None:
     """Insert a few drafted turns and their steps: the turns by one fixed INSERT (their
-    ids come back), the steps by COPY (nothing to return; for three steps it cost half
-    an INSERT, whose 60-odd parameters psycopg re-parses on every call)."""
+    ids come back), the steps by COPY (nothing to return, and no INSERT whose 60-odd
+    parameters psycopg would re-parse on every call)."""
     rows_insert(ChatTurn, [draft.turn for draft in drafts], now=now)
     steps = []
     for draft in drafts:

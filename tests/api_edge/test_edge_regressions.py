@@ -1,5 +1,6 @@
-"""Regressions for the inputs that used to answer 500 (issue 13), and the edge's promises:
-every /api/ response is JSON in the error shape and carries a request id."""
+"""Inputs that could reach the database or a parser unchecked answer 4xx, never 500;
+and the edge's promises: every /api/ response is JSON in the error shape and carries a
+request id."""
 
 from __future__ import annotations
 

@@ -28,12 +28,12 @@ from tests.cockpit.seed import World, seed_world
 
 pytestmark = pytest.mark.django_db
 
-# Measured (2026-11-23): user 10, session 30 (most of it the context assembly: items,
-# turns, summaries, the hybrid search and its signals, failures; 25 before issues 11 and
-# 15 added the recalled-turn search, the BM25 term statistics, the hits' relations and
-# the related memories, each one query per page whatever the data), explorer 5-6,
-# search 12, memory 6-7, spend 29 (15 before issue 13b made it exact with the live tail
-# after the rollup markers); the bounds leave room for a session/auth query or two.
+# Queries per page on the seeded world: user 10, session 30 (most of it the context
+# assembly: items, turns, summaries, the hybrid search and its signals, the recalled
+# turns, the BM25 term statistics, the hits' relations and related memories, failures;
+# each one query per page whatever the data), explorer 5-6, search 12, memory 6-7,
+# spend 29 (the rollups plus the live tail after the rollup markers, so the figures are
+# exact); the bounds leave room for a session/auth query or two.
 BOUNDS = {"user": 12, "session": 32, "explorer": 8, "search": 14, "memory": 9, "spend": 32}
 
 BENCH = [

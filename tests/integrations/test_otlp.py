@@ -263,7 +263,7 @@ def test_spans_with_impossible_counts_are_rejected_not_stored(
 
 
 def test_an_export_is_recorded_by_the_batch_service(tenant: Tenant) -> None:
-    """Issue 16: the receiver records an export's turns through the batch service (one
+    """The receiver records an export's turns through the batch service (one
     COPY of the turns), not a turn at a time (the single route's INSERT per turn); the
     totals, numbering and replays stay exact."""
     exports = [otlp_json(f"{n:032x}", f"{n:016x}", 100 + n) for n in range(1, 4)]

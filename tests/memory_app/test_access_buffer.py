@@ -1,4 +1,4 @@
-"""Access statistics off the request path (issue 11, faster queries): a search counts its
+"""Access statistics off the request path (no write on a read): a search counts its
 hits in a Valkey buffer, the periodic flush task writes them; counts arrive, once each,
 even across a flusher that died, and without Valkey the request writes them itself."""
 

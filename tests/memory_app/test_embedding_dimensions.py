@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.test import override_settings
+from psycopg import sql
 
 from memory_app.checks import check_embedding_settings
 from memory_app.embedding import OpenAIEmbedder, embedder
 from memory_app.models import Memory
-from memory_app.selectors.search import SearchWhere, nearest_sql
+from memory_app.selectors.search import SearchWhere
+from memory_app.selectors.search.vector import nearest_sql
 
 
 def test_column_and_embedder_follow_the_setting() -> None:
@@ -19,9 +21,11 @@ def test_column_and_embedder_follow_the_setting() -> None:
 
 
 def test_search_casts_to_the_column_size() -> None:
-    where = SearchWhere(scope="TRUE", visible="TRUE", branches=("TRUE",), tenant_id=1)
+    true = sql.SQL("TRUE")
+    where = SearchWhere(scope=true, visible=true, branches=(true,), tenant_id=1)
     expected = f"halfvec({settings.ENGRAM_EMBEDDING_DIMENSIONS})"
-    assert f"m.embedding::{expected} <=> %(q)s::{expected}" in nearest_sql(where)
+    statement = nearest_sql(where).as_string(None)  # no database: no quoting to negotiate
+    assert f"m.embedding::{expected} <=> %(q)s::{expected}" in statement
 
 
 def test_remote_embedder_expects_the_configured_size() -> None:

@@ -1,4 +1,4 @@
-"""Engram's own LLM calls are steps of the session that caused them (issue 14): the
+"""Engram's own LLM calls are steps of the session that caused them: the
 summarizer's and the extractor's tokens and cost show in `/usage`, in the turn's and the
 session's totals, and so in the budget, through a real loopback LLM server."""
 

@@ -213,7 +213,7 @@ def test_the_context_brings_a_found_memorys_direct_relations(api: APIClient) -> 
     sid = api.post("/api/v1/sessions", {"user_id": "alice", "agent_id": "shop"},
                    format="json").json()["id"]  # fmt: skip
     # The anchor answers the query as well as the distractors below: search fuses BM25 and
-    # cosine by score (issue 11), so a memory matching one query term of two ranks under
+    # cosine by score, so a memory matching one query term of two ranks under
     # fourteen matching both, whatever its importance.
     found = created(add(api, content="Has a peanut allergy", type="fact", importance=0.9))
     related = created(

@@ -1,6 +1,6 @@
-"""The search answers with `memory_data`, a written-out MemorySerializer (issue 11, cheaper
-serialisation): the two must stay equal field for field, or the API would drift from its
-schema and from every other memory endpoint."""
+"""The search answers with `memory_data`, a written-out MemorySerializer (cheaper than
+running the serializer per hit): the two must stay equal field for field, or the API
+would drift from its schema and from every other memory endpoint."""
 
 from __future__ import annotations
 

@@ -9,22 +9,17 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
+from psycopg import sql
 
 from memory_app.models import Memory
 from memory_app.selectors.memories import Actor
-from memory_app.selectors.search import (
-    BM25_B,
-    BM25_K1,
+from memory_app.selectors.search import LexicalQuery, lexical_query, memory_search, search_where
+from memory_app.selectors.search.bm25 import BM25_B, BM25_K1, bm25_params, bm25_sql
+from memory_app.selectors.search.lexical_hits import (
     OWNER_LEXEMES_SQL,
-    LexicalQuery,
-    bm25_params,
-    bm25_sql,
     lexical_hits_params,
     lexical_hits_sql,
-    lexical_query,
-    memory_search,
     owner_lexeme_keys,
-    search_where,
 )
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
@@ -32,12 +27,24 @@ from sessions_app.models import Tenant
 pytestmark = pytest.mark.django_db
 
 
-def _positions(vector_sql: str, params: list[object]) -> dict[str, int]:
+# A tsvector of one text (`%(v0)s`), and of an own text and a window (`%(v1)s`).
+ONE_TEXT = sql.SQL("to_tsvector('english', %(v0)s)")
+TWO_FIELDS = sql.SQL(
+    "setweight(to_tsvector('english', %(v0)s), 'A')"
+    " || setweight(to_tsvector('english', %(v1)s), 'B')"
+)
+
+
+def _params(values: list[object]) -> dict[str, object]:
+    return {f"v{index}": value for index, value in enumerate(values)}
+
+
+def _positions(vector_sql: sql.Composable, params: list[object]) -> dict[str, int]:
     """Each lexeme of a tsvector and its number of positions, as PostgreSQL stores them."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT lexeme, cardinality(positions) FROM unnest({vector_sql})",  # noqa: S608
-            params,
+            sql.SQL("SELECT lexeme, cardinality(positions) FROM unnest({})").format(vector_sql),
+            _params(params),
         )
         return {lexeme: int(count) for lexeme, count in cursor.fetchall()}
 
@@ -53,16 +60,13 @@ def _reference(tf: dict[str, int], query: LexicalQuery) -> float:
     )
 
 
-def _sql_score(vector_sql: str, params: list[object], query: LexicalQuery) -> float:
-    named = bm25_params(query) | {f"v{index}": value for index, value in enumerate(params)}
-    vector_named = vector_sql
-    for index in range(len(params)):
-        vector_named = vector_named.replace("%s", f"%(v{index})s", 1)
+def _sql_score(vector_sql: sql.Composable, params: list[object], query: LexicalQuery) -> float:
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {bm25_sql('d', query)} "  # noqa: S608
-            f"FROM (SELECT {vector_named} AS lexical_vector) AS d",
-            named,
+            sql.SQL("SELECT {} FROM (SELECT {} AS lexical_vector) AS d").format(
+                bm25_sql("d", query), vector_sql
+            ),
+            bm25_params(query) | _params(params),
         )
         return float(cursor.fetchone()[0])
 
@@ -74,9 +78,7 @@ def test_term_frequency_is_read_exactly_up_to_the_positions_a_tsvector_keeps(
     # "kyoto" repeat times in the own field (A) and once more in the window (B); "rain"
     # once; "trip" not at all. Past 256 positions PostgreSQL keeps 256.
     own = " ".join(["kyoto"] * repeat) + " rain"
-    vector_sql = (
-        "setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B')"
-    )
+    vector_sql = TWO_FIELDS
     params: list[object] = [own, "we flew to kyoto last spring"]
     tf = _positions(vector_sql, params)
     assert tf["kyoto"] == min(repeat + 1, 256)
@@ -91,21 +93,19 @@ def test_term_frequency_is_read_exactly_up_to_the_positions_a_tsvector_keeps(
 
 def test_a_document_without_the_query_terms_scores_zero() -> None:
     query = LexicalQuery(["kyoto"], [3.0], 4.0, ["kyoto"])
-    assert _sql_score("to_tsvector('english', %s)", ["rain all week"], query) == 0.0
+    assert _sql_score(ONE_TEXT, ["rain all week"], query) == 0.0
     nothing = LexicalQuery([], [], 1.0, [])
-    assert _sql_score("to_tsvector('english', %s)", ["rain all week"], nothing) == 0.0
+    assert _sql_score(ONE_TEXT, ["rain all week"], nothing) == 0.0
 
 
 def test_lexemes_that_need_quoting_are_scored_as_literals() -> None:
     # The English parser keeps such tokens whole; quoted, "'" and "\\" are no operators.
     text = "o'brien said c:\\temp and a-73812 twice: a-73812"
-    tf = _positions("to_tsvector('english', %s)", [text])
+    tf = _positions(ONE_TEXT, [text])
     odd = sorted(lexeme for lexeme in tf if not lexeme.isalnum())
     assert odd, tf
     query = LexicalQuery(odd, [1.5 + index for index in range(len(odd))], 6.0, odd)
-    assert _sql_score("to_tsvector('english', %s)", [text], query) == pytest.approx(
-        _reference(tf, query), rel=1e-12
-    )
+    assert _sql_score(ONE_TEXT, [text], query) == pytest.approx(_reference(tf, query), rel=1e-12)
 
 
 def test_search_reports_the_bm25_of_its_definition(tenant: Tenant) -> None:
@@ -134,7 +134,9 @@ def test_search_reports_the_bm25_of_its_definition(tenant: Tenant) -> None:
     )
     assert len(outcome.hits) >= 3
     for hit in outcome.hits:
-        tf = _positions("(SELECT lexical_vector FROM memory WHERE id = %s)", [hit.memory.pk])
+        tf = _positions(
+            sql.SQL("(SELECT lexical_vector FROM memory WHERE id = %(v0)s)"), [hit.memory.pk]
+        )
         assert hit.parts["lexical"] == pytest.approx(_reference(tf, query), abs=1e-6)
 
 
@@ -187,8 +189,9 @@ def test_the_owner_index_keys_are_those_the_search_looks_up(tenant: Tenant, owne
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {OWNER_LEXEMES_SQL}, tsvector_to_array(o.lexical_vector)"  # noqa: S608
-            " FROM memory o WHERE o.id = %s",
+            sql.SQL(
+                "SELECT {}, tsvector_to_array(o.lexical_vector) FROM memory o WHERE o.id = %s"
+            ).format(OWNER_LEXEMES_SQL),
             [result.memory.pk],
         )
         stored, lexemes = cursor.fetchone()
@@ -220,12 +223,12 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(
     )
     lexical = LexicalQuery(["kayak"], [1.0], 1.0, ["kayak"])
     params |= lexical_hits_params(where, lexical)
-    sql = lexical_hits_sql(where, lexical)
+    hits = lexical_hits_sql(where, lexical)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(f"EXPLAIN {sql}", params)
+        cursor.execute(sql.SQL("EXPLAIN {}").format(hits), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute(sql, params)
+        cursor.execute(hits, params)
         contents = [row[1] for row in cursor.fetchall()]
     assert "memory_lexical_owner" in plan
     assert "Filter: (memory_owner_lexemes" not in plan
@@ -239,8 +242,8 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(
 
 def test_the_indexes_a_search_reads_keep_no_pending_list() -> None:
     # A GIN pending list is read whole by every scan of its index, whoever's rows it
-    # holds: a search of one user's memories read every row written since the last merge
-    # (migration 0259). The model and the database must agree that these three have none.
+    # holds: a search of one user's memories would read every row written since the last
+    # merge. The model and the database must agree that these three have none.
     names = ["memory_lexical_owner", "memory_lexical_public", "memory_shared_grants"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)", [names])

@@ -335,9 +335,10 @@ def test_a_tenant_wide_bound_counts_the_rows_the_actor_cannot_see(tenant: Tenant
 
 def test_a_long_window_keeps_its_lexical_vector_in_the_row(tenant: Tenant) -> None:
     """BM25 reads a row's `lexical_vector` twice per query term; out of line, each read
-    is a TOAST lookup (migration 0257). A thread whose windows make the rows larger than
-    PostgreSQL keeps in a page without toasting: the embedding and the window go out of
-    line, the lexical vector stays in the row, and search still ranks from it."""
+    is a TOAST lookup (the column is kept in line by a migration). A thread whose windows
+    make the rows larger than PostgreSQL keeps in a page without toasting: the embedding
+    and the window go out of line, the lexical vector stays in the row, and search still
+    ranks from it."""
     words = [f"{stem}{n}" for n in range(40) for stem in ("alpha", "quartz", "meadow")]
     lines = [f"Ben: {' '.join(words[i * 24 : i * 24 + 24])}" for i in range(5)]
     memories = _thread(tenant, "ben", lines)

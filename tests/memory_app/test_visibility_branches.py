@@ -1,9 +1,10 @@
-"""The vector step's visibility branches (`visibility_branches_sql`): a tenant-wide search
+"""The visibility rule's branches (`visibility_branches_sql`): a tenant-wide search
 looks for the nearest public memories, the actor's own, and those shared with the actor,
 one branch at a time, then merges them. The branches must be the visibility rule cut in
 disjoint pieces (a row in two would come twice, a row in none would never be found, a row
 outside the rule would leak), and the merged ranking must be the exact ranking under the
-rule."""
+rule. The ORM reading of the rule (`visibility_q`) keeps exactly the rows its SQL reading
+keeps."""
 
 from __future__ import annotations
 
@@ -12,19 +13,15 @@ import uuid
 import pytest
 from django.db import connection, transaction
 from django.test import override_settings
+from psycopg import sql
 
 from memory_app.embedding import embed_query
-from memory_app.selectors.memories import Actor, visibility_branches_sql, visibility_sql
-from memory_app.selectors.search import (
-    EF_SEARCH,
-    LexicalQuery,
-    SearchWhere,
-    lexical_hits_params,
-    lexical_hits_sql,
-    memory_search,
-    nearest_sql,
-    search_where,
-)
+from memory_app.models import Memory
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import LexicalQuery, SearchWhere, memory_search, search_where
+from memory_app.selectors.search.lexical_hits import lexical_hits_params, lexical_hits_sql
+from memory_app.selectors.search.vector import EF_SEARCH, nearest_sql
+from memory_app.selectors.visibility import visibility_branches_sql, visibility_q, visibility_sql
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
 
@@ -76,10 +73,12 @@ def memories(tenant: Tenant) -> dict[uuid.UUID, str]:
     return {result.memory.pk: result.memory.content for result in results}
 
 
-def _ids(tenant: Tenant, predicate: str, params: dict[str, object]) -> set[uuid.UUID]:
+def _ids(tenant: Tenant, predicate: sql.Composable, params: dict[str, object]) -> set[uuid.UUID]:
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT m.id FROM memory m WHERE m.tenant_id = %(tenant)s AND {predicate}",  # noqa: S608
+            sql.SQL("SELECT m.id FROM memory m WHERE m.tenant_id = %(tenant)s AND {}").format(
+                predicate
+            ),
             {**params, "tenant": tenant.pk},
         )
         return {row[0] for row in cursor.fetchall()}
@@ -91,8 +90,10 @@ def _exact(where: SearchWhere, params: dict[str, object]) -> list[uuid.UUID]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")
         cursor.execute(
-            f"SELECT m.id FROM memory m WHERE {where.sql} "  # noqa: S608
-            "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384), m.id LIMIT %(k)s",
+            sql.SQL(
+                "SELECT m.id FROM memory m WHERE {} "
+                "ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384), m.id LIMIT %(k)s"
+            ).format(where.sql),
             params,
         )
         return [row[0] for row in cursor.fetchall()]
@@ -130,6 +131,17 @@ def test_the_rule_still_says_who_sees_what(tenant: Tenant, memories: dict[uuid.U
 
 
 @pytest.mark.parametrize("actor", ACTORS, ids=repr)
+def test_the_orm_filter_and_the_sql_keep_the_same_rows(
+    tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor
+) -> None:
+    # Both are derived from one definition (`visibility_branches`); the ORM's NOT and
+    # array lookups must still read as the SQL's <>, IS DISTINCT FROM, @> and &&.
+    rule, params = visibility_sql(actor)
+    orm = Memory.objects.filter(tenant=tenant).filter(visibility_q(actor))
+    assert set(orm.values_list("pk", flat=True)) == _ids(tenant, rule, params)
+
+
+@pytest.mark.parametrize("actor", ACTORS, ids=repr)
 def test_a_tenant_wide_vector_search_ranks_exactly_what_the_actor_may_see(
     tenant: Tenant, memories: dict[uuid.UUID, str], actor: Actor
 ) -> None:
@@ -162,7 +174,7 @@ def test_the_branches_merge_by_distance_before_the_limit(
     params |= {"q": str(vector), "k": k}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # as the search
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+        cursor.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
         cursor.execute(nearest_sql(where), params)
         merged = [row[0] for row in cursor.fetchall()]
     exact = _exact(where, params)
@@ -180,18 +192,27 @@ def test_a_search_of_the_actors_own_memories_drops_no_row_and_adds_none(
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=owner, agent_id=None, types=None, tags=None
     )
-    assert where.visible == "TRUE"
+    assert where.visible == sql.SQL("TRUE")
     rule, rule_params = visibility_sql(actor)
-    expected = _ids(tenant, f"m.user_id = %(owner)s AND {rule}", {**rule_params, "owner": owner})
-    assert _ids(tenant, where.sql.replace("m.tenant_id = %(tenant)s AND ", ""), params) == expected
+    expected = _ids(tenant, _of_owner(rule), {**rule_params, "owner": owner})
+    assert _ids(tenant, where.sql, params) == expected
     assert len(expected) == sum(1 for row in MEMORIES if row[0] == owner)
 
 
-def _holding(tenant: Tenant, word: str, predicate: str, params: dict[str, object]) -> set[str]:
+def _of_owner(predicate: sql.Composable) -> sql.Composable:
+    """`predicate` on the rows of the user `%(owner)s`."""
+    return sql.SQL("m.user_id = %(owner)s AND {}").format(predicate)
+
+
+def _holding(
+    tenant: Tenant, word: str, predicate: sql.Composable, params: dict[str, object]
+) -> set[str]:
     """Contents of the rows under `predicate` whose lexical vector holds `word`."""
     found = _ids(
         tenant,
-        f"{predicate} AND m.lexical_vector @@ plainto_tsquery('english', %(word)s)",
+        sql.SQL("{} AND m.lexical_vector @@ plainto_tsquery('english', %(word)s)").format(
+            predicate
+        ),
         {**params, "word": word},
     )
     with connection.cursor() as cursor:
@@ -233,9 +254,7 @@ def test_a_lexical_search_of_one_users_memories_reads_every_visible_row_of_their
         tenant=tenant, actor=actor, query=word, user_id=owner, limit=20, mode="lexical"
     )
     rule, params = visibility_sql(actor)
-    expected = _holding(
-        tenant, word, f"m.user_id = %(owner)s AND {rule}", {**params, "owner": owner}
-    )
+    expected = _holding(tenant, word, _of_owner(rule), {**params, "owner": owner})
     found = [memories[pk] for pk in outcome.lexical_ranking]
     assert len(found) == len(set(found))
     assert set(found) == expected
@@ -369,7 +388,7 @@ def test_the_vector_step_computes_the_full_cosine_for_the_k_rows_it_returns_only
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # the index scans of a big table
         cursor.execute(
-            f"EXPLAIN (VERBOSE, FORMAT JSON) {nearest_sql(where)}",
+            sql.SQL("EXPLAIN (VERBOSE, FORMAT JSON) {}").format(nearest_sql(where)),
             {**params, "q": str(embed_query("the budget")), "k": 2},
         )
         plan = cursor.fetchone()[0][0]["Plan"]

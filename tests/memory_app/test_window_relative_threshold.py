@@ -1,4 +1,4 @@
-"""Issue 15 / seed 002: compaction can trigger at a share of the model's context window,
+"""Seed 002: compaction can trigger at a share of the model's context window,
 read from the context sizes kept with the prices; the absolute thresholds stay."""
 
 from __future__ import annotations

@@ -10,16 +10,14 @@ service), retention drops the oldest month whole, and what remains still adds up
   while `group_by=session` (raw steps only) has nothing left for it.
 
 Also: retention waits for the rollups, user erasure and the admin reach every
-partition, and the migration converts a populated table both ways.
+partition, and the migrated table is partitioned by month with its own sequence.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -286,45 +284,30 @@ def test_user_erasure_and_admin_reach_every_partition(api: APIClient, tenant: Te
     assert TurnStep.objects.filter(user_id="bob").count() == 8
 
 
-def _migration() -> Any:
-    return importlib.import_module("sessions_app.migrations.0200_issue16_partition_turn_step")
-
-
-def _relkind() -> str:
+def _catalog(query: str, params: list[Any] | None = None) -> Any:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relkind FROM pg_class WHERE relname = 'turn_step'")
-        return str(cursor.fetchone()[0])
+        cursor.execute(query, params)
+        return cursor.fetchone()
 
 
-def test_the_migration_converts_a_populated_table_both_ways(api: APIClient) -> None:
-    """Run the migration's two functions on a table with steps in two months (inside
-    the test's transaction, so the database is left as it was)."""
-    migration, editor = _migration(), SimpleNamespace(connection=connection)
-    sid = create_session(api)["id"]
-    turn_ids = [record(api, sid, [("intent", "gpt-4o-mini", 10 + n, 1)] * 2) for n in range(3)]
-    backdate(turn_ids[:1], datetime(2003, 7, 4, tzinfo=UTC))
-
-    def snapshot() -> list[tuple]:
-        return list(
-            TurnStep.objects.order_by("id").values_list(
-                "id", "turn_id", "step_order", "input_tokens", "created_at"
-            )
-        )
-
-    before = snapshot()
-    migration.unpartition(None, editor)
-    assert _relkind() == "r" and snapshot() == before
-    migration.partition(None, editor)
-    assert _relkind() == "p" and snapshot() == before
+def test_the_migrated_step_table_is_partitioned_by_month(api: APIClient) -> None:
+    """The migrations create `turn_step` partitioned on created_at with a DEFAULT
+    partition and this month's; ids come from one sequence, so they keep growing."""
+    assert _catalog(
+        "SELECT relkind, pg_get_partkeydef(oid) FROM pg_class WHERE relname = 'turn_step'"
+    ) == ("p", "RANGE (created_at)")
+    assert _catalog(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'turn_step_pkey'"
+    ) == ("PRIMARY KEY (id, created_at)",)
     names = {p.name for p in step_partitions()}
-    assert {"turn_step_p2003_07", partition_name(month_start(timezone.now()))} <= names
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM turn_step_p2003_07")
-        assert cursor.fetchone()[0] == 2  # copied straight into its month, not DEFAULT
-    # The sequence carried on: a new step gets an id above every old one.
-    newest = record(api, sid, [("intent", "gpt-4o-mini", 1, 1)])
-    new_id = TurnStep.objects.get(turn_id=newest).id
-    assert new_id > max(row[0] for row in before)
+    assert {"turn_step_default", partition_name(month_start(timezone.now()))} <= names
+    sid = create_session(api)["id"]
+    first = record(api, sid, [("intent", "gpt-4o-mini", 10, 1)])
+    backdate([first], datetime(2003, 7, 4, tzinfo=UTC))
+    second = record(api, sid, [("intent", "gpt-4o-mini", 11, 1)])
+    assert _catalog("SELECT count(*) FROM turn_step_default WHERE turn_id = %s", [first]) == (1,)
+    ids = [TurnStep.objects.get(turn_id=turn).id for turn in (first, second)]
+    assert ids[1] > ids[0]
 
 
 @override_settings(ENGRAM_STEP_PARTITIONS_AHEAD=5, ENGRAM_STEP_RETENTION_DAYS=0)

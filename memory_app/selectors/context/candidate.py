@@ -1,0 +1,56 @@
+"""What may go into a context: a `Candidate`, the sections it renders in, its tokens.
+
+Candidates are lines grouped into sections (one chat message per section, in the order
+of `SECTIONS`) or whole turns (a user and an assistant message, after every section).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory_app.window.tokens import count_tokens, message_tokens
+
+# Section → (role, header), in output order. Turns come after all sections.
+SECTIONS: dict[str, tuple[str, str]] = {
+    "state": ("system", "Current session state:"),
+    "summaries": ("system", "Summary of earlier turns (compacted):"),
+    "milestones": ("system", "Milestones from earlier turns:"),
+    "recalled": ("system", "Earlier turns of this session that match the query (verbatim):"),
+    "past": ("system", "From the user's earlier sessions (verbatim, oldest first, dated):"),
+    "memories": ("system", "Relevant long-term memories:"),
+    "failures": ("system", "Recent failing steps:"),
+    "tools": ("system", "Recent tool outputs:"),
+}
+TURNS = "turns"
+
+
+@dataclass
+class Candidate:
+    """Something that may go into the context. `text` is a line of a section, or for a
+    turn the user message and `reply` the assistant's."""
+
+    key: str
+    kind: str  # state, focus, results, cart, summary, milestone, memory, failure, turn…
+    section: str  # a SECTIONS key or TURNS
+    text: str
+    role: str  # "system", "milestone", "user", "tool", "memory" — for the role boost
+    at: datetime | None
+    signal: float = 0.0
+    order: tuple[int, ...] = (0,)  # position inside its section in the output
+    reply: str = ""
+
+
+def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:
+    """A turn candidate as its two chat messages."""
+    return [
+        {"role": "user", "content": candidate.text},
+        {"role": "assistant", "content": candidate.reply},
+    ]
+
+
+def content_tokens(candidate: Candidate) -> int:
+    """Tokens of the candidate's own text as sent (a turn: its two whole messages)."""
+    if candidate.section == TURNS:
+        return sum(message_tokens(m["role"], m["content"]) for m in candidate_messages(candidate))
+    return count_tokens(candidate.text)

@@ -1,0 +1,96 @@
+"""Where a context's candidates come from, one module per source: the session's
+`state`, its window and open `turns`, its `summaries` and their milestones, the
+`recalled` turns of the session and the `past` turns of the user's other sessions, the
+`predecessors` of a rotated session, long-term `memories`, `failures` and `tools`
+outputs. `context_candidates` gathers them all, in that fixed order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from memory_app.selectors.context.candidate import Candidate
+from memory_app.selectors.context.candidates.failures import failure_candidates
+from memory_app.selectors.context.candidates.memories import memory_candidates
+from memory_app.selectors.context.candidates.past import past_turn_candidates
+from memory_app.selectors.context.candidates.predecessors import predecessor_candidates
+from memory_app.selectors.context.candidates.recalled import (
+    RecallCandidates,
+    recalled_turn_candidates,
+)
+from memory_app.selectors.context.candidates.state import state_candidates
+from memory_app.selectors.context.candidates.summaries import summary_candidates
+from memory_app.selectors.context.candidates.tools import tool_output_candidates
+from memory_app.selectors.context.candidates.turns import turn_candidates
+from memory_app.window.selectors import active_summaries
+
+if TYPE_CHECKING:
+    from memory_app.selectors.memories import Actor
+    from memory_app.window.policies import ContextPolicy
+    from sessions_app.models import ChatSession, Tenant
+
+
+@dataclass
+class Gathered:
+    """Every candidate, with the semantic scores the turn recall already knows and the
+    recalled keys the search supports lexically (see `RecallCandidates`)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    semantic: dict[str, float] = field(default_factory=dict)
+    supported: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    """What the candidates are gathered for: the session, the query asked at `as_of`,
+    the acting `actor`, the `budget`, and the limits of the policy `rules`."""
+
+    tenant: Tenant
+    session: ChatSession
+    query: str
+    as_of: datetime
+    actor: Actor
+    budget: int
+    rules: ContextPolicy
+    memory_limit: int
+    turn_limit: int
+
+
+def context_candidates(request: ContextRequest) -> Gathered:
+    """The candidates of every source for `request`; the recall of turns only with a
+    query."""
+    session, query, rules = request.session, request.query, request.rules
+    summaries = active_summaries(session) if rules.compression else []
+    window = turn_candidates(
+        session, rules.keep_last_turns, request.turn_limit, not rules.compression
+    )
+    recalled, past = RecallCandidates(), RecallCandidates()
+    if query.strip():
+        offered = {int(c.order[0]) for c in window}
+        recalled = recalled_turn_candidates(request.tenant, session, query, offered, request.as_of)
+        past_limit = settings.ENGRAM_CONTEXT_PAST_TURNS
+        past = past_turn_candidates(request.tenant, session, query, past_limit, request.as_of)
+    candidates = [
+        *state_candidates(session),
+        *window,
+        *summary_candidates(session, summaries),
+        *recalled.candidates,
+        *past.candidates,
+        *predecessor_candidates(
+            session,
+            compression=rules.compression,
+            depth=rules.predecessor_depth,
+            budget=request.budget,
+        ),
+        *memory_candidates(request.tenant, request.actor, query, request.memory_limit),
+        *failure_candidates(session),
+        *tool_output_candidates(session),
+    ]
+    return Gathered(
+        candidates=candidates,
+        semantic=recalled.semantic | past.semantic,
+        supported=recalled.supported | past.supported,
+    )

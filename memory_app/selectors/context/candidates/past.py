@@ -1,0 +1,46 @@
+"""Context candidates from the user's other sessions: the turns that best answer the
+query, as lines of the "past" section in the order they were said, each labelled with
+its date, its session and its turn number, so the model can tell when and where it was
+said."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from memory_app.selectors.context.candidate import Candidate
+from memory_app.selectors.context.candidates.recalled import RecallCandidates, recalled_text
+from memory_app.selectors.context.lines import date_label
+from memory_app.selectors.context.recall import past_turns_recall
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, Tenant
+
+SESSION_LABEL_CHARS = 8  # of the session's id, enough to tell sessions apart
+
+
+def past_turn_candidates(
+    tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+) -> RecallCandidates:
+    """At most `limit` turns of the user's earlier sessions, best first."""
+    found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit, as_of=as_of)
+    out = RecallCandidates()
+    for recalled in found:
+        memory = recalled.memory
+        at = memory.occurred_at
+        session_label = str(memory.session_id)[:SESSION_LABEL_CHARS]
+        label = f"{date_label(at)}, session {session_label}, turn {recalled.turn_number}"
+        out.add(
+            Candidate(
+                key=f"past:{memory.session_id}:{recalled.turn_number}",
+                kind="past_turn",
+                section="past",
+                text=recalled_text(recalled, label, query),
+                role="system",
+                at=at,
+                signal=recalled.relevance,
+                order=(int(at.timestamp()) if at else 0, recalled.turn_number),
+            ),
+            recalled,
+        )
+    return out

@@ -1,0 +1,59 @@
+"""Context candidates from the session's own verbatim turns: the window proper (the
+newest `keep_last_turns`) and the older turns still open (not yet compacted)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memory_app.selectors.context.candidate import TURNS, Candidate
+from sessions_app.selectors.turns import turns_live, turns_open
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from sessions_app.models import ChatSession, ChatTurn
+
+MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
+WINDOW_SIGNAL = 1.0
+OPEN_TURN_SIGNAL = 0.3  # an open turn outside the window competes on its merits
+TURN_COLUMNS = ("turn_number", "user_message", "assistant_response", "created_at")
+
+
+def turn_candidates(
+    session: ChatSession,
+    keep_last: int,
+    limit: int = MAX_VERBATIM_TURNS,
+    include_compacted: bool = False,
+) -> list[Candidate]:
+    """The session's newest `limit` turns, newest first: its open turns, or with
+    `include_compacted` (compression off, no summary stands in for them) every live
+    turn. The first `keep_last` are the window and carry the full signal."""
+    turns = list(window_turns_query(session.pk, limit, include_compacted))
+    return [
+        Candidate(
+            key=f"turn:{turn.turn_number}",
+            kind="turn",
+            section=TURNS,
+            text=turn.user_message,
+            reply=turn.assistant_response,
+            role="user",
+            at=turn.created_at,
+            signal=WINDOW_SIGNAL if index < keep_last else OPEN_TURN_SIGNAL,
+            order=(turn.turn_number,),
+        )
+        for index, turn in enumerate(turns)
+    ]
+
+
+def window_turns_query(session_id: Any, limit: int, include_compacted: bool) -> QuerySet[ChatTurn]:
+    """The statement `turn_candidates` reads (snapshot-tested): the columns a turn
+    candidate is made of, not the turn's whole row."""
+    live = (turns_live if include_compacted else turns_open)(session_id=session_id)
+    return live.only(*TURN_COLUMNS).order_by("-turn_number")[:limit]
+
+
+def window_keys(candidates: list[Candidate], keep_last: int) -> list[str]:
+    """The keys of the window's turns among `candidates`, newest first: the turns the
+    packer reserves room for and the page-out and relevance floor leave alone."""
+    turns = sorted((c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True)
+    return [c.key for c in turns][:keep_last]

@@ -1,0 +1,147 @@
+"""Recalling a user's conversation turns for a context: the session's own earlier turns
+and those of the user's other sessions, both through the one memory search over the
+turns' memories (written by `memory_app.services.conversation`), then one statement of
+its own for the cosine over each found turn's thread window (`window_cosines_statement`,
+snapshot-tested)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import connection
+from psycopg import sql
+
+from memory_app.embedding import embed_query, vector_literal
+from memory_app.models import Memory, MemorySource
+from memory_app.selectors.memories import Actor
+from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatSession, Tenant
+
+TURN_SOURCES = (MemorySource.CONVERSATION_TURN,)
+
+
+@dataclass(frozen=True)
+class RecalledTurn:
+    memory: Memory
+    relevance: float  # the search's fused relevance, 1 = best of its pool
+    # The best cosine of the query and a memory of the turn's thread window (itself
+    # included): the window is what the lexical side matches, so a turn whose neighbour
+    # answers the query ("What is its name?" / "Her name is Biscuit") relates to it
+    # through them.
+    window_semantic: float
+    lexical: float  # the search's BM25 of the turn (0: no query word in its window)
+
+    @property
+    def turn_number(self) -> int:
+        return int(self.memory.thread_order or 0)
+
+
+def session_turns_recall(
+    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+) -> list[RecalledTurn]:
+    """The session's own remembered turns that best answer `query` asked at `as_of`
+    (its time phrases boost the turns said then), best first."""
+    filters = MemoryFilters(session_id=session.pk, sources=TURN_SOURCES)
+    return _recall(tenant, session, query, limit, filters, None, as_of)
+
+
+def past_turns_recall(
+    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+) -> list[RecalledTurn]:
+    """The turns of the user's other sessions that best answer `query`, best first: of
+    every agent's sessions unless ENGRAM_RECALL_ACROSS_AGENTS is off, then only of the
+    session's agent."""
+    filters = MemoryFilters(exclude_session_id=session.pk, sources=TURN_SOURCES)
+    agent_id = None if settings.ENGRAM_RECALL_ACROSS_AGENTS else session.agent_id
+    return _recall(tenant, session, query, limit, filters, agent_id, as_of)
+
+
+def _recall(
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    limit: int,
+    filters: MemoryFilters,
+    agent_id: str | None,
+    as_of: datetime,
+) -> list[RecalledTurn]:
+    if not query.strip() or limit <= 0:
+        return []
+    vector = embed_query(query)
+    hits = memory_search(
+        tenant=tenant,
+        actor=Actor(user_id=session.user_id),
+        query=query,
+        user_id=session.user_id,
+        agent_id=agent_id or None,
+        limit=limit,
+        query_embedding=vector,
+        filters=filters,
+        as_of=as_of,
+    ).hits
+    around = _window_cosines(tenant.pk, session.user_id, [hit.memory for hit in hits], vector)
+    return [
+        RecalledTurn(
+            memory=hit.memory,
+            relevance=float(hit.parts.get("relevance", 0.0)),
+            window_semantic=max(
+                float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0)
+            ),
+            lexical=float(hit.parts.get("lexical", 0.0)),
+        )
+        for hit in hits
+    ]
+
+
+def window_cosines_statement() -> sql.Composed:
+    """For each hit (`ids`, `keys`, `orders`: its id, thread and place in it), the best
+    cosine of the query vector `q` and the memories of the user's thread window from
+    `before` turns before it to `after` turns after it (the hit itself included)."""
+    return sql.SQL(
+        """SELECT hit.id, max(1 - (n.embedding <=> {q}::vector))
+FROM unnest({ids}::uuid[], {keys}::varchar[], {orders}::bigint[])
+    AS hit(id, thread_key, thread_order)
+JOIN {memory} n
+  ON n.tenant_id = {tenant} AND n.user_id = {user}
+ AND n.thread_key = hit.thread_key
+ AND n.thread_order BETWEEN hit.thread_order - {before} AND hit.thread_order + {after}
+GROUP BY hit.id"""
+    ).format(
+        memory=sql.Identifier(Memory._meta.db_table),
+        **{
+            name: sql.Placeholder(name)
+            for name in ("q", "ids", "keys", "orders", "tenant", "user", "before", "after")
+        },
+    )
+
+
+def _window_cosines(
+    tenant_id: int, user_id: str, memories: list[Memory], vector: list[float]
+) -> dict[uuid.UUID, float]:
+    """For each memory, the best cosine of the query and the memories of its thread
+    window (THREAD_BEFORE before it to THREAD_AFTER after it): one statement."""
+    threaded = [m for m in memories if m.thread_key and m.thread_order is not None]
+    if not threaded:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            window_cosines_statement(),
+            {
+                "q": vector_literal(vector),
+                "ids": [m.pk for m in threaded],
+                "keys": [m.thread_key for m in threaded],
+                "orders": [m.thread_order for m in threaded],
+                "tenant": tenant_id,
+                "user": user_id,
+                "before": THREAD_BEFORE,
+                "after": THREAD_AFTER,
+            },
+        )
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}

@@ -1,0 +1,119 @@
+"""`memory_search`: the memories that best answer a query, visible to the actor.
+
+The round trips of a search: the query's lexical terms (`lexical_query`), the pool
+(`read_pool`: both steps and their union in one statement), then the hits' rows with
+their edges (`hit_rows`); the time boost and the current-state weighting each add one
+when the query has a time phrase or asks about now.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+from django.utils import timezone
+
+from memory_app.embedding import embed_query, vector_literal
+from memory_app.models import Memory
+from memory_app.selectors.currency import apply_currency
+from memory_app.selectors.search.bm25 import bm25_params
+from memory_app.selectors.search.filters import MemoryFilters, SearchWhere, search_where
+from memory_app.selectors.search.fusion import SearchMode, score_pool
+from memory_app.selectors.search.hydration import hit_rows
+from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
+from memory_app.selectors.search.lexical_hits import lexical_hits_params
+from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
+from memory_app.selectors.search_time import apply_time_scope, query_time_scope
+
+if TYPE_CHECKING:
+    from memory_app.selectors.memories import Actor
+    from memory_app.timeq import TimeScope
+    from sessions_app.models import Tenant
+
+
+@dataclass
+class SearchHit:
+    memory: Memory
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass
+class SearchOutcome:
+    hits: list[SearchHit]
+    vector_ranking: list[uuid.UUID] = field(default_factory=list)
+    lexical_ranking: list[uuid.UUID] = field(default_factory=list)
+    time_scope: TimeScope | None = None  # the query's time phrase, when `as_of` was given
+
+
+def memory_search(
+    *,
+    tenant: Tenant,
+    actor: Actor,
+    query: str,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    types: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    limit: int = 10,
+    mode: SearchMode = "hybrid",
+    now: datetime | None = None,
+    query_embedding: list[float] | None = None,
+    filters: MemoryFilters | None = None,
+    as_of: datetime | None = None,
+) -> SearchOutcome:
+    """The memories that best answer `query`, visible to `actor`, best first. A read
+    only: the caller records the access (`memory_record_access`) for the hits it uses.
+
+    `as_of`, the moment the question is asked: the query's time phrases are read against
+    it (a boost, memory_app.selectors.search_time) and it stands for `now`."""
+    time_scope = query_time_scope(query, as_of)
+    now = now or as_of or timezone.now()
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags,
+        filters=filters,
+    )  # fmt: skip
+    if mode in ("hybrid", "vector"):
+        vector = query_embedding if query_embedding is not None else embed_query(query)
+        params["q"] = vector_literal(vector)
+    with connection.cursor() as cursor:
+        lexical = None
+        if mode in ("hybrid", "lexical"):
+            own_user_id = actor.user_id if where.own_branch is not None else None
+            lexical = lexical_query(
+                cursor, tenant=tenant, user_id=user_id, text=query, own_user_id=own_user_id
+            )
+        if "q" not in params and lexical is None:
+            return SearchOutcome([], [], [], time_scope)
+        pool = _pool(cursor, where, params, lexical, candidates=max(3 * limit, 30))
+        if not pool.candidates:
+            return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, time_scope)
+        scored = score_pool(pool, mode=mode, now=now)
+        scored = apply_currency(cursor, query, now, apply_time_scope(cursor, time_scope, scored))
+        scored.sort(key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])))
+        scored = scored[:limit]
+        memories = hit_rows([pk for pk, _, _ in scored])
+    hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
+    return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, time_scope)
+
+
+def _pool(
+    cursor: Any,
+    where: SearchWhere,
+    params: dict[str, Any],
+    lexical: LexicalQuery | None,
+    *,
+    candidates: int,
+) -> Pool:
+    """The candidate pool of a search whose vector step runs when `params` holds the
+    query's vector (`q`), its lexical step when `lexical` is given."""
+    vector = "q" in params
+    params = params | {"k": candidates}
+    if lexical is not None:
+        params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
+    statement = pool_statement(where, vector=vector, lexical=lexical, candidates=candidates)
+    return read_pool(cursor, statement, params, vector=vector)

@@ -1,0 +1,182 @@
+"""The query's lexical terms: its English lexemes that occur in the searched memories, their
+IDF, and the rarest of them, within a postings bound, that find the lexical candidates.
+
+The statistics are `memory_term_stat` (document frequency per user and lexeme) and
+`memory_lexicon_stat` (documents and lexemes per user), kept by a trigger in the writing
+transaction. The step is bounded: candidates come from the rarest terms whose postings
+fit ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS (none if even the rarest does not), so a query
+never scans the tenant's rows; the frequent terms left out (lowest IDF) still add to the
+score of every candidate either side found. The postings are counted where the branch
+reads: the actor's own branch by the actor's own statistics, the others by the tenant's
+(public postings are not counted apart: an upper bound).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from psycopg import sql
+
+if TYPE_CHECKING:
+    from memory_app.selectors.search.filters import SearchWhere
+    from sessions_app.models import Tenant
+
+
+@dataclass
+class LexicalQuery:
+    """The query's terms that occur, their IDF, the average document length, and the
+    rarest of them that find the candidates (`candidate_lexemes`, within the postings
+    bound). Every term scores a candidate: a frequent term found nothing by itself but
+    still adds its (small) IDF to a row that a rarer term or the vector side found."""
+
+    lexemes: list[str]
+    idfs: list[float]
+    average_length: float
+    candidate_lexemes: list[str]
+    # In a tenant-wide search by an end user, the candidates of the actor's own branch,
+    # chosen by the actor's own document frequencies (`lexical_query`); None otherwise.
+    own_candidate_lexemes: list[str] | None = None
+
+    @property
+    def tsquery(self) -> str:
+        """The candidate terms ORed, each quoted as a literal lexeme (tsquery syntax)."""
+        return " | ".join(quote_lexeme(lexeme) for lexeme in self.candidate_lexemes)
+
+    def branch_candidates(self, *, own: bool) -> list[str]:
+        """The terms a branch reads rows by: the actor's own branch (`own`) its own
+        candidates when they were chosen, every other branch `candidate_lexemes`."""
+        if own and self.own_candidate_lexemes is not None:
+            return self.own_candidate_lexemes
+        return self.candidate_lexemes
+
+    def finds_candidates(self, where: SearchWhere) -> bool:
+        """Whether any branch of `where` has a candidate term to read rows by."""
+        return any(
+            self.branch_candidates(own=branch == where.own_branch) for branch in where.branches
+        )
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """One lexeme as a tsquery literal: quoted, so that nothing in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# The document frequency of each of the query's lexemes and the collection's totals.
+# A subquery per lexeme, not a join: it is always an index probe on (tenant, user,
+# lexeme) or, across users, an index-only sum over (tenant, lexeme) INCLUDE df. Joined, a
+# table whose statistics are stale (just written) is read whole for the user.
+_TERMS_SQL = sql.SQL("""
+        WITH q AS (
+            SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
+        ),
+        totals AS (
+            SELECT coalesce(sum(s.documents), 0) AS documents,
+                   coalesce(sum(s.lexemes), 0) AS lexemes
+            FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s{user}
+        ){own_totals}
+        SELECT q.lexeme,
+               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
+                WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme{user}),
+               totals.documents, totals.lexemes{own_columns}
+        FROM q CROSS JOIN totals{own_join}
+        """)
+# The same figures from the actor's own statistics (`lexical_query`'s `own_user_id`).
+_OWN_TOTALS = sql.SQL(""",
+        own AS (
+            SELECT coalesce(sum(s.documents), 0) AS documents,
+                   coalesce(sum(s.lexemes), 0) AS lexemes
+            FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s
+        )""")
+_OWN_COLUMNS = sql.SQL(""",
+               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
+                WHERE s.tenant_id = %(tenant)s AND s.user_id = %(own)s AND s.lexeme = q.lexeme),
+               own.documents, own.lexemes""")
+
+
+def terms_sql(*, user: bool, own: bool) -> sql.Composed:
+    """The statement of `lexical_query`: of one user's statistics (`user`) or the
+    tenant's, with the actor's own beside them (`own`)."""
+    empty = sql.SQL("")
+    return _TERMS_SQL.format(
+        user=sql.SQL(" AND s.user_id = %(user_id)s") if user else empty,
+        own_totals=_OWN_TOTALS if own else empty,
+        own_columns=_OWN_COLUMNS if own else empty,
+        own_join=sql.SQL(" CROSS JOIN own") if own else empty,
+    )
+
+
+def lexical_query(
+    cursor: Any, *, tenant: Tenant, user_id: str | None, text: str, own_user_id: str | None = None
+) -> LexicalQuery | None:
+    """The query's English lexemes that occur in the searched memories, with their IDF
+    from the per-user statistics (summed over the tenant's users when no user is given),
+    the most frequent dropped until the postings left fit the bound. None when nothing
+    of the query occurs.
+
+    `own_user_id`, in a tenant-wide search (no `user_id`) by that end user: the
+    candidates of their own branch are chosen again from their own statistics, as a
+    search of their memories alone would. Chosen by the tenant's frequencies, a word a
+    few thousand of a large tenant's memories hold would find none of the actor's own,
+    though the branch reads only theirs."""
+    own = own_user_id is not None
+    cursor.execute(
+        terms_sql(user=bool(user_id), own=own),
+        {"text": text, "tenant": tenant.pk, "user_id": user_id, "own": own_user_id},
+    )
+    rows = cursor.fetchall()
+    if not rows:
+        return None
+    lexical = bounded_lexical_query(
+        [(row[0], int(row[1])) for row in rows], int(rows[0][2]), int(rows[0][3])
+    )
+    if lexical is None or not own:
+        return lexical
+    mine = bounded_lexical_query(
+        [(row[0], int(row[4])) for row in rows], int(rows[0][5]), int(rows[0][6])
+    )
+    lexical.own_candidate_lexemes = mine.candidate_lexemes if mine is not None else []
+    return lexical
+
+
+def bounded_lexical_query(
+    frequencies: list[tuple[str, int]], documents: int, length: int
+) -> LexicalQuery | None:
+    """BM25 terms from (lexeme, document frequency) pairs of a collection of `documents`
+    documents totalling `length` lexemes: every term that occurs, rarest first, scores;
+    the candidates come from the rarest ones whose postings together fit
+    ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS, so the step never reads the postings of a term
+    many rows contain, whose IDF could barely move a ranking.
+
+    Even the query's rarest term finds no candidates when its postings alone are past the
+    bound: the step could only read an arbitrary `bound` of its rows (in table order, not
+    by score), a sample no better than chance that in a tenant-wide search of a million
+    memories means tens of thousands of rows read. The vector side still proposes, and
+    every term still scores what it proposes.
+
+    A term in more than half of the documents finds no candidates either (unless it is
+    the rarest the query has and within the bound: a user's three memories and a word
+    two of them say): in a conversation the speakers' names are in every thread window,
+    so such a term would make every row a candidate while its IDF (below log 2, against
+    log N for a rare term) cannot lift a row that nothing else found above one a rare
+    term or the vector side found."""
+    present = sorted((df, lexeme) for lexeme, df in frequencies if df > 0)
+    if not present:
+        return None
+    documents = max(documents, present[-1][0])
+    cap = int(settings.ENGRAM_MEMORY_LEXICAL_MAX_POSTINGS)
+    candidates: list[str] = []
+    postings = 0
+    for df, lexeme in present:  # rarest first: they carry the most weight
+        if postings + df > cap or (candidates and 2 * df > documents):
+            break
+        candidates.append(lexeme)
+        postings += df
+    return LexicalQuery(
+        lexemes=[lexeme for _, lexeme in present],
+        idfs=[math.log(1 + (documents - df + 0.5) / (df + 0.5)) for df, _ in present],
+        average_length=length / documents if documents else 1.0,
+        candidate_lexemes=candidates,
+    )

@@ -1,0 +1,144 @@
+"""The candidate pool: the vector top-k and the BM25 top-k, and for each member of their
+union its rank in either list, its full-precision cosine and BM25, and the fields of the
+final score, in one statement sent with its HNSW settings: one round trip, and a lexical
+hit's BM25 is not computed twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from memory_app.selectors.search.bm25 import bm25_sql
+from memory_app.selectors.search.filters import SearchWhere
+from memory_app.selectors.search.lexical import LexicalQuery
+from memory_app.selectors.search.lexical_hits import lexical_hits_sql
+from memory_app.selectors.search.vector import EF_SEARCH, cosine_sql, nearest_sql
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What ranking a pool member needs: its two signals and the fields of the final
+    score."""
+
+    semantic: float
+    lexical: float
+    updated_at: datetime
+    importance: float
+    access_count: int
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The pool's members and the two rankings (ids, best first) they came from."""
+
+    candidates: dict[uuid.UUID, Candidate]
+    vector_ranking: list[uuid.UUID]
+    lexical_ranking: list[uuid.UUID]
+
+
+_VECTOR_RANKED = sql.SQL("""
+            nearest AS MATERIALIZED ({nearest}),
+            vector_ranked AS MATERIALIZED (
+                SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
+                FROM nearest
+            )""")
+_NO_VECTOR = sql.SQL("""
+            vector_ranked AS (
+                SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
+                WHERE false
+            )""")
+_LEXICAL_RANKED = sql.SQL("""
+            hits AS MATERIALIZED ({hits}),
+            lexical_ranked AS MATERIALIZED (
+                SELECT id, score, rank FROM (
+                    SELECT m.id, bm25.score, row_number() OVER (
+                        ORDER BY bm25.score DESC, m.created_at DESC, m.id
+                    ) AS rank
+                    FROM hits m
+                    CROSS JOIN LATERAL (SELECT {bm25} AS score) AS bm25
+                ) AS scored
+                WHERE rank <= %(k)s
+            )""")
+_NO_LEXICAL = sql.SQL("""
+            lexical_ranked AS (
+                SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
+            )""")
+_POOL = sql.SQL("""
+        WITH {vector_ranked}, {lexical_ranked},
+        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
+        SELECT m.id, v.rank, l.rank, {semantic}, {bm25},
+               m.updated_at, m.importance, m.access_count
+        FROM pool JOIN memory m ON m.id = pool.id
+        LEFT JOIN vector_ranked v ON v.id = m.id
+        LEFT JOIN lexical_ranked l ON l.id = m.id
+    """)
+# The HNSW settings for the pool's statement only, in the same query string: several
+# statements in one simple query run as one implicit transaction, so SET LOCAL holds for
+# the SELECT after it and ends with it (inside a caller's transaction, with that). No
+# BEGIN and COMMIT round trips of an atomic() block around it. Django's psycopg cursors
+# bind client-side (DATABASES' server_side_binding is off), which is what lets one
+# execute() carry the three statements.
+_HNSW_SETTINGS = sql.SQL(
+    "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {}; "
+)
+
+
+def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) -> sql.Composed:
+    """The pool's SELECT. The lexical step reads the rows that hold a candidate term in
+    each visibility branch (`lexical_hits_sql`), so only rows the actor may see; the
+    vector step's branches bring their full-precision cosine along (`nearest_sql`), so
+    the pool reads an embedding only for a row the lexical side alone found: COALESCE
+    stops at its first non-null argument."""
+    vector_ranked: sql.Composable = (
+        _VECTOR_RANKED.format(nearest=nearest_sql(where)) if vector else _NO_VECTOR
+    )
+    if lexical is not None and lexical.finds_candidates(where):  # BM25 top-k of their finds
+        lexical_ranked: sql.Composable = _LEXICAL_RANKED.format(
+            hits=lexical_hits_sql(where, lexical), bm25=bm25_sql("m", lexical)
+        )
+    else:  # no lexical step, or every term past the bound: the terms still score
+        lexical_ranked = _NO_LEXICAL
+    bm25 = sql.SQL("coalesce(l.score, {})").format(bm25_sql("m", lexical))
+    semantic: sql.Composable = (
+        sql.SQL("coalesce(v.semantic, {})").format(cosine_sql("m")) if vector else sql.SQL("0")
+    )
+    return _POOL.format(
+        vector_ranked=vector_ranked, lexical_ranked=lexical_ranked, semantic=semantic, bm25=bm25
+    )
+
+
+def pool_statement(
+    where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None, candidates: int
+) -> sql.Composed:
+    """What the search sends: the pool's SELECT, after the HNSW settings when the vector
+    step runs (the list at least `candidates` long)."""
+    select = pool_sql(where, vector=vector, lexical=lexical)
+    if not vector:
+        return select
+    return _HNSW_SETTINGS.format(sql.Literal(max(EF_SEARCH, candidates))) + select
+
+
+def read_pool(
+    cursor: Any, statement: sql.Composed, params: dict[str, Any], *, vector: bool
+) -> Pool:
+    """Run the pool's statement and read its members and rankings."""
+    cursor.execute(statement, params)
+    for _ in range(2 if vector else 0):
+        cursor.nextset()  # past the SETs' results, to the SELECT's
+    rows = cursor.fetchall()
+    vector_ranking = [row[0] for row in sorted(
+        (row for row in rows if row[1] is not None), key=lambda row: row[1]
+    )]  # fmt: skip
+    lexical_ranking = [row[0] for row in sorted(
+        (row for row in rows if row[2] is not None), key=lambda row: row[2]
+    )]  # fmt: skip
+    candidates = {
+        row[0]: Candidate(float(row[3]), float(row[4]), row[5], float(row[6]), int(row[7]))
+        for row in rows
+    }
+    return Pool(candidates, vector_ranking, lexical_ranking)

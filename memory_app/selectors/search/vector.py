@@ -1,0 +1,55 @@
+"""The vector step: the k nearest memories under a search's filters.
+
+HNSW over `embedding::halfvec(N)` with `hnsw.iterative_scan = relaxed_order` (SET LOCAL,
+the pool's statement only: memory_app.selectors.search.pool), so the hard filters
+applied after the index scan never starve the result; the pool's MATERIALIZED CTE then
+restores exact distance order. A tenant-wide search looks in each visibility branch on
+its own: the public memories in their own HNSW graph, the actor's own and those shared
+with the actor exactly (a few hundred rows, from indexes), merged by distance; one OR
+filter over the whole graph would leave the walk among mostly invisible neighbours. A
+search of one user's memories orders them exactly, read from the covering (tenant,
+user) index.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from memory_app.models import EMBEDDING_DIMENSIONS
+from memory_app.selectors.search.filters import SearchWhere, merged_branches
+
+# HNSW candidate list: above pgvector's default (40), which under the tenant + visibility
+# filter misses some of the nearest visible rows; under a selective filter the iterative
+# scan visits that many tuples anyway. docs/decisions/vector-index-halfvec-hnsw.md.
+EF_SEARCH = 200
+
+_HALFVEC = sql.SQL("halfvec({})").format(sql.Literal(EMBEDDING_DIMENSIONS))
+_DISTANCE = sql.SQL("m.embedding::{halfvec} <=> %(q)s::{halfvec}").format(halfvec=_HALFVEC)
+_BRANCH = sql.SQL(
+    "SELECT m.id, {distance} AS distance, m.embedding FROM memory m"
+    " WHERE {scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
+)
+_NEAREST = sql.SQL("SELECT n.id, n.distance, {cosine} AS semantic FROM ({merged}) AS n")
+
+
+def cosine_sql(alias: str) -> sql.Composable:
+    """The full-precision cosine of row `alias`'s embedding and the query (`%(q)s`)."""
+    return sql.SQL("1 - ({} <=> %(q)s::vector)").format(sql.Identifier(alias, "embedding"))
+
+
+def nearest_sql(where: SearchWhere) -> sql.Composable:
+    """The vector top-k under `where` (id, halfvec distance, full-precision cosine): one
+    ORDER BY … LIMIT per visibility branch, each planned on its own (HNSW, the partial
+    HNSW of public memories, or an exact order of a btree's or GIN's few rows), merged by
+    distance. Branches are disjoint, so no row comes twice.
+
+    The cosine is computed on the k rows left, from the embedding the branch already read:
+    in an index-only scan of the covering (tenant, user) index, from the index, not from
+    the row's TOAST. In the branch's own SELECT list, PostgreSQL would compute it below
+    the sort, for every row of the user."""
+    selects = [
+        _BRANCH.format(distance=_DISTANCE, scope=where.scope, branch=branch)
+        for branch in where.branches
+    ]
+    merged = merged_branches(selects, order=sql.SQL("distance"))
+    return _NEAREST.format(cosine=cosine_sql("n"), merged=merged)

@@ -1,0 +1,109 @@
+"""Near-duplicate merge: a new memory close enough to a stored one of the same user, type
+and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
+new version of it instead of a second row. The newer statement wins the text; tags,
+structured fields and metadata accumulate."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import connection
+
+from memory_app.embedding import vector_literal
+from memory_app.models import Memory
+from memory_app.services.memory_relations import relations_add
+from memory_app.services.memory_text import id_tokens
+from memory_app.services.memory_threads import refresh_thread_window
+from memory_app.services.memory_versions import version_snapshot
+from memory_app.services.supersession import states_other_value
+from memory_app.subjects import Statement
+
+if TYPE_CHECKING:
+    from memory_app.services.memories import MemoryDraft
+    from sessions_app.models import Tenant
+
+
+def nearest_same_kind(
+    tenant: Tenant, draft: MemoryDraft, vector: list[float], statement: Statement | None
+) -> tuple[Memory, float] | None:
+    """The closest memory of the same user, type and scope at full precision (an exact
+    scan over one user's memories of one type: small, and no index approximation). One
+    that gives the draft's subject another value ("I live in Porto" / "I live in Lisbon")
+    is another fact however close, so never merged (memory_app.services.supersession)."""
+    threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
+    literal = vector_literal(vector)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT id, 1 - (embedding <=> %s::vector) AS similarity
+            FROM memory
+            WHERE tenant_id = %s AND user_id = %s AND type = %s AND scope = %s
+            ORDER BY embedding <=> %s::vector
+            LIMIT 5
+            """,
+            [literal, tenant.pk, draft.user_id, draft.type, draft.scope, literal],
+        )
+        rows = [(row[0], float(row[1])) for row in cursor.fetchall()]
+    wanted = id_tokens(draft.content)
+    candidates = [(pk, sim) for pk, sim in rows if sim >= threshold]
+    if not candidates:
+        return None
+    memories = Memory.objects.select_for_update().in_bulk([pk for pk, _ in candidates])
+    for pk, similarity in candidates:
+        memory = memories.get(pk)
+        if (
+            memory is not None
+            and id_tokens(memory.content) == wanted
+            and not states_other_value(memory, statement)
+        ):
+            return memory, similarity
+    return None
+
+
+def merge_into(
+    memory: Memory,
+    draft: MemoryDraft,
+    statement: Statement | None,
+    digest: str,
+    vector: list[float],
+    model_name: str,
+    now: datetime,
+) -> None:
+    """The newer statement wins the text; everything else accumulates."""
+    version_snapshot(memory, replaced_by="merged", now=now)
+    memory.subject = statement.subject if statement is not None else memory.subject
+    memory.content = draft.content
+    memory.summary = draft.summary or memory.summary
+    memory.structured = {**memory.structured, **draft.structured}
+    memory.metadata = {**memory.metadata, **draft.metadata}
+    memory.content_hash = digest
+    memory.embedding = vector
+    memory.embedding_model = model_name
+    memory.tags = sorted(set(memory.tags) | set(draft.tags))
+    memory.importance = max(memory.importance, draft.importance)
+    memory.confidence = max(memory.confidence, draft.confidence)
+    memory.version += 1
+    memory.updated_at = now
+    memory.last_accessed_at = now  # re-stated: as good as read
+    memory.save(
+        update_fields=[
+            "content",
+            "summary",
+            "structured",
+            "metadata",
+            "content_hash",
+            "embedding",
+            "embedding_model",
+            "tags",
+            "importance",
+            "confidence",
+            "version",
+            "updated_at",
+            "last_accessed_at",
+            "subject",
+        ]
+    )
+    refresh_thread_window(memory)
+    relations_add(memory, draft.relations)

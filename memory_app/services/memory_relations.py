@@ -1,0 +1,66 @@
+"""Typed edges between memories of a tenant: added with a memory or on their own, and
+removed (a removed `supersedes` edge makes its target current again)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from django.db import models, transaction
+
+from memory_app.models import Memory, MemoryRelation, RelationType
+from memory_app.services.supersession import supersede_related, unsupersede
+from sessions_app.errors import InvalidInput, NotFound
+
+
+def relations_add(memory: Memory, relations: Sequence[tuple[str, uuid.UUID]]) -> None:
+    if not relations:
+        return
+    targets = Memory.objects.filter(
+        tenant_id=memory.tenant_id, pk__in=[target for _, target in relations]
+    ).in_bulk()
+    for relation_type, target_id in relations:
+        target = targets.get(target_id)
+        if target is None:
+            raise NotFound(
+                "A related memory does not exist.",
+                fields={"relations": [f"Unknown memory {target_id}."]},
+            )
+        if relation_type not in RelationType.values:
+            raise InvalidInput(fields={"relations": [f"Unknown type {relation_type}."]})
+        MemoryRelation.objects.get_or_create(
+            tenant_id=memory.tenant_id,
+            source=memory,
+            target=target,
+            type=relation_type,
+            target_version=None,
+        )
+
+
+@transaction.atomic
+def memory_relation_create(
+    *, memory: Memory, relation_type: str, target_id: uuid.UUID
+) -> MemoryRelation:
+    """One typed edge from `memory` to another memory of the tenant (idempotent)."""
+    if target_id == memory.pk:
+        raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
+    relations_add(memory, [(relation_type, target_id)])
+    supersede_related(memory, [(relation_type, target_id)])
+    return MemoryRelation.objects.get(
+        source=memory, target_id=target_id, type=relation_type, target_version__isnull=True
+    )
+
+
+@transaction.atomic
+def memory_relation_delete(*, memory: Memory, relation_id: int) -> None:
+    """Remove one edge touching `memory` (as source or target). Removing a `supersedes`
+    edge between two memories makes its target current again (`unsupersede`)."""
+    edge = (
+        MemoryRelation.objects.filter(pk=relation_id, tenant_id=memory.tenant_id)
+        .filter(models.Q(source=memory) | models.Q(target=memory))
+        .first()
+    )
+    if edge is None:
+        raise NotFound("No such relation on this memory.")
+    edge.delete()
+    unsupersede(edge)

@@ -1,0 +1,221 @@
+"""A turn's steps priced and summed: the step input, pricing, the turn's totals and what
+they add to the session, the per-turn ceilings, and the warnings a turn's spend raises.
+Nothing here writes; `sessions_app.services.turns` decides and records the turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from sessions_app.errors import InvalidInput
+from sessions_app.hooks import StepUsage, price_step
+from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.selectors.budgets import budget_remaining
+from sessions_app.services.capture import capture_capped
+from sessions_app.services.rotation import rotation_threshold
+from sessions_app.usage import TokenCounts, UsageError
+
+COST_PRECISION = Decimal("1e-10")  # money_field's decimal places
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """One call inside a turn, counts already normalised (see `sessions_app.usage`)."""
+
+    step_type: str
+    counts: TokenCounts
+    model: str = ""
+    duration_ms: int = 0
+    success: bool = True
+    error: str | None = None
+    usage_raw: dict[str, Any] | None = None
+    tool_output: str = ""
+    prompt: list[dict[str, Any]] | None = None  # kept only when capture is on
+    completion: str = ""
+
+
+@dataclass(frozen=True)
+class TurnWarning:
+    code: str
+    message: str
+
+
+def turn_limits_passed(turn: ChatTurn) -> str:
+    """The per-turn ceilings the turn's summed steps passed, comma-separated ("tokens",
+    "cost"); blank when none is set or passed. A turn is never refused for it: it is
+    stored, flagged and warned about, so that a runaway loop shows in the log."""
+    passed = []
+    max_tokens = int(settings.ENGRAM_TURN_MAX_TOKENS)
+    if max_tokens and turn.input_tokens + turn.output_tokens > max_tokens:
+        passed.append("tokens")
+    max_cost = Decimal(str(settings.ENGRAM_TURN_MAX_COST_USD))
+    if max_cost and turn.cost_usd > max_cost:
+        passed.append("cost")
+    return ",".join(passed)
+
+
+def _quantize(cost: Decimal | None) -> Decimal | None:
+    """To the stored precision, so that the turn's sum equals the sum of its stored steps."""
+    return None if cost is None else cost.quantize(COST_PRECISION)
+
+
+def turn_price_steps(
+    *,
+    turn: ChatTurn,
+    session: ChatSession,
+    steps: list[StepInput],
+    at: datetime,
+    capture: bool = False,
+) -> list[TurnStep]:
+    """The turn's step rows, priced, not saved. InvalidInput for counts that do not add
+    up; nothing is written before that, so a batch can refuse just this turn."""
+    rows = []
+    for order, step in enumerate(steps, start=1):
+        prompt, completion = capture_capped(step.prompt, step.completion) if capture else (None, "")
+        try:
+            counts = step.counts.validate(prefix=f"steps.{order - 1}.")
+        except UsageError as exc:
+            raise InvalidInput(fields={exc.field: [exc.message]}) from exc
+        cost = _quantize(price_step(StepUsage(model=step.model, tokens=counts, at=at)))
+        if cost is None and not step.model and counts == TokenCounts():
+            cost = Decimal(0)  # a tool call: no LLM, nothing to price
+        rows.append(
+            TurnStep(
+                tenant_id=session.tenant_id,
+                turn=turn,
+                session=session,
+                user_id=session.user_id,
+                agent_id=session.agent_id,
+                step_order=order,
+                step_type=step.step_type,
+                model=step.model,
+                input_tokens=counts.input_tokens,
+                output_tokens=counts.output_tokens,
+                cached_tokens=counts.cached_tokens,
+                cache_write_tokens=counts.cache_write_tokens,
+                reasoning_tokens=counts.reasoning_tokens,
+                cost_usd=cost,
+                price_missing=cost is None,
+                duration_ms=step.duration_ms,
+                success=step.success,
+                error=step.error,
+                usage_raw=step.usage_raw,
+                tool_output=step.tool_output,
+                prompt=prompt,
+                completion=completion,
+            )
+        )
+    return rows
+
+
+# The session's running totals and the turn attribute each one adds up.
+SESSION_TOTALS = {
+    "total_input_tokens": "input_tokens",
+    "total_output_tokens": "output_tokens",
+    "total_cached_tokens": "cached_tokens",
+    "total_reasoning_tokens": "reasoning_tokens",
+    "total_cost_usd": "cost_usd",
+    "total_calls": "call_count",
+    "total_errors": "error_count",
+    "unpriced_calls": "unpriced_calls",
+    "total_duration_ms": "duration_ms",
+}
+
+
+def turn_set_totals(*, turn: ChatTurn, step_rows: list[TurnStep], duration_ms: int | None) -> None:
+    """The turn's totals from its priced steps (before it is inserted)."""
+    priced = [row.cost_usd for row in step_rows if row.cost_usd is not None]
+    turn.input_tokens = sum(row.input_tokens for row in step_rows)
+    turn.output_tokens = sum(row.output_tokens for row in step_rows)
+    turn.cached_tokens = sum(row.cached_tokens for row in step_rows)
+    turn.reasoning_tokens = sum(row.reasoning_tokens for row in step_rows)
+    turn.cost_usd = sum(priced, Decimal(0))
+    turn.call_count = len(step_rows)
+    turn.error_count = sum(1 for row in step_rows if not row.success)
+    turn.unpriced_calls = len(step_rows) - len(priced)
+    turn.duration_ms = (
+        duration_ms if duration_ms is not None else sum(row.duration_ms for row in step_rows)
+    )
+
+
+def turn_increments(turn: ChatTurn) -> dict[str, Any]:
+    """What the turn adds to its session's counters."""
+    return {
+        "turn_count": 1,
+        "last_turn_number": 1,
+        **{total: getattr(turn, name) for total, name in SESSION_TOTALS.items()},
+    }
+
+
+def turn_price_warnings(step_rows: list[TurnStep]) -> list[TurnWarning]:
+    return [
+        TurnWarning(
+            code="price_missing",
+            message=f"No price for model {row.model!r}; the step's cost is not counted.",
+        )
+        for row in step_rows
+        if row.cost_usd is None and row.model
+    ]
+
+
+def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
+    return TurnWarning(
+        code="budget_exceeded",
+        message=(
+            "The session's budget is spent"
+            + ("" if was_exceeded else " with this turn")
+            + "; the turn was stored. Check POST …/budget/check before spending more."
+        ),
+    )
+
+
+def steps_validate(steps: list[StepInput]) -> None:
+    """InvalidInput for counts that do not add up, before anything is written for the
+    turn (a batch refuses just that item)."""
+    for order, step in enumerate(steps):
+        try:
+            step.counts.validate(prefix=f"steps.{order}.")
+        except UsageError as exc:
+            raise InvalidInput(fields={exc.field: [exc.message]}) from exc
+
+
+def turn_warnings(
+    *,
+    turn: ChatTurn,
+    step_rows: list[TurnStep],
+    session: ChatSession,
+    rotated_from: ChatSession | None,
+    was_exceeded: bool,
+) -> list[TurnWarning]:
+    """What the turn's answer warns of: unpriced models, a per-turn ceiling passed, the
+    session rotated into `session`, the budget spent (`was_exceeded`: before the turn)."""
+    warnings = turn_price_warnings(step_rows)
+    if turn.over_limit:
+        warnings.append(
+            TurnWarning(
+                code="turn_over_limit",
+                message=(
+                    f"The turn's steps passed the per-turn {turn.over_limit.replace(',', ' and ')} "
+                    "ceiling (ENGRAM_TURN_MAX_TOKENS / ENGRAM_TURN_MAX_COST_USD); the turn was "
+                    "stored and flagged."
+                ),
+            )
+        )
+    if rotated_from is not None:
+        warnings.append(
+            TurnWarning(
+                code="session_rotated",
+                message=(
+                    f"Session {rotated_from.pk} passed {rotation_threshold(rotated_from)} "
+                    f"tokens and was archived; this turn opened its successor {session.pk}. "
+                    "Record further turns there."
+                ),
+            )
+        )
+    if budget_remaining(session).exceeded:
+        warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
+    return warnings

@@ -1,0 +1,1 @@
+SELECT "chat_turn"."turn_number" AS "turn_number", "chat_turn"."user_message" AS "user_message", "chat_turn"."assistant_response" AS "assistant_response", "chat_turn"."created_at" AS "created_at" FROM "chat_turn" WHERE (NOT "chat_turn"."rolled_back" AND "chat_turn"."session_id" = %s AND NOT "chat_turn"."compacted") ORDER BY 1 DESC LIMIT 20

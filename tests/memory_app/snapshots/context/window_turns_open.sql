@@ -1,0 +1,1 @@
+SELECT "chat_turn"."id", "chat_turn"."turn_number", "chat_turn"."user_message", "chat_turn"."assistant_response", "chat_turn"."created_at" FROM "chat_turn" WHERE (NOT "chat_turn"."rolled_back" AND "chat_turn"."session_id" = %s AND NOT "chat_turn"."compacted") ORDER BY "chat_turn"."turn_number" DESC LIMIT 50

@@ -1,0 +1,24 @@
+
+        WITH 
+            vector_ranked AS (
+                SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
+                WHERE false
+            ), 
+            hits AS MATERIALIZED ((SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE m.tenant_id = %(tenant)s AND "m"."scope" = 'public' AND m.lexical_vector @@ %(tsquery)s::tsquery LIMIT %(cap)s) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM unnest(ARRAY(SELECT o.id FROM memory o WHERE memory_owner_lexemes(o.tenant_id, o.user_id, o.lexical_vector) && %(owner_keys)s::text[] LIMIT %(cap)s)) AS owned (id) JOIN memory m ON m.id = owned.id WHERE "m"."scope" <> 'public' LIMIT %(cap)s) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE m.tenant_id = %(tenant)s AND ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM %(acting_user)s AND ("m"."allowed_users" @> ARRAY[%(acting_user)s]::varchar[] OR "m"."allowed_roles" && %(acting_roles)s::varchar[])) AND m.lexical_vector @@ %(tsquery)s::tsquery LIMIT %(cap)s)),
+            lexical_ranked AS MATERIALIZED (
+                SELECT id, score, rank FROM (
+                    SELECT m.id, bm25.score, row_number() OVER (
+                        ORDER BY bm25.score DESC, m.created_at DESC, m.id
+                    ) AS rank
+                    FROM hits m
+                    CROSS JOIN LATERAL (SELECT (coalesce(%(bm25_idf0)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q0)s::tsquery)::float8) - 0.5), 0)), 0) + coalesce(%(bm25_idf1)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q1)s::tsquery)::float8) - 0.5), 0)), 0)) AS score) AS bm25
+                ) AS scored
+                WHERE rank <= %(k)s
+            ),
+        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
+        SELECT m.id, v.rank, l.rank, 0, coalesce(l.score, (coalesce(%(bm25_idf0)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q0)s::tsquery)::float8) - 0.5), 0)), 0) + coalesce(%(bm25_idf1)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q1)s::tsquery)::float8) - 0.5), 0)), 0))),
+               m.updated_at, m.importance, m.access_count
+        FROM pool JOIN memory m ON m.id = pool.id
+        LEFT JOIN vector_ranked v ON v.id = m.id
+        LEFT JOIN lexical_ranked l ON l.id = m.id
+    

@@ -1,0 +1,1 @@
+COPY "turn_step" ("tenant_id", "turn_id", "session_id", "user_id", "agent_id", "step_order", "step_type", "model", "input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd", "price_missing", "duration_ms", "success", "error", "usage_raw", "prompt", "completion", "tool_output", "created_at") FROM STDIN

@@ -1,0 +1,1 @@
+ALTER TABLE "turn_step" ATTACH PARTITION "turn_step_p2026_01" FOR VALUES FROM (%s) TO (%s)

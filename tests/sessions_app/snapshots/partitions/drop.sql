@@ -1,0 +1,1 @@
+DROP TABLE "turn_step_p2026_01"

@@ -1,0 +1,1 @@
+SELECT max(id) FROM "turn_step_p2026_01"
