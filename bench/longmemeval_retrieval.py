@@ -33,12 +33,12 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.cross_session import _lme_date
 from bench.locomo_eval import BM25, _ok, load, memory_protocol, percentile
 
 ID = "LME_RETRIEVAL"
@@ -57,11 +57,6 @@ class Pool:
     texts: list[str]
     dates: list[str]  # ISO 8601, UTC
     questions: list[dict[str, Any]]  # {id, type, question, as_of, relevant: set[Turn]}
-
-
-def lme_date(text: str) -> str:
-    """LongMemEval dates look like '2023/05/28 (Sun) 19:47'."""
-    return datetime.strptime(text[:10] + text[-6:], "%Y/%m/%d %H:%M").isoformat() + "Z"
 
 
 def _user_turns(messages: list[dict[str, Any]]) -> list[tuple[str, bool]]:
@@ -85,7 +80,7 @@ def load_pool(path: Path) -> Pool:
             strict=True,
         ):
             turns = _user_turns(messages)
-            sessions.setdefault(sid, (lme_date(date), turns))
+            sessions.setdefault(sid, (_lme_date(date), turns))
             relevant |= {(sid, i) for i, (_, marked) in enumerate(turns) if marked}
         if entry["question_id"].endswith("_abs") or not relevant:
             continue
@@ -94,7 +89,7 @@ def load_pool(path: Path) -> Pool:
                 "id": entry["question_id"],
                 "type": entry["question_type"],
                 "question": entry["question"],
-                "as_of": lme_date(entry["question_date"]),
+                "as_of": _lme_date(entry["question_date"]),
                 "relevant": relevant,
             }
         )
