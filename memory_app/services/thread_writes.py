@@ -20,10 +20,39 @@ THREAD_BEFORE = 2  # previous memories in a lexical window
 THREAD_AFTER = 1  # following memories in a lexical window
 
 
+# How much of a neighbour a window holds (characters): the end of a line before, the start
+# of a line after. A short reply ("Yes, last Friday") is explained by the end of the line
+# it answers; the rest of a long neighbour (a message about other things) only raised the
+# row for queries about those. Chosen on the LoCoMo and LongMemEval dev sets together
+# (bench.longmemeval_retrieval).
+NEIGHBOUR_CHARS = 150
+
+
+def neighbour_part(text: str, *, before: bool) -> str:
+    """The part of a neighbour's text a window holds: its last NEIGHBOUR_CHARS characters
+    for a line before, its first for a line after, cut at a space so no word is halved."""
+    if len(text) <= NEIGHBOUR_CHARS:
+        return text
+    if before:
+        part = text[-NEIGHBOUR_CHARS:]
+        return part.split(" ", 1)[1] if " " in part else part
+    part = text[:NEIGHBOUR_CHARS]
+    return part.rsplit(" ", 1)[0] if " " in part else part
+
+
 def window_text(contents: Sequence[str], index: int) -> str:
     """The lexical window of the row at `index` of a thread's contents (in thread
-    order): the THREAD_BEFORE rows before it, itself, and the THREAD_AFTER after it."""
-    return "\n".join(contents[max(0, index - THREAD_BEFORE) : index + THREAD_AFTER + 1])
+    order): the THREAD_BEFORE rows before it (their ends), itself, and the THREAD_AFTER
+    after it (their starts); see NEIGHBOUR_CHARS."""
+    before = [
+        neighbour_part(text, before=True)
+        for text in contents[max(0, index - THREAD_BEFORE) : index]
+    ]
+    after = [
+        neighbour_part(text, before=False)
+        for text in contents[index + 1 : index + THREAD_AFTER + 1]
+    ]
+    return "\n".join([*before, contents[index], *after])
 
 
 def thread_rows_insert(rows: Sequence[Memory]) -> None:
