@@ -1,9 +1,9 @@
 """What the code refuses, the schema states: a request string takes no NUL (the parser and
 the query-string middleware refuse it everywhere; a free-form JSON value says so in its
-description, and a NUL at any depth is refused naming its path), a trimmed string that may not be blank
-holds something besides whitespace, the codings the OTLP receiver takes are the schema's
-pattern, and MCP and OTLP/JSON bodies have the shape their receivers parse. Found by
-schemathesis runs deeper than the suite's (schema-valid input refused)."""
+description, and a NUL at any depth is refused naming its path), a trimmed string that
+may not be blank holds something besides whitespace, the codings the OTLP receiver takes
+are the schema's pattern, and MCP and OTLP/JSON bodies have the shape their receivers
+parse. Found by schemathesis runs deeper than the suite's (schema-valid input refused)."""
 
 from __future__ import annotations
 
