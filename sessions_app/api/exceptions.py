@@ -24,7 +24,9 @@ DATABASE_RETRY_AFTER_SECONDS = 5
 def error_body(
     code: str, message: str, fields: dict[str, Any] | None = None, **extra: Any
 ) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "fields": fields or {}, **extra}}
+    # str(): an ErrorCode member becomes its plain value, which every renderer can write
+    # (the schema view's YAML renderer cannot represent the enum).
+    return {"error": {"code": str(code), "message": message, "fields": fields or {}, **extra}}
 
 
 def error_response(

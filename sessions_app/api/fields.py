@@ -44,6 +44,13 @@ _STRIPPED = (
 )
 # A trimmed field that refuses blank text: something besides what strip() removes, no NUL.
 NOT_BLANK_TEXT_PATTERN = rf"^[^\u0000]*[^\u0000{_STRIPPED}][^\u0000]*$"
+# A free-form JSON value nests strings and keys that OpenAPI 3.0 cannot give a pattern
+# (it has no `propertyNames`), so its description says what the JSON parser does: NUL at
+# any depth is refused, 400 naming the path (`metadata.notes.0`).
+FREE_JSON_NOTE = (
+    "No string or key inside may hold NUL (\\u0000), which PostgreSQL cannot store: "
+    "400 naming its path."
+)
 
 # An identifier (user, agent, …) holds a visible character: not only whitespace or
 # control characters, and no NUL anywhere. The class spells out every character Python's

@@ -27,7 +27,12 @@ from drf_spectacular.plumbing import is_list_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from sessions_app.api.fields import NON_EMPTY_TEXT_PATTERN, NOT_BLANK_TEXT_PATTERN, TEXT_PATTERN
+from sessions_app.api.fields import (
+    FREE_JSON_NOTE,
+    NON_EMPTY_TEXT_PATTERN,
+    NOT_BLANK_TEXT_PATTERN,
+    TEXT_PATTERN,
+)
 from sessions_app.api.strict_types import decimal_pattern
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
@@ -88,7 +93,8 @@ class EngramAutoSchema(AutoSchema):
     - a decimal is a string of the pattern the strict parser enforces, or a number;
     - a request string without a pattern, enum or format of its own takes no NUL (the
       parser refuses it), and one that is trimmed and may not be blank must hold something
-      besides whitespace (`text_pattern`).
+      besides whitespace (`text_pattern`); a free-form JSON value says in its description
+      that no string or key inside takes NUL.
     """
 
     def _map_serializer(
@@ -156,6 +162,11 @@ class EngramAutoSchema(AutoSchema):
                 pattern = NON_EMPTY_TEXT_PATTERN  # "" is the oneOf's other branch
             if pattern:
                 schema["pattern"] = pattern
+        if direction == "request" and isinstance(
+            field, (serializers.DictField, serializers.JSONField)
+        ):
+            before = schema.get("description", "")
+            schema["description"] = f"{before} {FREE_JSON_NOTE}".strip()
         if isinstance(field, serializers.DecimalField) and direction == "request":
             number: dict[str, Any] = {"type": "number"}
             if field.decimal_places is not None:

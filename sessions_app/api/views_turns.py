@@ -85,6 +85,7 @@ def idempotency_key(request: Request) -> str | None:
 
 class TurnCursorPagination(CreatedCursorPagination):
     ordering = "turn_number"
+    ordered_by_time = False
     page_size_query_param = "page_size"
     max_page_size = 500
 

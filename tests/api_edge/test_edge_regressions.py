@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import pytest
+import yaml
 from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
@@ -180,6 +181,15 @@ def test_405_is_json(api: APIClient) -> None:
     response = api.put("/api/v1/sessions", data="{}", content_type="application/json")
     assert_error(response, 405, "method_not_allowed")
     assert "GET" in response["Allow"]
+
+
+def test_a_wrong_method_on_the_schema_is_405_in_the_error_shape(api: APIClient) -> None:
+    """The schema view renders YAML unless JSON is asked for; its errors too."""
+    response = api.post("/api/schema/", HTTP_ACCEPT="application/json")
+    assert_error(response, 405, "method_not_allowed")
+    response = api.post("/api/schema/")
+    assert response.status_code == 405
+    assert yaml.safe_load(response.content)["error"]["code"] == "method_not_allowed"
 
 
 @pytest.mark.parametrize("debug", [False, True])

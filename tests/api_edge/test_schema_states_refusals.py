@@ -1,8 +1,9 @@
 """What the code refuses, the schema states: a request string takes no NUL (the parser and
-the query-string middleware refuse it everywhere), a trimmed string that may not be blank
-holds something besides whitespace, the codings the OTLP receiver takes are the schema's
-pattern, and MCP and OTLP/JSON bodies have the shape their receivers parse. Found by
-schemathesis runs deeper than the suite's (schema-valid input refused)."""
+the query-string middleware refuse it everywhere; a free-form JSON value says so in its
+description, and a NUL at any depth is refused naming its path), a trimmed string that
+may not be blank holds something besides whitespace, the codings the OTLP receiver takes
+are the schema's pattern, and MCP and OTLP/JSON bodies have the shape their receivers
+parse. Found by schemathesis runs deeper than the suite's (schema-valid input refused)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rest_framework.test import APIClient
 
 from integrations.otlp_decode import OtlpError, decompress
 from integrations.views_otlp import CONTENT_ENCODING_PATTERN
-from sessions_app.api.fields import NOT_BLANK_TEXT_PATTERN
+from sessions_app.api.fields import FREE_JSON_NOTE, NOT_BLANK_TEXT_PATTERN
 from tests.sessions_app.helpers import assert_error
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +141,19 @@ def test_the_metadata_filter_is_a_json_object_parameter(
     for bad in ("[1]", "crm", '"crm"'):
         response = api.get("/api/v1/memories", {"metadata": bad})
         assert "metadata" in assert_error(response, 400, "invalid")["fields"]
+
+
+def test_free_form_json_says_it_takes_no_nul_and_the_code_refuses_it_at_depth(
+    schema: dict[str, Any], api: APIClient
+) -> None:
+    create = schema["components"]["schemas"]["SessionCreateRequest"]["properties"]
+    for name in ("state", "metadata"):
+        assert FREE_JSON_NOTE in create[name]["description"]
+    turn = schema["components"]["schemas"]["TurnCreateRequest"]["properties"]
+    assert FREE_JSON_NOTE in turn["intent_data"]["description"]
+    body = {"user_id": "u", "agent_id": "a", "state": {"cart": [{"note": "a\u0000b"}]}}
+    response = api.post("/api/v1/sessions", body, format="json")
+    assert list(assert_error(response, 400, "invalid")["fields"]) == ["state.cart.0.note"]
+    body = {"user_id": "u", "agent_id": "a", "metadata": {"k\u0000": 1}}
+    response = api.post("/api/v1/sessions", body, format="json")
+    assert "metadata" in json.dumps(assert_error(response, 400, "invalid")["fields"])

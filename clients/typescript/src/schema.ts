@@ -1114,7 +1114,7 @@ export interface components {
              * @description The time of messages that carry none.
              */
             started_at?: string | null;
-            /** @description Kept on the session, with `imported: true`. */
+            /** @description Kept on the session, with `imported: true`. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1400,13 +1400,13 @@ export interface components {
             content: string;
             /** @description A short third-person summary. */
             summary?: string;
-            /** @description Structured form of the memory (JSON object). */
+            /** @description Structured form of the memory (JSON object). No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             structured?: {
                 [key: string]: unknown;
             };
             /** @description Labels to filter on. */
             tags?: string[];
-            /** @description Free key/values (a JSON object of at most ENGRAM_MEMORY_METADATA_MAX_BYTES bytes, 4096 by default); searchable by containment. */
+            /** @description Free key/values (a JSON object of at most ENGRAM_MEMORY_METADATA_MAX_BYTES bytes, 4096 by default); searchable by containment. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1543,7 +1543,7 @@ export interface components {
              * @description Only confidence >= this (0..1).
              */
             min_confidence?: number;
-            /** @description Only memories whose metadata contains this JSON object. */
+            /** @description Only memories whose metadata contains this JSON object. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1739,13 +1739,13 @@ export interface components {
             content?: string;
             /** @description New summary. */
             summary?: string;
-            /** @description Replaces the structured form. */
+            /** @description Replaces the structured form. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             structured?: {
                 [key: string]: unknown;
             };
             /** @description Replaces the tags. */
             tags?: string[];
-            /** @description Free key/values (a JSON object of at most ENGRAM_MEMORY_METADATA_MAX_BYTES bytes, 4096 by default); searchable by containment. */
+            /** @description Free key/values (a JSON object of at most ENGRAM_MEMORY_METADATA_MAX_BYTES bytes, 4096 by default); searchable by containment. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1791,11 +1791,11 @@ export interface components {
             note?: string;
         } | unknown | unknown;
         PatchedSessionUpdateRequest: {
-            /** @description Free-form agent state (JSON object). */
+            /** @description Free-form agent state (JSON object). No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             state?: {
                 [key: string]: unknown;
             };
-            /** @description Free-form metadata. */
+            /** @description Free-form metadata. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -2141,7 +2141,7 @@ export interface components {
             component_type?: string;
             /** @description A short description shown to the user. */
             summary?: string;
-            /** @description The full record as a JSON object. Numeric fields such as price, weight or screen size power superlatives like 'the cheapest'. */
+            /** @description The full record as a JSON object. Numeric fields such as price, weight or screen size power superlatives like 'the cheapest'. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             data?: {
                 [key: string]: unknown;
             };
@@ -2149,7 +2149,7 @@ export interface components {
         ResultsStoreRequest: {
             /** @description The search as the user or agent phrased it. */
             query: string;
-            /** @description The structured filters of the search. */
+            /** @description The structured filters of the search. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             filters?: {
                 [key: string]: unknown;
             };
@@ -2348,11 +2348,11 @@ export interface components {
             user_id: string;
             /** @description The agent holding the conversation. */
             agent_id: string;
-            /** @description Free-form agent state (JSON object). */
+            /** @description Free-form agent state (JSON object). No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             state?: {
                 [key: string]: unknown;
             };
-            /** @description Free-form metadata. */
+            /** @description Free-form metadata. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -2540,7 +2540,7 @@ export interface components {
              * @description Output tokens spent on hidden reasoning.
              */
             reasoning_tokens?: number | null;
-            /** @description The provider's own usage object (OpenAI Chat/Responses, Anthropic, Gemini), normalised by Engram. Explicit counts beside it must agree with it. */
+            /** @description The provider's own usage object (OpenAI Chat/Responses, Anthropic, Gemini), normalised by Engram. Explicit counts beside it must agree with it. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             usage?: {
                 [key: string]: unknown;
             } | null;
@@ -2679,17 +2679,17 @@ export interface components {
             user_message?: string;
             /** @description What the agent answered. */
             assistant_response?: string;
-            /** @description The classified intent and its slots. */
+            /** @description The classified intent and its slots. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             intent_data?: {
                 [key: string]: unknown;
             };
             /** @description The agent's reasoning, if it keeps one. */
             reasoning?: string;
-            /** @description Free-form metadata. */
+            /** @description Free-form metadata. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description The session's new state; replaces it. Omit to keep it. */
+            /** @description The session's new state; replaces it. Omit to keep it. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             state?: {
                 [key: string]: unknown;
             };
@@ -2740,17 +2740,17 @@ export interface components {
             user_message?: string;
             /** @description What the agent answered. */
             assistant_response?: string;
-            /** @description The classified intent and its slots. */
+            /** @description The classified intent and its slots. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             intent_data?: {
                 [key: string]: unknown;
             };
             /** @description The agent's reasoning, if it keeps one. */
             reasoning?: string;
-            /** @description Free-form metadata. */
+            /** @description Free-form metadata. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description The session's new state; replaces it. Omit to keep it. */
+            /** @description The session's new state; replaces it. Omit to keep it. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             state?: {
                 [key: string]: unknown;
             };
@@ -2863,7 +2863,7 @@ export interface components {
              *     * `anthropic_costs` - anthropic_costs
              */
             format: components["schemas"]["FormatEnum"];
-            /** @description The provider's JSON answer as saved to a file: an object with `data`, a list of day buckets and their `results`. */
+            /** @description The provider's JSON answer as saved to a file: an object with `data`, a list of day buckets and their `results`. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
             export: unknown;
         };
         UsageImportResult: {
@@ -2984,7 +2984,7 @@ export interface operations {
     budgets_list: {
         parameters: {
             query?: {
-                /** @description The pagination cursor value. */
+                /** @description Where the page starts: the `cursor` of a `next` or `previous` link. Any value of the pattern is followed (a position past the data gives an empty page). */
                 cursor?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
@@ -3435,7 +3435,7 @@ export interface operations {
                 acting_user_id?: string;
                 /** @description Only memories of this agent. */
                 agent_id?: string;
-                /** @description The pagination cursor value. */
+                /** @description Where the page starts: the `cursor` of a `next` or `previous` link. Any value of the pattern is followed (a position past the data gives an empty page). */
                 cursor?: string;
                 /** @description A JSON object the memory's metadata must contain, e.g. {"source": "crm"}. */
                 metadata?: string;
@@ -4459,7 +4459,7 @@ export interface operations {
             query?: {
                 /** @description Only this agent's sessions. */
                 agent_id?: string;
-                /** @description The pagination cursor value. */
+                /** @description Where the page starts: the `cursor` of a `next` or `previous` link. Any value of the pattern is followed (a position past the data gives an empty page). */
                 cursor?: string;
                 external_session_id?: string;
                 /** @description Number of results to return per page. */
@@ -6115,7 +6115,7 @@ export interface operations {
     sessions_turns_list: {
         parameters: {
             query?: {
-                /** @description The pagination cursor value. */
+                /** @description Where the page starts: the `cursor` of a `next` or `previous` link. Any value of the pattern is followed (a position past the data gives an empty page). */
                 cursor?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
