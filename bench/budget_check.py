@@ -211,8 +211,6 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         markdown = f"""
-Command: `{command}`
-
 {args.agents} agents (client threads), each in its own session of one user, agent and model;
 five day budgets (tenant, user, agent, model, user x agent) apply to every call of the
 budgeted phases. {args.rounds} rounds of {args.seconds:.0f} s per phase, alternating.

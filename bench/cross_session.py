@@ -293,8 +293,6 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def markdown(results: dict[str, dict[str, Any]], command: str) -> str:
     lines = [
-        f"Command: `{command}`",
-        "",
         f"A new session's context (budget {BUDGET}) holds the gold answer; questions whose "
         "answer is verbatim in the history. Baseline: BM25 over the user's raw lines packed "
         "into the same budget (4 characters a token), same run.",

@@ -204,8 +204,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
         table = "\n".join(rows)
         markdown = f"""
-Command: `{command}`
-
 In process, production settings, a tenant of {args.background} memories ({BACKGROUND_USERS}
 users); {args.rounds} rounds of each mode, alternating, each a new user writing
 {args.batch} memories as one thread and then searching them {args.queries} times (and

@@ -330,7 +330,7 @@ def context_protocol(
 
 
 def markdown(memory: dict[str, Any] | None, context: dict[str, Any] | None, command: str) -> str:
-    lines = [f"Command: `{command}`", ""]
+    lines: list[str] = []
     if memory:
         lines += [
             f"Memory protocol: {memory['questions']} questions over {memory['memories']} turns "

@@ -344,7 +344,7 @@ NAMES = {
 
 
 def markdown(lme: dict[str, Any] | None, locomo: dict[str, Any] | None, command: str) -> str:
-    lines = [f"Command: `{command}`", ""]
+    lines: list[str] = []
     if lme:
         pooled = lme["pooled"]
         lines += [

@@ -292,8 +292,6 @@ def main(argv: list[str] | None = None) -> int:
         log(f"[mem0] engram {engram}; in process {engram_local}; mem0 {mem0}")
         markdown = "\n".join(
             [
-                f"Command: `{command}`",
-                "",
                 f"{questions} questions over {sum(len(c.turns) for c in convs)} turns "
                 f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
                 "PostgreSQL, one client thread, one search at a time. In process, "
