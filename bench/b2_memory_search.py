@@ -512,40 +512,22 @@ def _report(
     )
     markdown = f"""
 Data: {largest:,} memories at most, over 2 tenants x 1,000 users (10% public, 5% shared,
-the rest private). The first {size.memory_texts:,} are distinct generated sentences
-embedded with the real MiniLM model; **every further memory reuses one of those real
-vectors plus a small deterministic Gaussian perturbation (noise norm 0.35, cosine ≈ 0.94
-to its source), renormalised, and its text is that sentence plus "(ref M-…)"** — clusters
-of near-paraphrases, so that the larger sizes are affordable (bench/memory_data.py).
-Generation time per size (cumulative growth, embeddings cached in bench/out/ after the
-first run): {generated}.
-Requests: {size.queries} generated questions phrased unlike the memories, in the largest
-tenant, {size.threads} client threads, up to {size.requests_per_shape} requests or
-{size.seconds_per_shape:g} s per shape, size and round; {size.rounds} rounds of the three
-shapes in turn at each size, each round with queries of its own; p50 and p95 are the
-medians of the rounds' (each round's p95 in its column), requests the rounds' sum, load
-the highest of the rounds'; sent to
-`gunicorn {" ".join(server.argv[3:])}` with `config.settings.production`; each request
-embeds its query in the worker (cold shapes: a query no request sent before, so neither
-the per-process nor the Valkey vector cache has it), runs the hybrid search (vector +
-BM25, fused by score) and counts the access of its hits (one Valkey round trip; the
-flush to PostgreSQL is a beat task, not part of the request, and the bench runs no
-beat). Before each size's requests the memory table, its TOAST and its indexes are read
-once into the OS page cache (`pg_prewarm`, bench.memory_data.prewarm_memory), then each
-of the tenant's 1,000 users is searched once in both shapes with queries the measured
-requests never send: every size is measured as a server that has answered its users
-before (PostgreSQL's buffer pool a quarter of memory, config.embedded), not partly on
-the VM's disk or in the OS page cache.
-"user" = `user_id` set (one user's memories); "tenant" = `acting_user_id` only
-(public + own + shared-with-me); "user, repeated" = the "user" requests again (vectors
-cached). Load = the machine's 1-minute load average as the shape started (2 cores).
-Recall@10: the selector's vector ranking (`memory_search(mode="vector")`) against an
-exact full-precision scan under the same filters, same {size.queries} queries; "vector
-ms" is that whole vector-mode search in-process (median; the HNSW step plus fetching and
-scoring the candidates), "exact ms" the exact scan. Plan: EXPLAIN ANALYZE of the vector
-step for the first query (`Append [a; b; c]`: the tenant-wide search's visibility
-branches, public, own, shared with the actor; at 10k the planner often prefers an exact
-scan of the tenant's public rows to HNSW).
+the rest private). The first {size.memory_texts:,} are distinct sentences embedded with
+MiniLM; each further memory is one of those vectors plus deterministic Gaussian noise
+(cosine ≈ 0.94 to its source), its text the sentence plus "(ref M-…)"
+(bench/memory_data.py). Generation (cumulative, embeddings cached): {generated}.
+Requests: {size.queries} questions phrased unlike the memories, {size.threads} client
+threads, up to {size.requests_per_shape} requests or {size.seconds_per_shape:g} s per
+shape, size and round, {size.rounds} rounds; p50 / p95 are the rounds' medians; server
+`gunicorn {" ".join(server.argv[3:])}` with production settings. Each request embeds a
+query never sent before, runs the hybrid search and counts its hits' access. Before each
+size the table and its indexes are prewarmed and every user is searched once with other
+queries: a server that has answered its users before.
+Shapes: "user" = `user_id` set; "tenant" = `acting_user_id` only (public + own +
+shared-with-me); "user, repeated" = the "user" requests again (vectors cached). Load =
+1-minute load average (2 cores). Recall@10: `memory_search(mode="vector")` against an
+exact full-precision scan, same filters and queries; "vector ms" / "exact ms" their
+in-process medians. Plan: EXPLAIN ANALYZE of the vector step for the first query.
 
 {TABLE_HEAD}
 {chr(10).join(rows)}
