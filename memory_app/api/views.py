@@ -31,18 +31,22 @@ from memory_app.api.serializers import (
     MemoryAddResultSerializer,
     MemoryBulkResultSerializer,
     MemoryCreateSerializer,
-    MemoryHistorySerializer,
-    MemoryRevertSerializer,
-    MemorySearchSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
     MetadataField,
+    memory_bulk_serializer,
+    memory_draft_from,
+)
+from memory_app.api.serializers_history import (
+    MemoryHistorySerializer,
+    MemoryRevertSerializer,
     RelationCreateSerializer,
     RelationListSerializer,
     RelationSerializer,
+)
+from memory_app.api.serializers_search import (
+    MemorySearchSerializer,
     SearchResultSerializer,
-    memory_bulk_serializer,
-    memory_draft_from,
     search_result_data,
 )
 from memory_app.models import Memory, MemoryScope, MemoryType

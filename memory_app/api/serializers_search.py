@@ -1,0 +1,180 @@
+"""Memory search at the edge: the query, its filters and time, and the ranked answer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from memory_app.api.serializers import (
+    MAX_QUERY_CHARS,
+    MemorySerializer,
+    MetadataField,
+    TextField,
+    _identifiers_field,
+    _tags_field,
+    _unit_field,
+    memory_data,
+)
+from memory_app.api.serializers_time import (
+    TimeScopeSerializer,
+    as_of_data,
+    as_of_field,
+    time_scope_data,
+)
+from memory_app.models import MemoryType
+from memory_app.selectors.search import MemoryFilters
+
+
+class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    query = TextField(max_length=MAX_QUERY_CHARS, help_text="What to look for.")
+    user_id = serializers.CharField(
+        max_length=255, required=False, help_text="Only memories about this user."
+    )
+    agent_id = serializers.CharField(
+        max_length=255, required=False, help_text="Only memories of this agent."
+    )
+    types = serializers.ListField(
+        child=serializers.ChoiceField(choices=MemoryType.choices),
+        required=False,
+        max_length=len(MemoryType.choices),
+        help_text="Only these memory types.",
+    )
+    tags = _tags_field(required=False, help_text="Only memories with any of these tags.")
+    session_id = serializers.UUIDField(
+        required=False, help_text="Only memories learnt in this session."
+    )
+    created_from = serializers.DateTimeField(
+        required=False, help_text="Only memories created at or after this time (ISO 8601)."
+    )
+    created_to = serializers.DateTimeField(
+        required=False, help_text="Only memories created before this time (ISO 8601)."
+    )
+    pinned = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="Only pinned (or unpinned)."
+    )
+    min_importance = _unit_field(required=False, help_text="Only importance >= this (0..1).")
+    min_confidence = _unit_field(required=False, help_text="Only confidence >= this (0..1).")
+    metadata = MetadataField(
+        required=False, help_text="Only memories whose metadata contains this JSON object."
+    )
+    valid_at = serializers.DateTimeField(
+        required=False,
+        help_text="Only memories valid at this instant (ISO 8601): valid_from <= valid_at < "
+        "valid_to, an open (null) end holding every time. What held then, e.g. the home "
+        "before a move.",
+    )
+    limit = serializers.IntegerField(
+        min_value=1, max_value=100, default=10, help_text="How many results (1-100)."
+    )
+    acting_user_id = serializers.CharField(
+        max_length=255,
+        required=False,
+        help_text="The end user on whose behalf the agent searches; defaults to user_id.",
+    )
+    acting_roles = _identifiers_field(
+        required=False, default=list, help_text="Roles of the acting user."
+    )
+    as_of = as_of_field()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("created_from"), attrs.get("created_to")
+        if start is not None and end is not None and start >= end:
+            raise serializers.ValidationError({"created_to": ["Must be after created_from."]})
+        return attrs
+
+    def filters(self) -> MemoryFilters:
+        data = self.validated_data
+        return MemoryFilters(
+            session_id=data.get("session_id"),
+            created_from=data.get("created_from"),
+            created_to=data.get("created_to"),
+            pinned=data.get("pinned"),
+            min_importance=data.get("min_importance"),
+            min_confidence=data.get("min_confidence"),
+            metadata=data.get("metadata") or None,
+            valid_at=data.get("valid_at"),
+        )
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """The arguments of `memory_search_for_actor`, from the validated body."""
+        data = self.validated_data
+        return {
+            "query": data["query"],
+            "user_id": data.get("user_id"),
+            "agent_id": data.get("agent_id"),
+            "types": data.get("types"),
+            "tags": data.get("tags"),
+            "limit": data["limit"],
+            "acting_user_id": data.get("acting_user_id"),
+            "acting_roles": data.get("acting_roles", []),
+            "filters": self.filters(),
+            "as_of": data.get("as_of") or timezone.now(),
+        }
+
+
+class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    semantic = serializers.FloatField(help_text="Cosine similarity to the query.")
+    lexical = serializers.FloatField(
+        help_text="BM25 of the query over the memory's text (with its thread neighbours' for a "
+        "memory in a thread); >= 0, unbounded, 0 = no query term."
+    )
+    relevance = serializers.FloatField(
+        help_text="Cosine and BM25, each z-normalised over the candidates, fused by weight and "
+        "scaled to [0, 1]: 1 = the best candidate of this search."
+    )
+    rrf = serializers.FloatField(
+        help_text="Reciprocal rank fusion of the two lists, 1 = first in both (for comparison; "
+        "the score uses relevance)."
+    )
+    recency = serializers.FloatField(help_text="0.5 ** (days since update / half-life).")
+    importance = serializers.FloatField(help_text="The memory's importance.")
+    access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
+    time = serializers.FloatField(
+        help_text="1 when the query names a time (see time_scope) and the memory occurred "
+        "(occurred_at) inside it, else 0."
+    )
+    superseded = serializers.FloatField(
+        help_text="1 when the query asks about the current state ('now', 'currently', "
+        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory no "
+        "longer holds (superseded, or outside its validity interval): its score is halved "
+        "and kept below its successor's. Else 0."
+    )
+
+
+class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    score = serializers.FloatField(
+        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; "
+        "halved for a memory no longer current when the query asks about now (part "
+        "superseded)."
+    )
+    parts = ScorePartsSerializer(help_text="The score's parts.")
+    memory = MemorySerializer(help_text="The memory.")
+
+
+class SearchResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    query = serializers.CharField(help_text="The query as searched.")
+    as_of = serializers.DateTimeField(
+        required=False, help_text="When the question was asked: the request's as_of or now."
+    )
+    time_scope = TimeScopeSerializer(
+        allow_null=True,
+        required=False,
+        help_text="The query's time phrase as read against as_of; null when it names none.",
+    )
+    results = SearchHitSerializer(many=True, help_text="Best first.")
+
+
+def search_result_data(*, query: str, outcome: Any, as_of: datetime) -> dict[str, Any]:
+    """The shape of SearchResultSerializer (the schema), built directly: see memory_data."""
+    return {
+        "query": query,
+        "as_of": as_of_data(as_of),
+        "time_scope": time_scope_data(outcome.time_scope),
+        "results": [
+            {"score": hit.score, "parts": hit.parts, "memory": memory_data(hit.memory)}
+            for hit in outcome.hits
+        ],
+    }
