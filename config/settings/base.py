@@ -278,6 +278,8 @@ ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
 ENGRAM_TURN_MEMORY_BATCH = env_int("ENGRAM_TURN_MEMORY_BATCH", 256)
 ENGRAM_TURN_MEMORY_DRAIN_SECONDS = env_float("ENGRAM_TURN_MEMORY_DRAIN_SECONDS", 60.0)
 ENGRAM_TURN_MEMORY_DUE_MS = env_int("ENGRAM_TURN_MEMORY_DUE_MS", 2000)
+# A drain in a worker waits this long for new marks before it ends.
+ENGRAM_TURN_MEMORY_LINGER_SECONDS = env_float("ENGRAM_TURN_MEMORY_LINGER_SECONDS", 2.0)
 # How far ahead of the server's clock a turn's `occurred_at` may be (client clock skew).
 ENGRAM_TURN_CLOCK_SKEW_SECONDS = env_int("ENGRAM_TURN_CLOCK_SKEW_SECONDS", 300)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn

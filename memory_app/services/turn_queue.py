@@ -8,7 +8,10 @@ is not set; only the hook that set the flag publishes `memory_app.remember_pendi
 While a drain is due or running, turns publish nothing.
 
 The drain runs one at a time (a PostgreSQL advisory lock, freed with its connection if
-the worker dies). It takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes
+the worker dies) and, in a worker, lingers a moment (ENGRAM_TURN_MEMORY_LINGER_SECONDS)
+for new marks before it ends, so that a steady stream of turns is written by one
+running drain rather than by a task queued behind the worker's others each time. It
+takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes
 the memories of every turn they name across all their sessions at once
 (`conversation_remember_marked`: one embedding call, one INSERT) and removes the marks
 only after that committed, so a worker that dies mid-batch leaves them to the next
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 
@@ -51,6 +55,7 @@ from sessions_app.services.outbox import task_publish
 logger = logging.getLogger(__name__)
 
 DRAIN_LOCK = "memory.turn-queue.drain"
+LINGER_POLL_SECONDS = 0.1  # how often a lingering drain looks for new marks
 RETRY_LATER_MS = 60_000  # a batch that failed is tried again after this, session by session
 _valkey_down_until = 0.0  # monotonic; after a failed mark, skip Valkey until then
 
@@ -94,9 +99,9 @@ def turns_mark_pending(*, marks: Sequence[tuple[Any, int]]) -> bool:
 def turns_remember_pending(
     *, batch: int | None = None, max_seconds: float | None = None
 ) -> DrainReport:
-    """Drain the marks: batches of the oldest until none is left or the run's time is
-    up (a new run is then published). Returns at once when another drain holds the lock:
-    that one takes whatever is marked before it ends."""
+    """Drain the marks: batches of the oldest until none has come for the linger time
+    or the run's time is up (a new run is then published). Returns at once when another
+    drain holds the lock: that one takes whatever is marked before it ends."""
     batch = batch or settings.ENGRAM_TURN_MEMORY_BATCH
     deadline = time.monotonic() + (max_seconds or settings.ENGRAM_TURN_MEMORY_DRAIN_SECONDS)
     report = DrainReport()
@@ -105,8 +110,7 @@ def turns_remember_pending(
         with advisory_lock(DRAIN_LOCK) as mine:
             if not mine:
                 return report
-            while time.monotonic() < deadline and _drain_batch(client, batch, report):
-                pass
+            _drain_while_marked(client, batch, deadline, report)
         # After the lock is let go: a turn marked from here on finds no drain due and
         # publishes one; a turn marked before is seen by the count below.
         client.delete(_key("due"))
@@ -118,6 +122,27 @@ def turns_remember_pending(
 
             task_publish(remember_pending_turns)
             return report
+
+
+def _drain_while_marked(
+    client: redis.Redis, batch: int, deadline: float, report: DrainReport
+) -> None:
+    """Drain batches; when none is due, wait for new marks up to the linger time (a
+    steady stream of turns keeps one drain running instead of queueing a task behind
+    the worker's others every time). Inline (eager mode, a request), never wait. While
+    it runs the drain keeps the due flag set, so that hooks publish nothing."""
+    linger = (
+        0.0 if current_app.conf.task_always_eager else settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS
+    )
+    idle_since = time.monotonic()
+    while time.monotonic() < deadline:
+        client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
+        if _drain_batch(client, batch, report):
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= linger:
+            return
+        else:
+            time.sleep(LINGER_POLL_SECONDS)
 
 
 def _drain_batch(client: redis.Redis, batch: int, report: DrainReport) -> bool:
