@@ -112,8 +112,7 @@ def _remembered(ranges: dict[uuid.UUID, tuple[int, int]]) -> set[tuple[uuid.UUID
         return {(session, number) for session, number in cursor.fetchall()}
 
 
-# By session and range; the thread index serves it once the planner knows the tenants
-# (few), else the (tenant, session) one.
+# By session and range, for every marked session in one statement.
 _REMEMBERED_SQL = """
 SELECT m.session_id, m.thread_order::int FROM memory m
   JOIN unnest(%s::uuid[], %s::int[], %s::int[]) AS r(session_id, first, last)
