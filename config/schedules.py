@@ -76,6 +76,14 @@ SCHEDULE: list[Periodic] = [
         "context every turn or exceed their budget; alerts once per episode.",
     ),
     Periodic(
+        name="memory: remember pending turns",
+        task="memory_app.remember_pending_turns",
+        every=30,
+        expires=25,
+        description="Write the turns still marked as waiting to become memories (a drain "
+        "whose publish was lost, or marks left by a worker that died mid-batch).",
+    ),
+    Periodic(
         name="memory: decay",
         task="memory_app.decay_memories",
         every=3600,

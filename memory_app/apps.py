@@ -23,7 +23,6 @@ class MemoryAppConfig(AppConfig):
 
         register_user_exporter("memory_app", memory_user_export)
 
-        turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_extract_on_turn")
         turn_recorded.connect(
             receivers.on_turn_recorded_remember, dispatch_uid="memory_remember_turn"
         )

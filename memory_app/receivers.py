@@ -12,25 +12,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def on_turn_recorded(
-    sender: Any, *, turn_id: int, turn: ChatTurn | None = None, **kwargs: Any
-) -> None:
-    """Enqueue extraction, unless the committed turn (when the sender passes it) has
-    nothing to extract: a broker publish costs more than the pre-filter. The hook fires
-    after commit; it must be quick and never raise: a broker outage or stall keeps the
-    extraction in the outbox (sent when the broker is back), never delays the response."""
-    from memory_app.services.extraction import extraction_may_find
-    from memory_app.tasks import extract_memories_from_turn
-    from sessions_app.services.outbox import task_publish
-
-    try:
-        if turn is not None and not extraction_may_find(turn.user_message):
-            return
-        task_publish(extract_memories_from_turn, turn_id)
-    except Exception:  # the turn is stored; losing its extraction is the lesser evil
-        logger.exception("could not enqueue memory extraction for turn %s", turn_id)
-
-
 def on_turn_recorded_remember(
     sender: Any,
     *,
@@ -40,10 +21,13 @@ def on_turn_recorded_remember(
     session_turns_follow: bool = False,
     **kwargs: Any,
 ) -> None:
-    """Enqueue the writing of the session's new turns as the user's memories: once per
-    session per batch (at its last turn there, which covers those before it too), since
-    a broker publish per turn cost more than recording the turn. Never raising: a broker
+    """Mark the session's new turns as waiting to become the user's memories (and to
+    be read by extraction after that): one Valkey round trip, once per session per batch
+    (at its last turn there, which covers those before it too); a drain task is
+    published only when none is due (`memory_app.services.turn_queue`). When Valkey does
+    not take the mark, the session's task is published instead. Never raising: a broker
     outage or stall keeps the task in the outbox, never delays the response."""
+    from memory_app.services.turn_queue import turns_mark_pending
     from memory_app.tasks import remember_session_turns, remember_turn
     from sessions_app.services.outbox import task_publish
 
@@ -52,7 +36,7 @@ def on_turn_recorded_remember(
     try:
         if turn is None or session_id is None:  # a sender that names only the turn
             task_publish(remember_turn, turn_id)
-        else:
+        elif not turns_mark_pending(marks=[(session_id, turn.turn_number)]):
             task_publish(remember_session_turns, str(session_id), turn.turn_number)
     except Exception:  # the turn is stored; the next turn's task remembers it too
         logger.exception("could not enqueue remembering turn %s", turn_id)

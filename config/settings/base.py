@@ -271,6 +271,16 @@ ENGRAM_CAPTURE_PROMPTS = env_bool("ENGRAM_CAPTURE_PROMPTS", False)
 ENGRAM_CAPTURE_MAX_CHARS = env_int("ENGRAM_CAPTURE_MAX_CHARS", 32_000)
 # POST /api/v1/turns/batch: at most this many turns per request (bytes: see above).
 ENGRAM_TURN_BATCH_MAX = env_int("ENGRAM_TURN_BATCH_MAX", 500)
+# Turns become memories in the background (memory_app.services.turn_queue): marks drained
+# this many turns per batch (one embedding call, one INSERT), one drain run at most this
+# many seconds (then it hands over to a new run, which queues behind the worker's other
+# tasks: rarely, well under the task time limit), and at most one drain published per
+# this many milliseconds while one is due.
+ENGRAM_TURN_MEMORY_BATCH = env_int("ENGRAM_TURN_MEMORY_BATCH", 256)
+ENGRAM_TURN_MEMORY_DRAIN_SECONDS = env_float("ENGRAM_TURN_MEMORY_DRAIN_SECONDS", 240.0)
+ENGRAM_TURN_MEMORY_DUE_MS = env_int("ENGRAM_TURN_MEMORY_DUE_MS", 2000)
+# A drain in a worker waits this long for new marks before it ends.
+ENGRAM_TURN_MEMORY_LINGER_SECONDS = env_float("ENGRAM_TURN_MEMORY_LINGER_SECONDS", 2.0)
 # How far ahead of the server's clock a turn's `occurred_at` may be (client clock skew).
 ENGRAM_TURN_CLOCK_SKEW_SECONDS = env_int("ENGRAM_TURN_CLOCK_SKEW_SECONDS", 300)
 # A budget reservation (budget/check with reserve: true) holds this long unless a turn

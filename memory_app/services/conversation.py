@@ -1,7 +1,8 @@
 """A session's turns as long-term episodic memory of its user.
 
-Every recorded turn becomes, after commit and off the request path (the
-`remember_session_turns` task), one memory: type `episodic`, source
+Every recorded turn becomes, after commit and off the request path (marked by the
+`turn_recorded` hook, written in batches across sessions by the drain of
+`memory_app.services.turn_queue`), one memory: type `episodic`, source
 `conversation_turn`, the user's and the session's agent's, in the session's thread
 (`session:<id>`, ordered by turn number) with the turn's own time (`occurred_at`). So the
 one hybrid search (threads, BM25, vectors) recalls what the user said in this session and
@@ -14,9 +15,10 @@ memories (an event each), never a duplicate of one another.
 
 A turn that is rolled back, or a session that is deleted, takes its memories with it
 (`conversation_forget`, run inside the transaction that withdraws the turns). The writer
-and the forgetter take the same per-session lock and the writer re-reads which turns are
-live under it, so a rollback that races a write never leaves a rolled-back turn
-recallable.
+and the forgetter take the same per-session locks (several at once in one sorted
+statement, `advisory_xact_locks`, so neither waits for the other in a cycle) and the
+writer re-reads which turns are live under them, so a rollback that races a write never
+leaves a rolled-back turn recallable.
 """
 
 from __future__ import annotations
@@ -27,19 +29,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory_app.embedding import embed_texts, embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
-from memory_app.services.memories import EMBED_BATCH, refresh_thread_window
+from memory_app.services.memories import refresh_thread_window
 from memory_app.services.thread_writes import thread_rows_insert
-from sessions_app.locks import advisory_xact_lock
-from sessions_app.selectors.sessions import session_get_by_id
-from sessions_app.selectors.turns import turn_get_by_id, turn_ids_by_number, turns_by_number
+from sessions_app.locks import advisory_xact_locks
+from sessions_app.selectors.turns import turn_ids_in_ranges, turns_for_memory
 
 if TYPE_CHECKING:
-    from sessions_app.models import ChatSession, ChatTurn
+    from sessions_app.models import ChatTurn
 
 # Sources whose memories hold a session's turns verbatim (or a digest of them): they live
 # and die with the session's turns.
@@ -62,91 +63,105 @@ def turn_memory_hash(session_id: Any, turn_number: int) -> str:
     return hashlib.sha256(f"turn {session_id}:{turn_number}".encode()).hexdigest()
 
 
-def _lock(session_id: Any) -> None:
-    advisory_xact_lock(f"memory.conversation:{session_id}")
+def _lock_names(session_ids: Sequence[Any]) -> list[str]:
+    return [f"memory.conversation:{session_id}" for session_id in session_ids]
 
 
 def conversation_remember_session(*, session_id: uuid.UUID | str, up_to: int) -> int:
-    """Remember the session's live turns numbered up to `up_to` that have no memory yet,
-    looking back as far as a batch reaches (ENGRAM_TURN_BATCH_MAX): one task serves every
-    turn a batch recorded, and a turn whose task was lost is picked up by the next one.
-    Returns how many memories were written."""
-    first = max(1, up_to - settings.ENGRAM_TURN_BATCH_MAX + 1)
-    ids = turn_ids_by_number(session_id=session_id, first=first, last=up_to)
-    if not ids:
-        return 0
-    remembered = set(
-        Memory.objects.filter(
-            session_id=session_id,
-            source=MemorySource.CONVERSATION_TURN,
-            thread_order__in=list(ids),
-        ).values_list("thread_order", flat=True)
-    )
-    pending = sorted(number for number in ids if number not in remembered)
+    """Remember the session's live turns numbered up to `up_to` that have no memory yet
+    (`conversation_remember_marked` for one session). Returns how many were written."""
+    return len(conversation_remember_marked(marks={uuid.UUID(str(session_id)): up_to}))
+
+
+def conversation_remember_marked(*, marks: dict[uuid.UUID, int]) -> list[ChatTurn]:
+    """Remember, for each session of `marks`, its live turns numbered up to its mark that
+    have no memory yet, looking back as far as a batch reaches (ENGRAM_TURN_BATCH_MAX):
+    a turn whose mark was lost is picked up with the session's next one. Every session
+    at once: a few statements and one embedding call for the whole set. Returns the
+    turns written."""
+    ranges = {
+        session_id: (max(1, last - settings.ENGRAM_TURN_BATCH_MAX + 1), last)
+        for session_id, last in marks.items()
+    }
+    live = turn_ids_in_ranges(ranges=ranges)
+    if not live:
+        return []
+    done = _remembered(ranges)
+    pending = [pk for key, pk in live.items() if key not in done]
     if not pending:
-        return 0
-    session = session_get_by_id(session_id=session_id)
-    turns = turns_by_number(session_id=session.pk, numbers=pending)
-    return conversation_remember_turns(session=session, turns=[turns[n] for n in sorted(turns)])
+        return []
+    turns = turns_for_memory(turn_ids=pending)
+    return conversation_remember_turns(turns=turns)
 
 
-def conversation_remember_turn(*, turn_id: int) -> int:
-    """Remember one turn (a sender that names only the turn); 0 when it is gone, rolled
-    back, empty or already remembered."""
-    turn = turn_get_by_id(turn_id=turn_id)
-    if turn is None or turn.rolled_back:
-        return 0
-    return conversation_remember_session(session_id=turn.session_id, up_to=turn.turn_number)
+def _remembered(ranges: dict[uuid.UUID, tuple[int, int]]) -> set[tuple[uuid.UUID, int]]:
+    """(session, number) of the turns in these ranges that already have their memory."""
+    if not ranges:
+        return set()
+    sessions = list(ranges)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _REMEMBERED_SQL,
+            [
+                sessions,
+                [ranges[s][0] for s in sessions],
+                [ranges[s][1] for s in sessions],
+                MemorySource.CONVERSATION_TURN,
+            ],
+        )
+        return {(session, number) for session, number in cursor.fetchall()}
 
 
-def conversation_remember_turns(*, session: ChatSession, turns: Sequence[ChatTurn]) -> int:
-    """Write the memories of `turns` (of `session`, in order): embedded in batches
-    outside the transaction, then inserted in one statement under the session's lock,
-    with their thread windows, and the neighbours whose window reaches them rewritten."""
-    turns = [turn for turn in turns if turn_memory_text(turn)]
+# By session and range, for every marked session in one statement.
+_REMEMBERED_SQL = """
+SELECT m.session_id, m.thread_order::int FROM memory m
+  JOIN unnest(%s::uuid[], %s::int[], %s::int[]) AS r(session_id, first, last)
+    ON m.session_id = r.session_id AND m.thread_order BETWEEN r.first AND r.last
+ WHERE m.source = %s
+"""
+
+
+def conversation_remember_turns(*, turns: Sequence[ChatTurn]) -> list[ChatTurn]:
+    """Write the memories of `turns` (any sessions', their `session` loaded): embedded in
+    one call outside the transaction, then, under the sessions' locks (taken together, in
+    a fixed order) and after checking again which turns are live and not yet remembered,
+    inserted in one statement with their thread windows, the neighbours whose window
+    reaches them rewritten. Returns the turns written."""
+    turns = sorted(
+        (turn for turn in turns if turn_memory_text(turn)),
+        key=lambda turn: (str(turn.session_id), turn.turn_number),
+    )
     if not turns:
-        return 0
+        return []
     texts = [turn_memory_text(turn) for turn in turns]
-    vectors: list[list[float]] = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        vectors.extend(embed_texts(texts[start : start + EMBED_BATCH]))
+    vectors = embed_texts(texts)
     model_name = embedder().model_name
     now = timezone.now()
+    ranges: dict[uuid.UUID, tuple[int, int]] = {}
+    for turn in turns:
+        first, _ = ranges.get(turn.session_id, (turn.turn_number, 0))
+        ranges[turn.session_id] = (min(first, turn.turn_number), turn.turn_number)
     with transaction.atomic():
-        _lock(session.pk)
-        live = set(
-            turn_ids_by_number(
-                session_id=session.pk,
-                first=turns[0].turn_number,
-                last=turns[-1].turn_number,
-            )
-        )
-        done = set(
-            Memory.objects.filter(
-                session_id=session.pk,
-                source=MemorySource.CONVERSATION_TURN,
-                thread_order__in=[turn.turn_number for turn in turns],
-            ).values_list("thread_order", flat=True)
-        )
-        rows = [
-            _turn_memory(session, turn, text, vector, model_name, now)
+        advisory_xact_locks(_lock_names(list(ranges)))
+        live = turn_ids_in_ranges(ranges=ranges)
+        done = _remembered(ranges)
+        written = [
+            (turn, _turn_memory(turn, text, vector, model_name, now))
             for turn, text, vector in zip(turns, texts, vectors, strict=True)
-            if turn.turn_number in live and turn.turn_number not in done
+            if (key := (turn.session_id, turn.turn_number)) in live and key not in done
         ]
-        if not rows:
-            return 0
-        thread_rows_insert(rows)
-    return len(rows)
+        thread_rows_insert([row for _, row in written])
+    return [turn for turn, _ in written]
 
 
 def _turn_memory(
-    session: ChatSession,
     turn: ChatTurn,
     text: str,
     vector: list[float],
     model_name: str,
     now: Any,
 ) -> Memory:
+    session = turn.session
     return Memory(
         tenant_id=session.tenant_id,
         user_id=session.user_id,
@@ -155,12 +170,12 @@ def _turn_memory(
         scope=MemoryScope.PRIVATE,
         content=text,
         structured={"turn_number": turn.turn_number},
-        content_hash=turn_memory_hash(session.pk, turn.turn_number),
+        content_hash=turn_memory_hash(turn.session_id, turn.turn_number),
         embedding=vector,
         embedding_model=model_name,
         source=MemorySource.CONVERSATION_TURN,
-        session_id=session.pk,
-        thread_key=session_thread_key(session.pk),
+        session_id=turn.session_id,
+        thread_key=session_thread_key(turn.session_id),
         thread_order=turn.turn_number,
         occurred_at=turn.occurred_at,
         created_at=now,
@@ -177,8 +192,8 @@ def conversation_forget(
     is None, with the sessions' episodes; else those turns'), and close the thread's
     window over the gap. Runs inside the transaction that withdraws the turns."""
     deleted = 0
+    advisory_xact_locks(_lock_names(session_ids))
     for session_id in session_ids:
-        _lock(session_id)
         rows = Memory.objects.filter(tenant_id=tenant_id, session_id=session_id)
         if turn_numbers is None:
             deleted += rows.filter(source__in=CONVERSATION_SOURCES).delete()[0]

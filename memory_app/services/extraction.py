@@ -19,6 +19,7 @@ session.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "extraction_may_find",
     "memories_extract_from_span",
     "memories_extract_from_turn",
+    "memories_extract_from_turns",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,11 +87,31 @@ def extraction_may_find(message: str) -> bool:
 def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     """Extract and add the memories of one turn. Safe to run twice."""
     turn = turn_get_by_id(turn_id=turn_id)
-    if turn is None or not turn.user_message.strip():
+    drafts = _drafts_of_turn(turn) if turn is not None else []
+    return memory_add_many(tenant=turn.tenant, drafts=drafts) if turn and drafts else []
+
+
+def memories_extract_from_turns(*, turn_ids: Sequence[int]) -> list[AddResult]:
+    """Extract the memories of several turns and add them with one `memory_add_many` per
+    tenant (one embedding call for all their facts). Safe to run twice."""
+    by_tenant: dict[int, tuple[Any, list[MemoryDraft]]] = {}
+    for turn_id in turn_ids:
+        turn = turn_get_by_id(turn_id=turn_id)
+        drafts = _drafts_of_turn(turn) if turn is not None else []
+        if turn is not None and drafts:
+            by_tenant.setdefault(turn.tenant_id, (turn.tenant, []))[1].extend(drafts)
+    results: list[AddResult] = []
+    for tenant, drafts in by_tenant.values():
+        results.extend(memory_add_many(tenant=tenant, drafts=drafts))
+    return results
+
+
+def _drafts_of_turn(turn: Any) -> list[MemoryDraft]:
+    """The memory drafts extracted from a turn's user message that pass the insertion
+    gates (extraction is a guess, not a request: a draft below a gate is dropped)."""
+    if not turn.user_message.strip():
         return []
     source, candidates = _candidates_of_turn(turn)
-    if not candidates:
-        return []
     session = turn.session
     stated_at = turn.occurred_at
     drafts = [
@@ -113,9 +135,7 @@ def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
         )
         for candidate in candidates
     ]
-    # Below an insertion gate: dropped here (extraction is a guess, not a request).
-    drafts = [draft for draft in drafts if not memory_gate_reasons(draft)]
-    return memory_add_many(tenant=turn.tenant, drafts=drafts) if drafts else []
+    return [draft for draft in drafts if not memory_gate_reasons(draft)]
 
 
 def _candidates_of_turn(turn: Any) -> tuple[str, list[Candidate]]:

@@ -6,18 +6,65 @@ a near one): that makes a batch decidable with a few set-based statements instea
 lock, a dedupe, a neighbour read, an insert and a window rewrite per row. Each new row
 gets its lexical window (`window_text`: the THREAD_BEFORE memories before it, itself, and
 the THREAD_AFTER after it) computed in Python from the batch and the stored rows around
-it; the stored rows whose window now holds a new one are rewritten; then one INSERT.
+it; the stored rows whose window now holds a new one are rewritten. Three statements for
+a batch however many threads it spans: one read of the stored rows around every thread's
+new ones, one UPDATE of the windows that changed, one INSERT.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
 
 from memory_app.models import Memory
 
 THREAD_BEFORE = 2  # previous memories in a lexical window
 THREAD_AFTER = 1  # following memories in a lexical window
+
+# For each thread (tenant, user, key) and the span of its new rows (low..high): the
+# `reach` stored rows before the span, those inside it, the `reach` after it. The
+# `thread_key <> ''` repeats the thread index's predicate so that the planner uses it.
+_AROUND_SQL = """
+SELECT k.n, m.id, m.content, m.thread_order, m.thread_context
+  FROM unnest(%(tenants)s::bigint[], %(users)s::text[], %(keys)s::text[],
+              %(lows)s::bigint[], %(highs)s::bigint[])
+       WITH ORDINALITY AS k(tenant_id, user_id, thread_key, low, high, n)
+ CROSS JOIN LATERAL (
+   (SELECT id, content, thread_order, thread_context FROM memory
+     WHERE tenant_id = k.tenant_id AND user_id = k.user_id AND thread_key = k.thread_key
+       AND thread_key <> '' AND thread_order < k.low
+     ORDER BY thread_order DESC LIMIT %(reach)s)
+   UNION ALL
+   (SELECT id, content, thread_order, thread_context FROM memory
+     WHERE tenant_id = k.tenant_id AND user_id = k.user_id AND thread_key = k.thread_key
+       AND thread_key <> '' AND thread_order > k.high
+     ORDER BY thread_order LIMIT %(reach)s)
+   UNION ALL
+   SELECT id, content, thread_order, thread_context FROM memory
+    WHERE tenant_id = k.tenant_id AND user_id = k.user_id AND thread_key = k.thread_key
+      AND thread_key <> '' AND thread_order BETWEEN k.low AND k.high
+ ) AS m
+"""
+_WINDOWS_UPDATE_SQL = """
+UPDATE memory m SET thread_context = w.context
+  FROM unnest(%s::uuid[], %s::text[]) AS w(id, context)
+ WHERE m.id = w.id
+"""
+
+
+class _Stored:
+    """A stored row of a thread, as much of it as a window needs."""
+
+    __slots__ = ("content", "pk", "thread_context", "thread_order")
+
+    def __init__(self, pk: Any, content: str, thread_order: int, thread_context: str) -> None:
+        self.pk = pk
+        self.content = content
+        self.thread_order = thread_order
+        self.thread_context = thread_context
 
 
 # How much of a neighbour a window holds (characters): the end of a line before, the start
@@ -59,28 +106,53 @@ def thread_rows_insert(rows: Sequence[Memory]) -> None:
     """Insert new memories of threads (unsaved, `thread_key` and `thread_order` set),
     with their windows, rewriting the stored neighbours whose window reaches them. The
     caller holds whatever lock keeps two writers of a thread apart."""
+    if not rows:
+        return
     threads: dict[tuple[int, str, str], list[Memory]] = defaultdict(list)
     for row in rows:
         threads[(row.tenant_id, row.user_id, row.thread_key)].append(row)
-    for key, members in threads.items():
-        _set_windows(key, sorted(members, key=lambda row: row.thread_order or 0))
+    keys = list(threads)
+    for members in threads.values():
+        members.sort(key=lambda row: row.thread_order or 0)
+    stored = _stored_around(keys, threads)
+    rewrites: dict[Any, str] = {}
+    for index, key in enumerate(keys):
+        rewrites.update(_set_windows(threads[key], stored.get(index + 1, [])))
+    if rewrites:
+        with connection.cursor() as cursor:
+            cursor.execute(_WINDOWS_UPDATE_SQL, [list(rewrites), list(rewrites.values())])
     Memory.objects.bulk_create(list(rows))
 
 
-def _set_windows(key: tuple[int, str, str], rows: list[Memory]) -> None:
-    tenant_id, user_id, thread_key = key
-    reach = THREAD_BEFORE + THREAD_AFTER
-    low, high = rows[0].thread_order or 0, rows[-1].thread_order or 0
-    thread = Memory.objects.filter(
-        tenant_id=tenant_id, user_id=user_id, thread_key=thread_key
-    ).only("id", "content", "thread_order", "thread_context")
-    before = list(thread.filter(thread_order__lt=low).order_by("-thread_order")[:reach])
-    after = list(thread.filter(thread_order__gt=high).order_by("thread_order")[:reach])
-    between = list(thread.filter(thread_order__gte=low, thread_order__lte=high))
+def _stored_around(
+    keys: list[tuple[int, str, str]], threads: dict[tuple[int, str, str], list[Memory]]
+) -> dict[int, list[_Stored]]:
+    """The stored rows around each thread's new ones, by the thread's place in `keys`
+    (from 1)."""
+    params: dict[str, Any] = {
+        "tenants": [key[0] for key in keys],
+        "users": [key[1] for key in keys],
+        "keys": [key[2] for key in keys],
+        "lows": [threads[key][0].thread_order or 0 for key in keys],
+        "highs": [threads[key][-1].thread_order or 0 for key in keys],
+        "reach": THREAD_BEFORE + THREAD_AFTER,
+    }
+    found: dict[int, list[_Stored]] = defaultdict(list)
+    with connection.cursor() as cursor:
+        cursor.execute(_AROUND_SQL, params)
+        for n, pk, content, order, context in cursor.fetchall():
+            found[n].append(_Stored(pk, content, order, context))
+    return found
+
+
+def _set_windows(rows: list[Memory], stored: list[_Stored]) -> dict[Any, str]:
+    """Give the new `rows` of one thread their windows; the stored rows whose window
+    changed, with the new window."""
     new = {id(row) for row in rows}
-    ordered = sorted([*before, *between, *rows, *after], key=lambda row: row.thread_order or 0)
+    ordered: list[Any] = sorted([*stored, *rows], key=lambda row: row.thread_order or 0)
     contents = [row.content for row in ordered]
     positions = [index for index, row in enumerate(ordered) if id(row) in new]
+    rewrites: dict[Any, str] = {}
     for index, row in enumerate(ordered):
         window = window_text(contents, index)
         if id(row) in new:
@@ -90,4 +162,5 @@ def _set_windows(key: tuple[int, str, str], rows: list[Memory]) -> None:
         # the new ones reach far enough to give such a row its whole window.
         holds_new = any(index - THREAD_BEFORE <= p <= index + THREAD_AFTER for p in positions)
         if holds_new and row.thread_context != window:
-            Memory.objects.filter(pk=row.pk).update(thread_context=window)
+            rewrites[row.pk] = window
+    return rewrites

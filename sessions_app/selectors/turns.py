@@ -166,3 +166,49 @@ def turn_metadata_values(*, session: ChatSession, match: dict[str, Any], key: st
         if isinstance(found, list):
             values.extend(found)
     return values
+
+
+# Fixed SQL, one statement for any number of sessions: the memory writer asks it for every
+# batch of turns it drains, across all the sessions that recorded one.
+_LIVE_IN_RANGES_SQL = """
+SELECT t.session_id, t.turn_number, t.id FROM chat_turn t
+  JOIN unnest(%s::uuid[], %s::int[], %s::int[]) AS r(session_id, first, last)
+    ON t.session_id = r.session_id AND t.turn_number BETWEEN r.first AND r.last
+ WHERE NOT t.rolled_back
+"""
+
+
+def turn_ids_in_ranges(
+    *, ranges: dict[uuid.UUID, tuple[int, int]]
+) -> dict[tuple[uuid.UUID, int], int]:
+    """Turn id by (session, number) for the live turns of several sessions, each in its
+    range of numbers (first..last): `turn_ids_by_number` for many sessions at once."""
+    if not ranges:
+        return {}
+    sessions = list(ranges)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _LIVE_IN_RANGES_SQL,
+            [sessions, [ranges[s][0] for s in sessions], [ranges[s][1] for s in sessions]],
+        )
+        return {(session, number): pk for session, number, pk in cursor.fetchall()}
+
+
+def turns_for_memory(*, turn_ids: Sequence[int]) -> list[ChatTurn]:
+    """These turns with what a memory of each needs (texts, time, the session's owner),
+    in no particular order."""
+    return list(
+        ChatTurn.objects.filter(pk__in=list(turn_ids))
+        .select_related("session")
+        .only(
+            "id",
+            "session_id",
+            "turn_number",
+            "user_message",
+            "assistant_response",
+            "occurred_at",
+            "session__tenant_id",
+            "session__user_id",
+            "session__agent_id",
+        )
+    )

@@ -123,7 +123,6 @@ def record_turn(
 
 # memory_app's reactions to `turn_recorded`, as its AppConfig.ready() connects them.
 MEMORY_APP_RECEIVERS = (
-    (memory_receivers.on_turn_recorded, "memory_extract_on_turn"),
     (memory_receivers.on_turn_recorded_remember, "memory_remember_turn"),
     (enqueue_compaction_when_due, "memory_app.window.compaction"),
 )

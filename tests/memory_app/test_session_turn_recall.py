@@ -14,7 +14,10 @@ from memory_app.embedding import embedder
 from memory_app.models import Memory, MemorySource
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.services import turn_queue
 from memory_app.services.conversation import conversation_remember_session
+from memory_app.services.turn_queue import turns_remember_pending
+from memory_app.valkey import valkey
 from memory_app.window.tokens import messages_tokens
 from sessions_app.models import ChatTurn, Tenant
 from sessions_app.services.turns import turn_rollback
@@ -177,12 +180,12 @@ def test_a_context_embeds_a_new_query_once(
     assert batches == [[query]]
 
 
-def test_a_batch_remembers_a_sessions_turns_with_one_task(
+def test_a_batch_is_remembered_across_its_sessions_by_one_drain(
     tenant: Tenant, api: APIClient, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """A batch sends `turn_recorded` per turn, but the remembering task is published once
-    per session (at its last turn there) and writes every new turn with its window, as
-    a task per turn would."""
+    """A batch sends `turn_recorded` per turn; the hook marks each session's last turn
+    and, while a drain is due, publishes nothing. One drain then writes every new turn
+    of both sessions, each with its window, as a task per turn would."""
     first, second = new_session(tenant), new_session(tenant)
     step = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10, "output_tokens": 5}
     turns = [
@@ -195,26 +198,31 @@ def test_a_batch_remembers_a_sessions_turns_with_one_task(
         for n in range(1, 6)
         for session, label in ((first, "alpha"), (second, "beta"))
     ]
-    ran: list[tuple[str, tuple[Any, ...]]] = []
+    ran: list[str] = []
 
-    def count(sender: Any = None, args: Any = (), **kwargs: Any) -> None:
+    def count(sender: Any = None, **kwargs: Any) -> None:
         if sender is not None and sender.name.startswith("memory_app.remember_"):
-            ran.append((sender.name, tuple(args or ())))
+            ran.append(sender.name)
 
+    valkey().set(turn_queue._key("due"), 1, px=60_000)  # a drain is due already
     task_prerun.connect(count, weak=False)
     try:
         with django_capture_on_commit_callbacks(execute=True):
             response = api.post("/api/v1/turns/batch", {"turns": turns}, format="json")
+        assert response.status_code == 200, response.content
+        assert [r["status"] for r in response.json()["results"]] == [201] * 10
+        assert ran == []  # marked, nothing published
+        marks = {m.decode() for m in valkey().zrange(turn_queue._key("pending"), 0, -1)}
+        assert {f"{first.pk}:5", f"{second.pk}:5"} <= marks
+        assert not _turn_memories(first) and not _turn_memories(second)
+        report = turns_remember_pending()
     finally:
         task_prerun.disconnect(count)
-    assert response.status_code == 200, response.content
-    assert [r["status"] for r in response.json()["results"]] == [201] * 10
-    assert sorted(ran) == sorted(
-        [
-            ("memory_app.remember_session_turns", (str(first.pk), 5)),
-            ("memory_app.remember_session_turns", (str(second.pk), 5)),
-        ]
-    )
+        valkey().delete(turn_queue._key("due"))
+    assert report.batches == 1
+    assert report.written == 10
+    assert report.left == 0
+    assert not valkey().exists(turn_queue._key("due"))  # the next turn publishes a drain
     for session, label in ((first, "alpha"), (second, "beta")):
         entries = _turn_memories(session)
         assert sorted(entries) == [1, 2, 3, 4, 5]

@@ -1,0 +1,234 @@
+"""Turns waiting to become memories: a mark per turn in Valkey, drained in batches.
+
+Recording a turn must stay cheap, and writing its memory costs an embedding and a few
+statements; done turn by turn (a task per turn) the background work fell behind a steady
+stream. So the `turn_recorded` hook only marks the turn: one Valkey round trip adds
+`<session>:<number>` to a sorted set (scored by when) and sets the "drain due" flag if it
+is not set; only the hook that set the flag publishes `memory_app.remember_pending_turns`.
+While a drain is due or running, turns publish nothing.
+
+The drain runs one at a time (a PostgreSQL advisory lock, freed with its connection if
+the worker dies) and, in a worker, lingers a moment (ENGRAM_TURN_MEMORY_LINGER_SECONDS)
+for new marks before it ends, so that a steady stream of turns is written by one
+running drain rather than by a task queued behind the worker's others each time. It
+takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes
+the memories of every turn they name across all their sessions at once
+(`conversation_remember_marked`: one embedding call, one INSERT) and removes the marks
+only after that committed, so a worker that dies mid-batch leaves them to the next
+drain. Writing is idempotent (a turn's memory has a content hash of its own), so a mark
+drained twice writes nothing the second time. The turns written are then handed to
+extraction in one task (`extract_memories_from_turns`), which embeds their facts
+together too.
+
+Nothing is lost to a missed publish: the periodic drain (config/schedules.py) takes
+marks nobody drained, and the look-back of `conversation_remember_marked` writes, with a
+session's next turn, its earlier turns whose mark was lost (a Valkey restart). When
+Valkey does not take the mark, the hook publishes the per-session task instead (kept in
+the outbox when the broker is down too) and skips Valkey for a few seconds.
+
+The keys are named after the database, so that deployments (or test runs) sharing a
+Valkey never drain one another's marks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from celery import current_app
+from django.conf import settings
+from django.db import connection
+
+from config.database_errors import DATABASE_CONNECTION_ERRORS
+from memory_app.services.conversation import conversation_remember_marked
+from memory_app.services.extraction import extraction_may_find
+from memory_app.valkey import valkey
+from sessions_app.locks import advisory_lock
+from sessions_app.selectors.turns import turn_get_by_id
+from sessions_app.services.outbox import task_publish
+
+logger = logging.getLogger(__name__)
+
+DRAIN_LOCK = "memory.turn-queue.drain"
+LINGER_POLL_SECONDS = 0.1  # how often a lingering drain looks for new marks
+RETRY_LATER_MS = 60_000  # a batch that failed is tried again after this, session by session
+_valkey_down_until = 0.0  # monotonic; after a failed mark, skip Valkey until then
+
+
+@dataclass
+class DrainReport:
+    written: int = 0  # memories written
+    marks: int = 0  # marks taken off the queue
+    batches: int = 0
+    left: int = 0  # marks still waiting when the run ended
+
+
+def _key(name: str) -> str:
+    return f"engram:{connection.settings_dict['NAME']}:memory:turn-queue:{name}"
+
+
+def turns_mark_pending(*, marks: Sequence[tuple[Any, int]]) -> bool:
+    """Mark (session, turn number) pairs as waiting to become memories, and publish a
+    drain unless one is due already. False when Valkey did not take them (down, stalled,
+    or failed moments ago): the caller then publishes the work itself."""
+    global _valkey_down_until
+    if not marks or time.monotonic() < _valkey_down_until:
+        return False
+    now_ms = int(time.time() * 1000)
+    try:
+        pipe = valkey().pipeline(transaction=False)
+        pipe.zadd(_key("pending"), {f"{session}:{number}": now_ms for session, number in marks})
+        pipe.set(_key("due"), 1, nx=True, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
+        _, due_now = pipe.execute()
+    except redis.RedisError as exc:
+        _valkey_down_until = time.monotonic() + settings.ENGRAM_PUBLISH_BACKOFF_SECONDS
+        logger.warning("could not mark turns as pending memories (%s)", exc)
+        return False
+    if due_now:
+        from memory_app.tasks import remember_pending_turns
+
+        task_publish(remember_pending_turns)
+    return True
+
+
+def turns_remember_pending(
+    *, batch: int | None = None, max_seconds: float | None = None
+) -> DrainReport:
+    """Drain the marks: batches of the oldest until none has come for the linger time
+    or the run's time is up (a new run is then published). Returns at once when another
+    drain holds the lock: that one takes whatever is marked before it ends."""
+    batch = batch or settings.ENGRAM_TURN_MEMORY_BATCH
+    deadline = time.monotonic() + (max_seconds or settings.ENGRAM_TURN_MEMORY_DRAIN_SECONDS)
+    report = DrainReport()
+    client = valkey()
+    while True:
+        with advisory_lock(DRAIN_LOCK) as mine:
+            if not mine:
+                return report
+            _drain_while_marked(client, batch, deadline, report)
+        # After the lock is let go: a turn marked from here on finds no drain due and
+        # publishes one; a turn marked before is seen by the count below.
+        client.delete(_key("due"))
+        report.left = int(client.zcard(_key("pending")))
+        if not report.left:
+            return report
+        if time.monotonic() >= deadline:
+            from memory_app.tasks import remember_pending_turns
+
+            task_publish(remember_pending_turns)
+            return report
+
+
+def _drain_while_marked(
+    client: redis.Redis, batch: int, deadline: float, report: DrainReport
+) -> None:
+    """Drain batches; when none is due, wait for new marks up to the linger time (a
+    steady stream of turns keeps one drain running instead of queueing a task behind
+    the worker's others every time). Inline (eager mode, a request), never wait. While
+    it runs the drain keeps the due flag set, so that hooks publish nothing."""
+    linger = (
+        0.0 if current_app.conf.task_always_eager else settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS
+    )
+    idle_since = time.monotonic()
+    while time.monotonic() < deadline:
+        client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
+        if _drain_batch(client, batch, report):
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= linger:
+            return
+        else:
+            time.sleep(LINGER_POLL_SECONDS)
+
+
+def _drain_batch(client: redis.Redis, batch: int, report: DrainReport) -> bool:
+    """Write the memories of the oldest `batch` marks that are due and remove them;
+    False when none is due."""
+    due_by = int(time.time() * 1000)
+    members: list[Any] = client.zrangebyscore(_key("pending"), "-inf", due_by, start=0, num=batch)
+    if not members:
+        return False
+    marks = _parse(members)
+    kept: set[Any] = set()
+    try:
+        report.written += remember_and_extract(marks=_latest(marks))
+    except DATABASE_CONNECTION_ERRORS:
+        raise  # the task is retried; the marks stay
+    except Exception:
+        logger.exception("writing %s marked turns failed; retrying session by session", len(marks))
+        written, kept = _one_by_one(client, marks)
+        report.written += written
+    done = [member for member in members if member not in kept]
+    if done:
+        client.zrem(_key("pending"), *done)
+    report.marks += len(done)
+    report.batches += 1
+    return True
+
+
+def _parse(members: Sequence[bytes | str]) -> list[tuple[bytes | str, uuid.UUID, int]]:
+    marks = []
+    for member in members:
+        text = member.decode() if isinstance(member, bytes) else member
+        session, _, number = text.rpartition(":")
+        try:
+            marks.append((member, uuid.UUID(session), int(number)))
+        except ValueError:
+            logger.warning("dropping a malformed pending-turn mark %r", text)
+    return marks
+
+
+def _latest(marks: Sequence[tuple[Any, uuid.UUID, int]]) -> dict[uuid.UUID, int]:
+    """Each session's highest marked turn: the look-back covers the ones before it."""
+    latest: dict[uuid.UUID, int] = {}
+    for _, session, number in marks:
+        latest[session] = max(number, latest.get(session, 0))
+    return latest
+
+
+def _one_by_one(
+    client: redis.Redis, marks: Sequence[tuple[Any, uuid.UUID, int]]
+) -> tuple[int, set[Any]]:
+    """After a failed batch: each session alone, so that one bad session holds up no
+    other. The marks of a session that fails again are put back, due later; returns the
+    memories written and the marks put back."""
+    written = 0
+    kept: set[Any] = set()
+    retry_at = int(time.time() * 1000) + RETRY_LATER_MS
+    for session, number in _latest(marks).items():
+        try:
+            written += remember_and_extract(marks={session: number})
+        except DATABASE_CONNECTION_ERRORS:
+            raise
+        except Exception:
+            logger.exception("writing the marked turns of session %s failed", session)
+            again = {member: retry_at for member, of, _ in marks if of == session}
+            client.zadd(_key("pending"), again)
+            kept.update(again)
+    return written, kept
+
+
+def remember_and_extract(*, marks: dict[uuid.UUID, int]) -> int:
+    """Write the memories of the marked sessions' pending turns, then publish one
+    extraction task for those of them that extraction may find something in. Returns
+    how many memories were written."""
+    written = conversation_remember_marked(marks=marks)
+    extract = [turn.pk for turn in written if extraction_may_find(turn.user_message)]
+    if extract:
+        from memory_app.tasks import extract_memories_from_turns
+
+        task_publish(extract_memories_from_turns, extract)
+    return len(written)
+
+
+def remember_turn_and_extract(*, turn_id: int) -> int:
+    """`remember_and_extract` for a sender that names only the turn: its session's
+    pending turns up to it; 0 when it is gone or rolled back."""
+    turn = turn_get_by_id(turn_id=turn_id)
+    if turn is None or turn.rolled_back:
+        return 0
+    return remember_and_extract(marks={turn.session_id: turn.turn_number})
