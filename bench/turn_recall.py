@@ -181,7 +181,6 @@ def burst(base: str, secret: str, turns: int, database_count: Any) -> dict[str, 
 def markdown(result: dict[str, Any], command: str) -> str:
     s, b = result["steady"], result["burst"]
     return (
-        f"Command: `{command}`\n\n"
         f"Steady {s['rate']} turns/s, {s['turns']} turns (sent in {s['sent_in_s']} s): each "
         f"turn's memory committed, so recallable from any session of its user, after p50 "
         f"**{s['p50_s']} s**, p95 **{s['p95_s']} s** (max {s['max_s']} s; "
