@@ -7,32 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# Counts written as words. "a"/"an" as in "a week ago".
-NUMBER_WORDS: dict[str, int] = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-}
+from sessions_app.resolution.vocabulary import CARDINAL_WORDS
+
+# Counts written as words (the cardinals the reference resolver reads too); "a"/"an" as
+# in "a week ago".
+NUMBER_WORDS: dict[str, int] = {"a": 1, "an": 1, **CARDINAL_WORDS, "thirty": 30}
 
 # Vague counts: the number they usually stand for. A vague count widens the tolerance of
 # an "ago" phrase (phrases.AGO_TOLERANCE_DAYS, doubled).
