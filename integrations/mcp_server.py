@@ -266,8 +266,9 @@ def _register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
         return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
 
 
-# Budget tools: checking and reserving before an LLM call.
-def add_budget_tools(server: MCPServer, call: Callable[..., dict[str, Any]]) -> None:
+def _register_budget_tools(server: MCPServer, call: BoundCall) -> None:
+    """Checking and reserving before an LLM call."""
+
     @server.tool(
         description="Before an LLM call: may this session spend `estimated_tokens` more? "
         "Checks the session's budget and every period budget of its user, agent and model. "
@@ -310,7 +311,7 @@ TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
     _register_memory_tools,
     _register_context_tools,
     _register_workspace_tools,
-    add_budget_tools,
+    _register_budget_tools,
 )
 
 
