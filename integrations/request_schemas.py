@@ -3,8 +3,10 @@ receivers take, so a client (or a fuzzer) reading the schema sends what is accep
 
 - MCP: one JSON-RPC 2.0 message, as the MCP SDK parses it (`JSONRPCMessage`): `jsonrpc`
   "2.0" and either a `method` (a request with an `id`, or a notification without one;
-  `params` an object) or a client's answer (`id` with `result` or `error`). Other members
-  are kept by the SDK, not refused. A message the SDK cannot parse is answered 400 with
+  `params` an object) or a client's answer (`id` with `result` or `error`). A message
+  that is an answer is read as one whatever else it holds (a `method`, `params` of any
+  shape), so `method` and `params` are constrained in the first branch only. Other
+  members are kept by the SDK, not refused. A message the SDK cannot parse is answered 400 with
   a JSON-RPC error; a well-formed call of an unknown method or with bad `params` is a 200
   carrying a JSON-RPC error, as JSON-RPC defines.
 - OTLP/JSON: an `ExportTraceServiceRequest`, its members checked where they are known;
@@ -24,13 +26,12 @@ _ID: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
 MCP_MESSAGE: dict[str, Any] = {
     "type": "object",
     "required": ["jsonrpc"],
-    "properties": {
-        "jsonrpc": {"type": "string", "enum": ["2.0"]},
-        "method": {"type": "string"},
-        "params": {**_OBJECT, "nullable": True},
-    },
+    "properties": {"jsonrpc": {"type": "string", "enum": ["2.0"]}},
     "anyOf": [
-        {"required": ["method"]},
+        {
+            "required": ["method"],
+            "properties": {"method": {"type": "string"}, "params": {**_OBJECT, "nullable": True}},
+        },
         {
             "required": ["id", "result"],
             "properties": {"id": _ID, "result": _OBJECT},

@@ -157,3 +157,20 @@ def test_free_form_json_says_it_takes_no_nul_and_the_code_refuses_it_at_depth(
     body = {"user_id": "u", "agent_id": "a", "metadata": {"k\u0000": 1}}
     response = api.post("/api/v1/sessions", body, format="json")
     assert "metadata" in json.dumps(assert_error(response, 400, "invalid")["fields"])
+
+
+def test_an_mcp_answer_is_read_as_one_whatever_else_it_holds(
+    schema: dict[str, Any], api: APIClient
+) -> None:
+    """The SDK reads a message with `id` and `result` as a client's answer, ignoring a
+    `method` or `params` of any shape beside them; the schema constrains `params` only
+    for a message that is a call."""
+    message = schema["paths"]["/mcp/"]["post"]["requestBody"]["content"]["application/json"]
+    call, answer, _ = message["schema"]["anyOf"]
+    assert "params" in call["properties"] and "params" not in message["schema"]["properties"]
+    assert answer["required"] == ["id", "result"]
+    headers = {"HTTP_ACCEPT": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": "a", "result": {}, "method": "", "params": []}
+    assert api.post("/mcp/", body, format="json", **headers).status_code == 202
+    call_body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []}
+    assert api.post("/mcp/", call_body, format="json", **headers).status_code == 400

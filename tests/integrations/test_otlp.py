@@ -271,8 +271,10 @@ def test_an_export_is_recorded_by_the_batch_service(tenant: Tenant) -> None:
     spans = spans_of(parse_request(json.dumps(body).encode(), "application/json"))
     statements: list[str] = []
 
-    def seen(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        statements.append(sql)
+    def seen(execute: Any, sql: Any, params: Any, many: bool, context: Any) -> Any:
+        # A statement composed with psycopg.sql arrives as a Composable: read its text.
+        text = sql if isinstance(sql, str) else sql.as_string(connection.connection)
+        statements.append(text)
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(seen):

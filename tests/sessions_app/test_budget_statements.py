@@ -1,13 +1,12 @@
 """The statements the period budgets' hot paths run (a check and every recorded turn),
 rendered by psycopg on the test database and compared with the files under
-`snapshots/`, so that a change to them shows in review.
+`snapshots/budgets/`, so that a change to them shows in review.
 
-Regenerate after an intended change: `ENGRAM_UPDATE_SQL_SNAPSHOTS=1 pytest
+Regenerate after an intended change: `ENGRAM_UPDATE_SNAPSHOTS=1 pytest
 tests/sessions_app/test_budget_statements.py`, then read the diff."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from psycopg import sql
 from sessions_app.selectors import spend_budgets as selectors
 from sessions_app.services import budget_reservation_fastpath as fastpath
 from sessions_app.services import spend_budgets as services
+from tests.sql_snapshots import UPDATE
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
-UPDATE = os.environ.get("ENGRAM_UPDATE_SQL_SNAPSHOTS") == "1"
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "budgets"
 STATEMENTS: dict[str, sql.Composable] = {
     "budgets_applying": selectors.APPLYING_SQL,
     "budgets_applying_locked": selectors.APPLYING_LOCKED_SQL,
@@ -51,7 +50,7 @@ def test_the_statement_is_the_snapshot(name: str) -> None:
     path = SNAPSHOTS / f"{name}.sql"
     if UPDATE:
         path.write_text(rendered)
-    assert path.exists(), f"no snapshot {path.name}: run with ENGRAM_UPDATE_SQL_SNAPSHOTS=1"
+    assert path.exists(), f"no snapshot {path.name}: run with ENGRAM_UPDATE_SNAPSHOTS=1"
     assert rendered == path.read_text(), f"{name} changed: regenerate and review the diff"
 
 
@@ -69,3 +68,11 @@ def test_the_statement_is_valid_sql_for_postgresql(name: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + statement, params)
         assert cursor.fetchall()
+
+
+def test_every_snapshot_file_has_a_statement() -> None:
+    """A statement removed from the code takes its snapshot with it."""
+    if UPDATE:
+        pytest.skip("snapshots are being rewritten")
+    on_disk = {path.stem for path in SNAPSHOTS.glob("*.sql")}
+    assert on_disk == set(STATEMENTS) | set(MESSAGES)

@@ -7414,13 +7414,14 @@ export interface operations {
                 "application/json": ({
                     /** @enum {string} */
                     jsonrpc: "2.0";
-                    method?: string;
+                } & {
+                    [key: string]: unknown;
+                }) | {
+                    method: string;
                     params?: {
                         [key: string]: unknown;
                     } | null;
-                } & {
-                    [key: string]: unknown;
-                }) | unknown | {
+                } | {
                     id: string | number;
                     result: {
                         [key: string]: unknown;
