@@ -84,9 +84,12 @@ def identifier_field(**kwargs: object) -> serializers.CharField:
 
 def checked_identifier(value: str) -> str | None:
     """`value` trimmed the way an identifier field trims it, or None when it breaks
-    IDENTIFIER_RULE: for identifiers outside a body (a path), so that one rule holds."""
+    IDENTIFIER_RULE: for identifiers outside a body (a path), so that one rule holds. The
+    length is the value's as sent, before trimming, as the schema's `maxLength` says."""
+    if len(value) > IDENTIFIER_MAX_LENGTH:
+        return None
     value = value.strip()
-    if len(value) > IDENTIFIER_MAX_LENGTH or not _IDENTIFIER_RE.search(value):
+    if not _IDENTIFIER_RE.search(value):
         return None
     return value
 

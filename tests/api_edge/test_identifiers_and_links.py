@@ -175,3 +175,17 @@ def test_following_the_links_reaches_the_objects_made(
             assert response.status_code == 200, (link["operationId"], url, response.content)
             followed += 1
     assert followed >= 10
+
+
+def test_a_user_id_in_a_path_longer_than_the_limit_is_refused_even_when_trimming_shortens_it(
+    api: APIClient,
+) -> None:
+    # The schema's maxLength counts the value as sent: "ana" and 300 trailing control
+    # characters is too long, though "ana" alone is not.
+    padded = "ana" + "\u001d" * 300
+    for response in (
+        api.delete(f"/api/v1/users/{quote(padded)}"),
+        api.get(f"/api/v1/users/{quote(padded)}/export"),
+    ):
+        assert "user_id" in assert_error(response, 400, "invalid")["fields"]
+    assert api.get(f"/api/v1/users/{quote('ana' + chr(0x1D) * 10)}/export").status_code == 200
