@@ -71,6 +71,16 @@ IDENTIFIER_SCHEMA = {
 }
 
 
+class IdentifierField(serializers.CharField):
+    """A trimmed identifier whose length limit counts the value as sent, as the schema's
+    `maxLength` does (DRF measures after trimming)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return str(super().to_internal_value(data))
+
+
 def identifier_field(**kwargs: object) -> serializers.CharField:
     options: dict[str, object] = {
         "max_length": IDENTIFIER_MAX_LENGTH,
@@ -79,7 +89,7 @@ def identifier_field(**kwargs: object) -> serializers.CharField:
         "validators": [_identifier_validator],
     }
     options.update(kwargs)
-    return serializers.CharField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
+    return IdentifierField(**options)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
 
 
 def checked_identifier(value: str) -> str | None:

@@ -189,3 +189,14 @@ def test_a_user_id_in_a_path_longer_than_the_limit_is_refused_even_when_trimming
     ):
         assert "user_id" in assert_error(response, 400, "invalid")["fields"]
     assert api.get(f"/api/v1/users/{quote('ana' + chr(0x1D) * 10)}/export").status_code == 200
+
+
+def test_an_identifier_in_a_body_longer_than_the_limit_is_refused_even_when_trimming_shortens_it(
+    api: APIClient,
+) -> None:
+    padded = "ana" + "\u001d" * 300
+    response = api.post("/api/v1/sessions", {"user_id": padded, "agent_id": "a"}, format="json")
+    assert "user_id" in assert_error(response, 400, "invalid")["fields"]
+    body = {"user_id": "ana\u001d", "agent_id": "a"}
+    response = api.post("/api/v1/sessions", body, format="json")
+    assert response.status_code == 201 and response.json()["user_id"] == "ana"
