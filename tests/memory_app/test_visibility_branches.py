@@ -346,7 +346,9 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
     # covering index for one user's rows), a candidate of the lexical side alone computes
     # it from its row: both must be the cosine of the stored embedding at full precision,
     # not the halfvec distance the vector step orders by. 40 near-identical notes fill the
-    # vector side's 30 candidates; the one rare word brings a far memory in lexically.
+    # vector side's 30 candidates; the one rare word brings a far memory in lexically. The
+    # vector is the notes' words alone, so the far memory is far (cosine about 0, not
+    # the 31st of 41 by a hair, which another CPU's float rounding would move).
     settings.ENGRAM_MEMORY_MERGE_THRESHOLD = 1.01  # type: ignore[attr-defined] # keep all
     drafts = [
         MemoryDraft(user_id="zed", type="fact", content=f"Zed's note {i}: mild weather in town.")
@@ -357,7 +359,7 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
     )
     memory_add_many(tenant=tenant, drafts=drafts)
     query = "mild weather in town, and the xylophone"
-    vector = embed_query(query)
+    vector = embed_query("mild weather in town")
     outcome = memory_search(
         tenant=tenant, actor=Actor(user_id="zed"), query=query, user_id=user_id, limit=10,
         query_embedding=vector,
