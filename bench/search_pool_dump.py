@@ -11,7 +11,8 @@ candidate: both ranks, cosine, BM25, the time and superseded parts the search ad
 thread, its order, the date, the length and which turns the memory holds. One JSON line
 per question.
 
-An experiment tool: it records nothing in RESULTS.md.
+An experiment tool: it records nothing in RESULTS.md. `python -m bench.pool_rerank FILE`
+replays the shipped ranking over such a file.
 """
 
 from __future__ import annotations
@@ -101,12 +102,16 @@ def pool_features(
                 "lrank": lrank.get(pk),
                 "semantic": parts["semantic"],
                 "lexical": parts["lexical"],
+                "importance": parts["importance"],
+                "access": parts["access"],
+                "recency": parts["recency"],
                 "time": parts.get("time", 0.0),
                 "superseded": parts.get("superseded", 0.0),
                 "thread": memory.thread_key,
                 "order": memory.thread_order,
                 "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,
                 "chars": len(memory.content),
+                "bytes": len(memory.content.encode()),
                 "tags": list(memory.tags or []),
             }
         )
