@@ -143,9 +143,10 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         "and kept below its successor's. Else 0."
     )
     after_question = serializers.FloatField(
-        help_text="1 when the memory occurred (occurred_at) more than a day after as_of, the "
-        "moment the question is asked: it had not happened yet, and its score is halved. "
-        "Else 0."
+        help_text="1 when the question is asked in the past (as_of more than a day ago) and "
+        "the memory occurred (occurred_at) more than a day after as_of: it had not happened "
+        "yet, and its score is halved. Else 0 (a memory dated later than a question asked "
+        "now is a plan)."
     )
     length = serializers.FloatField(
         help_text="The length prior added to the score: 0.02 * ln(the memory's length / the "

@@ -115,6 +115,22 @@ def test_after_question_boundary_is_the_clock_tolerance() -> None:
     assert [(score, parts["after_question"]) for _, score, parts in untouched] == [(0.8, 0.0)] * 4
 
 
+def test_a_question_asked_now_keeps_a_plan_dated_later_first(api: APIClient) -> None:
+    # Asked at the present (the default as_of), a memory dated next week is a plan the
+    # agent stored with its date: it is not weighed down below last year's flight.
+    now = datetime.now(UTC)
+    plan = _add(api, "Flight to Lisbon, seat 14C", now + timedelta(days=7))
+    past = _add(api, "Flight to Lisbon last year", now - timedelta(days=365))
+    hits = _by_id(_search(api, "flight to Lisbon seat"))
+    assert hits[plan]["parts"]["after_question"] == 0.0
+    assert next(iter(hits)) == plan and past in hits
+    # Asked as of last month, the plan's date was still to come: it is weighed down.
+    month_ago = (now - timedelta(days=30)).isoformat().replace("+00:00", "Z")
+    then = _by_id(_search(api, "flight to Lisbon seat", as_of=month_ago))
+    assert then[plan]["parts"]["after_question"] == 1.0
+    assert then[past]["parts"]["after_question"] == 0.0
+
+
 def test_length_prior_is_the_log_length_over_the_pool_s_mean() -> None:
     ids = [uuid.uuid4() for _ in range(4)]
     sizes = [0, MIN_BYTES - 5, 400, 4000]

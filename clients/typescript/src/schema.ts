@@ -196,7 +196,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a memory that occurred more than a day after `as_of` ranks lower (part `after_question`), and a short memory a little lower than a long one (part `length`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -2228,7 +2228,7 @@ export interface components {
             superseded: number;
             /**
              * Format: double
-             * @description 1 when the memory occurred (occurred_at) more than a day after as_of, the moment the question is asked: it had not happened yet, and its score is halved. Else 0.
+             * @description 1 when the question is asked in the past (as_of more than a day ago) and the memory occurred (occurred_at) more than a day after as_of: it had not happened yet, and its score is halved. Else 0 (a memory dated later than a question asked now is a plan).
              */
             after_question: number;
             /**
