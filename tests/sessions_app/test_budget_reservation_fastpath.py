@@ -32,6 +32,7 @@ CASES = [
     ({"limit_usd": "0.000300"}, 1000, 0, 0, "0.000061"),  # USD: one micro-dollar past
     ({"limit_usd": "0.000300"}, 0, 0, 1000, None),  # USD estimated from the tokens
     ({"limit_tokens": 1500, "action": "alert"}, 2000, 0, 1000, None),  # alert only
+    ({"limit_tokens": 3000, "limit_usd": "1"}, 0, 0, 1000, None),  # USD held, estimated
 ]
 
 
@@ -73,7 +74,12 @@ def test_both_paths_decide_alike(
         mine = BudgetReservation.objects.filter(session=session)
         holds = decision.check.allowed and any(f.refuses for f in decision.periods)
         assert (decision.reservation is not None) == holds == mine.exists()
-        answers.append((decision.check, decision.refusal and decision.refusal.retry_after > 0))
+        stored = list(mine.values_list("tokens", "cost_usd"))
+        if decision.reservation is not None:  # as stored: the USD held, estimated or given
+            assert stored == [(decision.reservation.tokens, decision.reservation.cost_usd)]
+        answers.append(
+            (decision.check, decision.refusal and decision.refusal.retry_after > 0, stored)
+        )
         assert [f.reserved_tokens for f in decision.periods if f.refuses] in ([held], [])
         mine.delete()
     assert answers[0] == answers[1]
