@@ -23,6 +23,8 @@ did not exist when the check began.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -58,11 +60,8 @@ FITS_SQL = sql.SQL(
 # `f`: every applying budget's figures and columns. `r`: the refusing budgets (the
 # reservation's `budget_ids`) and the USD it holds: the agent's estimate, else the one
 # priced from the tokens when a refusing budget has a USD limit (`_usd_held`).
-RESERVE_SQL = sql.SQL(
-    "SET LOCAL synchronous_commit TO off;"
-    " SELECT b.id FROM {budget} AS b WHERE {applies} AND b.action = {refuse} ORDER BY b.id"
-    " FOR NO KEY UPDATE;"
-    " WITH f AS ({figures}),"
+RESERVE_STATEMENT = sql.SQL(
+    "WITH f AS ({figures}),"
     " r AS (SELECT coalesce(array_agg(f.id ORDER BY f.id), '{{}}'::uuid[]) AS ids,"
     " coalesce(%(usd)s::numeric, CASE WHEN bool_or(f.limit_usd IS NOT NULL)"
     " THEN %(usd_estimate)s::numeric END) AS usd FROM f WHERE f.action = {refuse}),"
@@ -70,10 +69,8 @@ RESERVE_SQL = sql.SQL(
     " created_at, expires_at) SELECT %(id)s, %(session)s, %(tokens)s, r.usd, r.ids, %(at)s,"
     " %(expires)s FROM r WHERE %(session_ok)s AND cardinality(r.ids) > 0 AND NOT EXISTS"
     " (SELECT FROM f WHERE f.action = {refuse} AND NOT ({fits})) RETURNING id)"
-    " SELECT f.*, (SELECT count(*) FROM ins) FROM f"
+    " SELECT f.*, (SELECT count(*) FROM ins) FROM f ORDER BY f.id"
 ).format(
-    budget=_BUDGET,
-    applies=APPLIES_SQL,
     refuse=_REFUSE,
     reservation=sql.Identifier(BudgetReservation._meta.db_table),
     figures=figures_sql(
@@ -81,6 +78,54 @@ RESERVE_SQL = sql.SQL(
         more=sql.SQL(", ").join([sql.Identifier("b", str(field.column)) for field in _FIELDS[1:]]),
     ),
     fits=FITS_SQL,
+)
+# Its parameters, in the order of the prepared statement's $1, $2, ...
+PARAMETERS = (
+    ("tenant", "bigint"), ("user", "text"), ("agent", "text"), ("model", "text"),
+    ("at", "timestamptz"), ("id", "uuid"), ("session", "uuid"), ("tokens", "bigint"),
+    ("usd", "numeric"), ("usd_estimate", "numeric"), ("expires", "timestamptz"),
+    ("session_ok", "boolean"),
+)  # fmt: skip
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _prepared(statement: sql.Composable) -> tuple[str, str]:
+    """A name for `statement` (its text's digest: a changed statement is a new one) and
+    the PREPARE of it, its `%(name)s` parameters numbered as in PARAMETERS."""
+    numbers = {name: number for number, (name, _) in enumerate(PARAMETERS, start=1)}
+    text = _PLACEHOLDER.sub(lambda m: f"${numbers[m.group(1)]}", statement.as_string(None))
+    name = "engram_budget_reserve_" + hashlib.sha1(text.encode()).hexdigest()[:12]  # noqa: S324 - a name, not a secret
+    types = ", ".join(kind for _, kind in PARAMETERS)
+    return name, f"PREPARE {name}({types}) AS {text}"
+
+
+_NAME, _PREPARE = _prepared(RESERVE_STATEMENT)
+
+
+def prepared_name() -> str:
+    """The name the reserving statement is prepared under on every connection."""
+    return _NAME
+
+
+# The message. The statement that reads and reserves runs under the budgets' locks, so it
+# is a prepared statement of the connection: planned ahead, not while others wait (its
+# planning costs more than its run). The DO block prepares it on a connection that has
+# not yet; it runs before any lock is taken.
+RESERVE_SQL = sql.SQL(
+    "DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = {name})"
+    " THEN EXECUTE {prepare}; END IF; END$prepare$;"
+    " SET LOCAL synchronous_commit TO off;"
+    " SELECT b.id FROM {budget} AS b WHERE {applies} AND b.action = {refuse} ORDER BY b.id"
+    " FOR NO KEY UPDATE;"
+    " EXECUTE {statement}({arguments})"
+).format(
+    name=sql.Literal(_NAME),
+    prepare=sql.Literal(_PREPARE),
+    budget=_BUDGET,
+    applies=APPLIES_SQL,
+    refuse=_REFUSE,
+    statement=sql.Identifier(_NAME),
+    arguments=sql.SQL(", ").join([sql.Placeholder(name) for name, _ in PARAMETERS]),
 )
 
 
@@ -139,8 +184,8 @@ def period_budgets_reserve(
     }  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(RESERVE_SQL, params)
-        cursor.nextset()  # past the SET
-        cursor.nextset()  # past the locks
+        for _ in range(3):  # past the DO, the SET and the locks
+            cursor.nextset()
         rows = cursor.fetchall()
     budgets = {row[0]: _budget((row[0], *row[FIGURES_COLUMNS:-1])) for row in rows}
     periods = figures_from_rows(budgets, rows)

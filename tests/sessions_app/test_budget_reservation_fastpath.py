@@ -8,9 +8,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from sessions_app.models import BudgetReservation, ChatSession, Tenant
+from sessions_app.services import budget_reservation_fastpath as fastpath
 from sessions_app.services.budgets import _Ask, _check_reserve_locked, budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
@@ -95,3 +97,33 @@ def test_a_runaway_blocked_session_is_refused_and_holds_nothing(tenant: Tenant) 
     )
     assert not decision.check.allowed and "runaway" in decision.check.reason
     assert decision.reservation is None and not BudgetReservation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_reserving_statement_is_prepared_once_per_connection(tenant: Tenant) -> None:
+    """The message prepares its statement on a connection that lacks it (a new one, or
+    one whose prepared statements were dropped) and reuses it after."""
+    spend_budget_create(tenant=tenant, scope="tenant", period="day", limit_tokens=10_000)
+    session = session_create(tenant=tenant, user_id="u1", agent_id="a")
+
+    def prepared() -> list[Any]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT name FROM pg_prepared_statements WHERE name LIKE 'engram_budget%%'"
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    taken = []
+    for dropped in (False, False, True):
+        if dropped:
+            with connection.cursor() as cursor:
+                cursor.execute("DEALLOCATE ALL")
+        decision = budget_check_reserve(
+            tenant=tenant, session_id=session.pk, estimated_tokens=1000, reserve=True
+        )
+        assert decision.reservation is not None
+        taken.append(decision.reservation.pk)
+        assert prepared() == [fastpath.prepared_name()]
+    assert BudgetReservation.objects.filter(pk__in=taken).count() == 3
