@@ -5,10 +5,7 @@ ask again) instead of a separate `POST …/budget/check`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
-from functools import cache
-from typing import Any
 
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
@@ -19,8 +16,6 @@ from sessions_app.api.serializers_turns import (
     TurnCreateSerializer,
     TurnRecordedSerializer,
 )
-from sessions_app.fastpaths import planned_representation, shared_serializer
-from sessions_app.services.budgets import BudgetDecision, budget_retry_after
 
 
 class NextCallSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
@@ -80,24 +75,4 @@ class NextCallResultSerializer(serializers.Serializer):  # type: ignore[type-arg
 class TurnRecordedReservingSerializer(TurnRecordedSerializer):
     next_call = NextCallResultSerializer(
         required=False, help_text="Present when the turn was sent with `reserve_next`."
-    )
-
-
-@cache
-def _next_call_body() -> Callable[[Any], dict[str, Any]]:
-    """NextCallResultSerializer's rendering, planned once (see `sessions_app.fastpaths`)."""
-    return planned_representation(shared_serializer(NextCallResultSerializer))
-
-
-def next_call_data(decision: BudgetDecision) -> dict[str, Any]:
-    """The `next_call` member of a turn's answer."""
-    check = decision.check
-    return _next_call_body()(
-        {
-            "allowed": check.allowed,
-            "reason": check.reason,
-            "retry_after": budget_retry_after(decision),
-            "tokens_remaining_after": check.tokens_remaining_after,
-            "reservation": decision.reservation,
-        }
     )

@@ -18,9 +18,9 @@ from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_next_call import (
+    NextCallResultSerializer,
     TurnCreateReservingSerializer,
     TurnRecordedReservingSerializer,
-    next_call_data,
 )
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
@@ -38,7 +38,11 @@ from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
-from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.budgets import (
+    BudgetDecision,
+    budget_check_reserve,
+    budget_retry_after,
+)
 from sessions_app.services.idempotency import IdempotentOutcome
 from sessions_app.services.turn_recording import (
     NextCall,
@@ -63,6 +67,26 @@ def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
     """The 201 body of a recorded turn: TurnRecordedSerializer's rendering, planned once
     (see `sessions_app.fastpaths`)."""
     return planned_representation(shared_serializer(TurnRecordedSerializer))
+
+
+@cache
+def _next_call_body() -> Callable[[Any], dict[str, Any]]:
+    """NextCallResultSerializer's rendering, planned once (see `sessions_app.fastpaths`)."""
+    return planned_representation(shared_serializer(NextCallResultSerializer))
+
+
+def next_call_data(decision: BudgetDecision) -> dict[str, Any]:
+    """The `next_call` member of a turn's answer."""
+    check = decision.check
+    return _next_call_body()(
+        {
+            "allowed": check.allowed,
+            "reason": check.reason,
+            "retry_after": budget_retry_after(decision),
+            "tokens_remaining_after": check.tokens_remaining_after,
+            "reservation": decision.reservation,
+        }
+    )
 
 
 def turn_recorded_json(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:

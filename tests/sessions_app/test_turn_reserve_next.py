@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from sessions_app.api.serializers_next_call import NextCallResultSerializer, next_call_data
+from sessions_app.api.serializers_next_call import NextCallResultSerializer
+from sessions_app.api.views_turns import next_call_data
 from sessions_app.models import BudgetReservation, ChatTurn
 from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
 from sessions_app.services.sessions import session_create
