@@ -8,18 +8,33 @@ two ways over the same kind of turns, alternating in one run:
   batches across sessions, one embedding call and one INSERT per batch).
 
 Each round records `--sessions` x `--turns` new turns per way (memory hooks off), then
-writes their memories; printed per way: turns a second, statements and embedding calls
-per turn, and the share of wall time spent embedding. Production settings on throwaway
-PostgreSQL + Valkey, like `bench.profile_turns`.
+writes their memories. Printed per way, per turn: turns a second; the CPU of this
+process, split into the embedding model's (inside the embedding calls of the drain's
+thread, and every other thread's: the model's and the drain's embedding thread) and the
+rest (Python, the driver); the CPU of
+the PostgreSQL backend serving it (read from /proc: the embedded server runs on this
+machine), which holds the inserts, their indexes and the lexical statistics triggers;
+the wall time inside SQL statements; statements and embedding calls. Production settings
+on throwaway PostgreSQL + Valkey, like `bench.profile_turns`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a local process (a PostgreSQL backend), from /proc."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--turns", type=int, default=10, help="turns per session per round")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--ways", default="per_turn,drained", help="comma-separated")
     args = parser.parse_args(argv)
 
     from bench.harness import log
@@ -36,10 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         from django.conf import settings
         from django.core.management import call_command
         from django.db import connection
-        from django.test.utils import CaptureQueriesContext
 
-        import memory_app.services.conversation as conversation
         from bench.turn_recall import LINES, _word
+        from memory_app.embedding import embedder
         from memory_app.services import turn_queue
         from memory_app.services.conversation import conversation_remember_session
         from memory_app.valkey import valkey
@@ -54,18 +69,32 @@ def main(argv: list[str] | None = None) -> int:
         for uid in ("memory_remember_turn", "memory_app.window.compaction"):
             turn_recorded.disconnect(dispatch_uid=uid)
         tenant = tenant_get_or_create(name="profile-turn-memory")
-        embedding = {"calls": 0, "seconds": 0.0}
-        real_embed = conversation.embed_texts
+        meter = {"calls": 0, "cpu": 0.0, "statements": 0, "sql_wall": 0.0}
+        model = embedder()
+        real_embed = model.embed
 
-        def timed_embed(texts: list[str]) -> list[list[float]]:
-            began = time.perf_counter()
+        def metered_embed(texts: list[str]) -> list[list[float]]:
+            # The embedding's CPU is the calling thread's inside this call when the drain
+            # itself calls (the main thread), plus every other thread's (the model's own
+            # threads, the drain's embedding thread): see `main_cpu` below.
+            main = threading.current_thread() is threading.main_thread()
+            began = time.thread_time()
             try:
                 return real_embed(texts)
             finally:
-                embedding["calls"] += 1
-                embedding["seconds"] += time.perf_counter() - began
+                meter["calls"] += 1
+                if main:
+                    meter["cpu"] += time.thread_time() - began
 
-        conversation.embed_texts = timed_embed  # type: ignore[assignment]
+        model.embed = metered_embed  # type: ignore[method-assign]
+
+        def metered_sql(execute: Callable[..., Any], *params: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return execute(*params)
+            finally:
+                meter["statements"] += 1
+                meter["sql_wall"] += time.perf_counter() - began
 
         def record_round(label: str) -> list[tuple[Any, int]]:
             sessions = [
@@ -96,35 +125,51 @@ def main(argv: list[str] | None = None) -> int:
             turn_queue.turns_mark_pending(marks=recorded)
             turn_queue.turns_remember_pending()
 
-        results: dict[str, list[dict[str, float]]] = {"per_turn": [], "drained": []}
+        ways = {"per_turn": per_turn, "drained": drained}
+        chosen = [way for way in args.ways.split(",") if way in ways]
+        results: dict[str, list[dict[str, float]]] = {way: [] for way in chosen}
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
         for round_ in range(args.rounds):
-            order = ("per_turn", "drained") if round_ % 2 == 0 else ("drained", "per_turn")
+            order = chosen if round_ % 2 == 0 else list(reversed(chosen))
             for way in order:
                 recorded = record_round(f"{way}-{round_}")
-                embedding.update(calls=0, seconds=0.0)
-                cpu, wall = time.process_time(), time.perf_counter()
-                with CaptureQueriesContext(connection) as queries:
-                    (per_turn if way == "per_turn" else drained)(recorded)
-                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                meter.update(calls=0, cpu=0.0, statements=0, sql_wall=0.0)
+                pg = backend_cpu_seconds(backend)
+                cpu, main_cpu = time.process_time(), time.thread_time()
+                wall = time.perf_counter()
+                with connection.execute_wrapper(metered_sql):
+                    ways[way](recorded)
+                cpu, main_cpu = time.process_time() - cpu, time.thread_time() - main_cpu
+                wall = time.perf_counter() - wall
+                pg = backend_cpu_seconds(backend) - pg
+                embedding_cpu = meter["cpu"] + (cpu - main_cpu)
                 turns = len(recorded)
+
+                def ms(seconds: float, turns: int = turns) -> float:
+                    return round(seconds / turns * 1000, 2)
+
                 figures = {
                     "turns": turns,
                     "turns_per_s": round(turns / wall, 1),
-                    "cpu_ms_per_turn": round(cpu / turns * 1000, 2),
-                    "statements_per_turn": round(len(queries.captured_queries) / turns, 2),
-                    "embedding_calls_per_turn": round(embedding["calls"] / turns, 3),
-                    "embedding_share": round(embedding["seconds"] / wall, 2),
+                    "cpu_ms_per_turn": ms(cpu + pg),
+                    "embedding_cpu_ms": ms(embedding_cpu),
+                    "python_cpu_ms": ms(cpu - embedding_cpu),
+                    "postgres_cpu_ms": ms(pg),
+                    "sql_wall_ms": ms(meter["sql_wall"]),
+                    "statements_per_turn": round(meter["statements"] / turns, 2),
+                    "embedding_calls_per_turn": round(meter["calls"] / turns, 3),
                 }
                 results[way].append(figures)
                 log(f"[profile] round {round_ + 1} {way}: {json.dumps(figures)}")
-        summary = {
-            way: round(sum(r["turns_per_s"] for r in rows) / len(rows), 1)
-            for way, rows in results.items()
-        }
-        log(
-            f"[profile] mean turns/s: per turn {summary['per_turn']}, drained "
-            f"{summary['drained']} ({summary['drained'] / summary['per_turn']:.1f}x)"
-        )
+        for way, rows in results.items():
+            mean = {
+                key: round(sum(row[key] for row in rows) / len(rows), 2)
+                for key in rows[0]
+                if key != "turns"
+            }
+            log(f"[profile] mean {way}: {json.dumps(mean)}")
         connection.close()
     return 0
 

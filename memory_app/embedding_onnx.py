@@ -32,6 +32,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -187,6 +188,9 @@ def _verify(folder: Path, model: Any, candidate: Path) -> None:
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# A batch of at least this many texts is split into chunks embedded side by side, one
+# runtime thread each (`OnnxEmbedder.embed`); a smaller one runs as one call.
+PARALLEL_MIN_TEXTS = 32
 
 
 class Tokenizer:
@@ -232,6 +236,8 @@ class OnnxSentenceModel:
             str(path), options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = Tokenizer(folder)
+        self.path = path
+        self.folder = folder
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         (vectors,) = self._session.run(None, self._tokenizer.encode(texts))
@@ -246,7 +252,16 @@ class OnnxEmbedder:
     """The local MiniLM through ONNX Runtime, loaded once per process, lazily, under a
     lock (as LocalEmbedder). Same `model_name` as the PyTorch path: same vectors. If the
     export or the runtime fails, the process logs it and embeds with `fallback` (PyTorch)
-    instead of failing every write and search."""
+    instead of failing every write and search.
+
+    A query (or a few texts) runs as one call whose operators are split across `threads`
+    runtime threads. A batch (the drain of recorded turns, a bulk add) is split instead
+    into chunks, each embedded by a second session with one runtime thread, `threads`
+    chunks at a time: each chunk's matrices are large enough to keep a core busy by
+    themselves, so the threads no longer meet after every operator, which on a shared
+    machine (a thread descheduled, the others waiting at the barrier) cost more time than
+    the split saved. The chunks' vectors are the same as one call's (each text's vector
+    depends on its own tokens only)."""
 
     def __init__(
         self,
@@ -265,6 +280,8 @@ class OnnxEmbedder:
         self.fallback = fallback
         self.runtime = "onnx"
         self._model: TextEmbedder | None = None
+        self._batch_model: OnnxSentenceModel | None = None
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
         self._lock = threading.Lock()
 
     def load(self) -> TextEmbedder:
@@ -285,14 +302,50 @@ class OnnxEmbedder:
         if not texts:
             return []
         model = self.load()
-        # Sorted by length within a batch, as sentence-transformers does: less padding.
+        # Sorted by length, as sentence-transformers does: less padding in each chunk.
         order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+        batch_model = None
+        if self.threads > 1 and len(texts) >= PARALLEL_MIN_TEXTS:
+            batch_model = self._single_threaded(model)
+        if batch_model is not None:
+            # Several chunks per thread, taken in turn: short and long texts even out.
+            size = max(8, min(self.batch_size, -(-len(texts) // (4 * self.threads))))
+        else:
+            size = self.batch_size
+        chunks = [order[start : start + size] for start in range(0, len(order), size)]
+        inputs = [[texts[index] for index in chunk] for chunk in chunks]
+        if batch_model is not None:
+            outputs = list(self._executor().map(batch_model.embed, inputs))
+        else:
+            outputs = [model.embed(chunk_texts) for chunk_texts in inputs]
         vectors: dict[int, list[float]] = {}
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            for index, vector in zip(chunk, model.embed([texts[i] for i in chunk]), strict=True):
+        for chunk, chunk_vectors in zip(chunks, outputs, strict=True):
+            for index, vector in zip(chunk, chunk_vectors, strict=True):
                 vectors[index] = vector
         return [vectors[index] for index in range(len(texts))]
+
+    def _single_threaded(self, model: TextEmbedder) -> OnnxSentenceModel | None:
+        """The session for chunks: the same graph with one runtime thread (its `run` is
+        thread-safe, so the pool's threads share it); None on the PyTorch fallback."""
+        if not isinstance(model, OnnxSentenceModel):
+            return None
+        if self._batch_model is None:
+            with self._lock:
+                if self._batch_model is None:
+                    self._batch_model = OnnxSentenceModel(model.path, model.folder, threads=1)
+        return self._batch_model
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """The pool embedding chunks, one per process: a pool inherited through a fork
+        (a prefork worker) has no threads behind it, so a new process makes its own."""
+        pool = self._pool
+        if pool is None or pool[0] != os.getpid():
+            with self._lock:
+                pool = self._pool
+                if pool is None or pool[0] != os.getpid():
+                    pool = (os.getpid(), ThreadPoolExecutor(self.threads, "embedding"))
+                    self._pool = pool
+        return pool[1]
 
     @property
     def loaded(self) -> bool:

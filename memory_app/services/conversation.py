@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -82,10 +83,18 @@ def conversation_remember_session(*, session_id: uuid.UUID | str, up_to: int) ->
 
 def conversation_remember_marked(*, marks: dict[uuid.UUID, int]) -> list[ChatTurn]:
     """Remember, for each session of `marks`, its live turns numbered up to its mark that
-    have no memory yet, looking back as far as a batch reaches (ENGRAM_TURN_BATCH_MAX):
-    a turn whose mark was lost is picked up with the session's next one. Every session
-    at once: a few statements and one embedding call for the whole set. Returns the
-    turns written."""
+    have no memory yet (`conversation_pending_turns`). Every session at once: a few
+    statements and one embedding call for the whole set. Returns the turns written."""
+    return conversation_remember_turns(turns=conversation_pending_turns(marks=marks))
+
+
+def conversation_pending_turns(
+    *, marks: dict[uuid.UUID, int], skip: Collection[tuple[uuid.UUID, int]] = ()
+) -> list[ChatTurn]:
+    """For each session of `marks`, its live turns numbered up to its mark that have no
+    memory yet, looking back as far as a batch reaches (ENGRAM_TURN_BATCH_MAX): a turn
+    whose mark was lost is picked up with the session's next one. Leaves out the
+    (session, number) pairs of `skip` (turns another batch is writing)."""
     ranges = {
         session_id: (max(1, last - settings.ENGRAM_TURN_BATCH_MAX + 1), last)
         for session_id, last in marks.items()
@@ -94,11 +103,10 @@ def conversation_remember_marked(*, marks: dict[uuid.UUID, int]) -> list[ChatTur
     if not live:
         return []
     done = _remembered(ranges)
-    pending = [pk for key, pk in live.items() if key not in done]
+    pending = [pk for key, pk in live.items() if key not in done and key not in skip]
     if not pending:
         return []
-    turns = turns_for_memory(turn_ids=pending)
-    return conversation_remember_turns(turns=turns)
+    return turns_for_memory(turn_ids=pending)
 
 
 def _remembered(ranges: dict[uuid.UUID, tuple[int, int]]) -> set[tuple[uuid.UUID, int]]:
@@ -128,24 +136,48 @@ SELECT m.session_id, m.thread_order::int FROM memory m
 """
 
 
+@dataclass
+class EmbeddedTurns:
+    """Turns ready to be written as memories: in writing order (session, number), with
+    their memories' texts and vectors."""
+
+    turns: list[ChatTurn]
+    texts: list[str]
+    vectors: list[list[float]]
+
+    def keys(self) -> set[tuple[uuid.UUID, int]]:
+        return {(turn.session_id, turn.turn_number) for turn in self.turns}
+
+
 def conversation_remember_turns(*, turns: Sequence[ChatTurn]) -> list[ChatTurn]:
     """Write the memories of `turns` (any sessions', their `session` loaded): embedded in
-    one call outside the transaction, then, under the sessions' locks (taken together, in
-    a fixed order) and after checking again which turns are live and not yet remembered,
-    inserted in one statement with their thread windows, the neighbours whose window
-    reaches them rewritten. Returns the turns written."""
-    turns = sorted(
+    one call outside the transaction, then written (`conversation_write_embedded`).
+    Returns the turns written."""
+    return conversation_write_embedded(conversation_embed_turns(turns))
+
+
+def conversation_embed_turns(turns: Sequence[ChatTurn]) -> EmbeddedTurns:
+    """The memories' vectors of `turns` (those with any text), in one embedding call;
+    touches no database, so it may run beside another batch's writing."""
+    ordered = sorted(
         (turn for turn in turns if turn_memory_text(turn)),
         key=lambda turn: (str(turn.session_id), turn.turn_number),
     )
-    if not turns:
+    texts = [turn_memory_text(turn) for turn in ordered]
+    return EmbeddedTurns(ordered, texts, embed_texts(texts) if texts else [])
+
+
+def conversation_write_embedded(batch: EmbeddedTurns) -> list[ChatTurn]:
+    """Under the sessions' locks (taken together, in a fixed order) and after checking
+    again which turns are live and not yet remembered, insert the memories of `batch` in
+    one statement with their thread windows, the neighbours whose window reaches them
+    rewritten. Returns the turns written."""
+    if not batch.turns:
         return []
-    texts = [turn_memory_text(turn) for turn in turns]
-    vectors = embed_texts(texts)
     model_name = embedder().model_name
     now = timezone.now()
     ranges: dict[uuid.UUID, tuple[int, int]] = {}
-    for turn in turns:
+    for turn in batch.turns:
         first, _ = ranges.get(turn.session_id, (turn.turn_number, 0))
         ranges[turn.session_id] = (min(first, turn.turn_number), turn.turn_number)
     with transaction.atomic():
@@ -154,7 +186,7 @@ def conversation_remember_turns(*, turns: Sequence[ChatTurn]) -> list[ChatTurn]:
         done = _remembered(ranges)
         written = [
             (turn, _turn_memory(turn, text, vector, model_name, now))
-            for turn, text, vector in zip(turns, texts, vectors, strict=True)
+            for turn, text, vector in zip(batch.turns, batch.texts, batch.vectors, strict=True)
             if (key := (turn.session_id, turn.turn_number)) in live and key not in done
         ]
         thread_rows_insert([row for _, row in written])

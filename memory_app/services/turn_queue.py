@@ -12,10 +12,10 @@ the worker dies) and, in a worker, lingers a moment (ENGRAM_TURN_MEMORY_LINGER_S
 for new marks before it ends, so that a steady stream of turns is written by one
 running drain rather than by a task queued behind the worker's others each time. It
 takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes
-the memories of every turn they name across all their sessions at once
-(`conversation_remember_marked`: one embedding call, one INSERT) and removes the marks
-only after that committed, so a worker that dies mid-batch leaves them to the next
-drain. Writing is idempotent (a turn's memory has a content hash of its own), so a mark
+the memories of every turn they name across all their sessions at once (one embedding
+call, one INSERT) and removes the marks only after that committed, so a worker that
+dies mid-batch leaves them to the next drain. While a batch is written, the next one is
+taken and embedded in a thread: the model's CPU and the database's overlap. Writing is idempotent (a turn's memory has a content hash of its own), so a mark
 drained twice writes nothing the second time. The turns written are then handed to
 extraction in one task (`extract_memories_from_turns`), which embeds their facts
 together too.
@@ -36,8 +36,9 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from celery import current_app
@@ -45,12 +46,21 @@ from django.conf import settings
 from django.db import connection
 
 from config.database_errors import DATABASE_CONNECTION_ERRORS
-from memory_app.services.conversation import conversation_remember_marked
+from memory_app.services.conversation import (
+    EmbeddedTurns,
+    conversation_embed_turns,
+    conversation_pending_turns,
+    conversation_remember_marked,
+    conversation_write_embedded,
+)
 from memory_app.services.extraction import extraction_may_find
 from memory_app.valkey import valkey
 from sessions_app.locks import advisory_lock
 from sessions_app.selectors.turns import turn_get_by_id
 from sessions_app.services.outbox import task_publish
+
+if TYPE_CHECKING:
+    from sessions_app.models import ChatTurn
 
 logger = logging.getLogger(__name__)
 
@@ -124,50 +134,107 @@ def turns_remember_pending(
             return report
 
 
+@dataclass
+class _Batch:
+    """Marks taken off the queue's head and their turns, embedding in the background;
+    `embedded` is None when reading the turns failed (they are written one session at a
+    time instead)."""
+
+    members: list[Any]
+    marks: list[tuple[Any, uuid.UUID, int]]
+    embedded: Future[EmbeddedTurns] | None
+
+
 def _drain_while_marked(
     client: redis.Redis, batch: int, deadline: float, report: DrainReport
 ) -> None:
     """Drain batches; when none is due, wait for new marks up to the linger time (a
     steady stream of turns keeps one drain running instead of queueing a task behind
     the worker's others every time). Inline (eager mode, a request), never wait. While
-    it runs the drain keeps the due flag set, so that hooks publish nothing."""
+    it runs the drain keeps the due flag set, so that hooks publish nothing.
+
+    Pipelined: while a batch is written (its SQL is the database's CPU), the marks after
+    it are taken and their turns embedded in a thread (the model's CPU), so that the two
+    halves of the work overlap instead of taking turns."""
     linger = (
         0.0 if current_app.conf.task_always_eager else settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS
     )
     idle_since = time.monotonic()
-    while time.monotonic() < deadline:
-        client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
-        if _drain_batch(client, batch, report):
-            idle_since = time.monotonic()
-        elif time.monotonic() - idle_since >= linger:
-            return
-        else:
-            time.sleep(LINGER_POLL_SECONDS)
+    with ThreadPoolExecutor(1, "turn-memory-embedding") as embedding:
+        ahead: _Batch | None = None
+        while time.monotonic() < deadline:
+            client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
+            current = ahead or _take(client, batch, 0, set(), embedding)
+            ahead = None
+            if current is not None:
+                ahead = _take(client, batch, len(current.members), _keys(current), embedding)
+                _write_batch(client, current, report)
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= linger:
+                return
+            else:
+                time.sleep(LINGER_POLL_SECONDS)
 
 
-def _drain_batch(client: redis.Redis, batch: int, report: DrainReport) -> bool:
-    """Write the memories of the oldest `batch` marks that are due and remove them;
-    False when none is due."""
+def _take(
+    client: redis.Redis,
+    batch: int,
+    offset: int,
+    skip: set[tuple[uuid.UUID, int]],
+    embedding: ThreadPoolExecutor,
+) -> _Batch | None:
+    """The oldest due marks after the first `offset` (those of the batch being written),
+    their pending turns but those in `skip`, their embedding started; None when no mark
+    is due."""
     due_by = int(time.time() * 1000)
-    members: list[Any] = client.zrangebyscore(_key("pending"), "-inf", due_by, start=0, num=batch)
+    members: list[Any] = client.zrangebyscore(
+        _key("pending"), "-inf", due_by, start=offset, num=batch
+    )
     if not members:
-        return False
+        return None
     marks = _parse(members)
+    try:
+        turns = conversation_pending_turns(marks=_latest(marks), skip=skip)
+    except DATABASE_CONNECTION_ERRORS:
+        raise  # the task is retried; the marks stay
+    except Exception:
+        logger.exception("reading %s marked turns failed", len(marks))
+        return _Batch(members, marks, None)
+    return _Batch(members, marks, embedding.submit(conversation_embed_turns, turns))
+
+
+def _keys(taken: _Batch) -> set[tuple[uuid.UUID, int]]:
+    """The turns a batch writes (waiting for its embedding): the next batch skips them."""
+    if taken.embedded is None:
+        return set()
+    try:
+        return taken.embedded.result().keys()
+    except Exception:  # reported when the batch is written
+        return set()
+
+
+def _write_batch(client: redis.Redis, taken: _Batch, report: DrainReport) -> None:
+    """Write the memories of a taken batch and remove its marks; after a failure, session
+    by session (`_one_by_one`)."""
+    marks = taken.marks
     kept: set[Any] = set()
     try:
-        report.written += remember_and_extract(marks=_latest(marks))
+        if taken.embedded is None:
+            raise RuntimeError("the batch's turns could not be read")
+        written = conversation_write_embedded(taken.embedded.result())
+        _publish_extraction(written)
+        report.written += len(written)
     except DATABASE_CONNECTION_ERRORS:
         raise  # the task is retried; the marks stay
     except Exception:
         logger.exception("writing %s marked turns failed; retrying session by session", len(marks))
-        written, kept = _one_by_one(client, marks)
-        report.written += written
-    done = [member for member in members if member not in kept]
+        written_one_by_one, kept = _one_by_one(client, marks)
+        report.written += written_one_by_one
+    done = [member for member in taken.members if member not in kept]
     if done:
         client.zrem(_key("pending"), *done)
     report.marks += len(done)
     report.batches += 1
-    return True
 
 
 def _parse(members: Sequence[bytes | str]) -> list[tuple[bytes | str, uuid.UUID, int]]:
@@ -217,12 +284,16 @@ def remember_and_extract(*, marks: dict[uuid.UUID, int]) -> int:
     extraction task for those of them that extraction may find something in. Returns
     how many memories were written."""
     written = conversation_remember_marked(marks=marks)
+    _publish_extraction(written)
+    return len(written)
+
+
+def _publish_extraction(written: Sequence[ChatTurn]) -> None:
     extract = [turn.pk for turn in written if extraction_may_find(turn.user_message)]
     if extract:
         from memory_app.tasks import extract_memories_from_turns
 
         task_publish(extract_memories_from_turns, extract)
-    return len(written)
 
 
 def remember_turn_and_extract(*, turn_id: int) -> int:

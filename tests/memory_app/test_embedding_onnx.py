@@ -15,7 +15,13 @@ from django.conf import settings
 from django.core.management import call_command
 
 from memory_app.embedding import LocalEmbedder, embedder
-from memory_app.embedding_onnx import OnnxEmbedder, ensure_exported, model_dir, onnx_path
+from memory_app.embedding_onnx import (
+    PARALLEL_MIN_TEXTS,
+    OnnxEmbedder,
+    ensure_exported,
+    model_dir,
+    onnx_path,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -34,12 +40,12 @@ def torch_embedder() -> LocalEmbedder:
     return LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)
 
 
-def _onnx(cache_dir: Path, fallback=None) -> OnnxEmbedder:  # type: ignore[no-untyped-def]
+def _onnx(cache_dir: Path, fallback=None, threads: int = 1) -> OnnxEmbedder:  # type: ignore[no-untyped-def]
     return OnnxEmbedder(
         settings.ENGRAM_EMBEDDING_MODEL,
         4,  # small batches: the order-restoring path runs
         cache_dir=cache_dir,
-        threads=1,
+        threads=threads,
         fallback=fallback or (lambda: LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)),
         dimensions=settings.ENGRAM_EMBEDDING_DIMENSIONS,
     )
@@ -60,6 +66,52 @@ def test_the_default_embedder_runs_on_onnx_and_gives_pytorchs_vectors(
     # One at a time (no padding) and in a padded batch: the same vectors.
     alone = np.array([current.embed([text])[0] for text in TEXTS])
     assert np.abs(alone - got).max() < 1e-5
+
+
+def _batch_texts() -> list[str]:
+    """More texts than a parallel batch needs, of many lengths and out of length order."""
+    return [
+        f"{TEXTS[index % len(TEXTS)]} {'and again ' * (index % 7)}#{index}"
+        for index in range(PARALLEL_MIN_TEXTS + 13)
+    ]
+
+
+def test_a_batch_embedded_in_parallel_chunks_gives_each_text_its_own_vector() -> None:
+    """Chunks of a sorted batch go to two threads at once; every vector comes back at
+    its text's place, equal to the text embedded alone."""
+    cache_dir = Path(settings.ENGRAM_EMBEDDING_ONNX_DIR)
+    parallel = _onnx(cache_dir, threads=2)
+    texts = _batch_texts()
+    got = np.array(parallel.embed(texts))
+    alone = np.array([embedder().embed([text])[0] for text in texts])
+    assert np.abs(got - alone).max() < 1e-5
+    assert parallel._pool is not None  # the chunks did go through the pool
+
+
+def test_a_forked_process_embeds_batches_with_its_own_threads() -> None:
+    """A prefork worker inherits the embedder after the parent used it: the child's pool
+    must not be the parent's (whose threads do not exist in the child)."""
+    import multiprocessing
+
+    parallel = _onnx(Path(settings.ENGRAM_EMBEDDING_ONNX_DIR), threads=2)
+    texts = _batch_texts()
+    expected = parallel.embed(texts)  # the parent's pool now has its threads
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+
+    def child() -> None:
+        writer.send(parallel.embed(texts))
+
+    process = context.Process(target=child)
+    process.start()
+    try:
+        assert reader.poll(120), "the forked process never answered"
+        got = reader.recv()
+    finally:
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+    assert np.abs(np.array(got) - np.array(expected)).max() < 1e-5
 
 
 def test_a_broken_export_falls_back_to_pytorch(

@@ -131,3 +131,61 @@ def test_one_drain_at_a_time_the_other_leaves_the_marks(
     assert valkey().zscore(turn_queue._key("pending"), member) is not None
     assert turns_remember_pending().written == 1
     assert _numbers(session) == [1]
+
+
+def test_a_drain_of_many_batches_writes_each_turn_once_with_its_neighbours(
+    tenant: Tenant,
+    drain_due: None,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batches are taken while the one before is written (the next one's turns skip the
+    turns being written): every turn embedded and written once, and a turn's window
+    reaches across batches."""
+    real = turn_queue.conversation_embed_turns
+    embedded: list[tuple[Any, int]] = []
+
+    def counting(turns: Any) -> Any:
+        embedded.extend((turn.session_id, turn.turn_number) for turn in turns)
+        return real(turns)
+
+    monkeypatch.setattr(turn_queue, "conversation_embed_turns", counting)
+    sessions = [new_session(tenant), session_create(tenant=tenant, user_id="u2", agent_id="x")]
+    with django_capture_on_commit_callbacks(execute=True):
+        for number in range(1, 6):
+            for index, session in enumerate(sessions):
+                record(tenant, session, f"line {number} of session {index} zq{number}{index}", "ok")
+    report = turns_remember_pending(batch=3)
+    assert (report.written, report.marks, report.batches, report.left) == (10, 10, 4, 0)
+    assert len(embedded) == len(set(embedded)) == 10
+    for index, session in enumerate(sessions):
+        rows = Memory.objects.filter(session_id=session.pk, source=TURN).order_by("thread_order")
+        assert [row.thread_order for row in rows] == [1, 2, 3, 4, 5]
+        for row in rows[:4]:  # each window holds the line after it
+            assert f"zq{row.thread_order + 1}{index}" in row.thread_context
+    assert turns_remember_pending().written == 0
+
+
+def test_a_batch_whose_embedding_fails_is_written_session_by_session(
+    tenant: Tenant,
+    drain_due: None,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    session = new_session(tenant)
+    with django_capture_on_commit_callbacks(execute=True):
+        record(tenant, session, "First line", "ok")
+        record(tenant, session, "Second line", "ok")
+    real = turn_queue.conversation_embed_turns
+    calls: list[int] = []
+
+    def failing_once(turns: Any) -> Any:
+        calls.append(len(turns))
+        if len(calls) == 1:
+            raise RuntimeError("the model failed")
+        return real(turns)
+
+    monkeypatch.setattr(turn_queue, "conversation_embed_turns", failing_once)
+    report = turns_remember_pending()
+    assert (report.written, report.left) == (2, 0)
+    assert _numbers(session) == [1, 2]
