@@ -11,14 +11,14 @@ The drain runs one at a time (a PostgreSQL advisory lock, freed with its connect
 the worker dies) and, in a worker, lingers a moment (ENGRAM_TURN_MEMORY_LINGER_SECONDS)
 for new marks before it ends, so that a steady stream of turns is written by one
 running drain rather than by a task queued behind the worker's others each time. It
-takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes
-the memories of every turn they name across all their sessions at once (one embedding
-call, one INSERT) and removes the marks only after that committed, so a worker that
-dies mid-batch leaves them to the next drain. While a batch is written, the next one is
-taken and embedded in a thread: the model's CPU and the database's overlap. Writing is idempotent (a turn's memory has a content hash of its own), so a mark
-drained twice writes nothing the second time. The turns written are then handed to
-extraction in one task (`extract_memories_from_turns`), which embeds their facts
-together too.
+takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes the memories of every
+turn they name across all their sessions at once (one embedding call, one INSERT) and
+removes the marks only after that committed, so a worker that dies mid-batch leaves
+them to the next drain. While a batch is written, the next one is taken and embedded in
+a thread: the model's CPU and the database's overlap. Writing is idempotent (a turn's
+memory has a content hash of its own), so a mark drained twice writes nothing the
+second time. The turns written are then handed to extraction in one task
+(`extract_memories_from_turns`), which embeds their facts together too.
 
 Nothing is lost to a missed publish: the periodic drain (config/schedules.py) takes
 marks nobody drained, and the look-back of `conversation_remember_marked` writes, with a
