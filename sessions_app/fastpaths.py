@@ -9,7 +9,8 @@ contract `fastpaths`). The shortcuts, each with its reason below:
 1. `rows_insert`: INSERT … RETURNING with fixed SQL, instead of `save()`/`bulk_create`.
 2. `rows_copy` (with `rows_next_ids`): COPY for many rows, instead of `bulk_create`.
 3. `sessions_select_for_turns`: the session lock read as one fixed statement with its
-   cart, rows turned into instances with the ORM's own converters (`from_db`).
+   cart and whether it holds budget reservations, rows turned into instances with the
+   ORM's own converters (`from_db`).
 4. `sessions_save_counters`: one fixed UPDATE of the counters the turns moved, instead
    of `save(update_fields=…)` per session.
 5. `turn_steps_preloaded`: the steps just written served as the turn's prefetched
@@ -27,7 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection
@@ -38,7 +39,7 @@ from rest_framework import serializers
 from rest_framework.fields import Field as ApiField
 from rest_framework.fields import is_simple_callable
 
-from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.models import BudgetReservation, ChatSession, ChatTurn, TurnStep
 
 S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]  # generic in DRF's stubs only
 
@@ -176,25 +177,34 @@ def rows_copy(
 
 # The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
 # quantity, note}]` in position order) read by the same statement: most sessions have no
-# cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
-# UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
-# the KEY SHARE locks that inserts referencing the session take for their foreign keys.
-# Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
+# cart, and a query of its own cost every turn a round trip. Likewise whether the session
+# has budget reservations (live or ended): most have none, and then the turn has none to
+# spend or clear, so it skips the DELETE that would (`turn_draft`). NO KEY UPDATE rather
+# than UPDATE: it still serialises writers of the row (turn numbers stay race-free), but
+# not the KEY SHARE locks that inserts referencing the session take for their foreign
+# keys. Fixed SQL over the model's columns, built once, so that nothing compiles it per
+# turn.
 def session_lock_statement() -> sql.Composed:
-    """The lock read over every concrete column of `chat_session`, then `cart_json`."""
+    """The lock read over every concrete column of `chat_session`, then `cart_json` and
+    `reservations_held`."""
     columns = [sql.Identifier("s", str(f.column)) for f in ChatSession._meta.concrete_fields]
     return sql.SQL(
         """
 SELECT {columns}, ARRAY(
     SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
       FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
-) AS cart_json
+) AS cart_json, EXISTS (
+    SELECT FROM {reservation} AS r WHERE r.session_id = s.id
+) AS reservations_held
   FROM chat_session AS s
  WHERE s.tenant_id = %s AND s.id = ANY(%s)
  ORDER BY s.id
    FOR NO KEY UPDATE OF s
 """
-    ).format(columns=sql.SQL(", ").join(columns))
+    ).format(
+        columns=sql.SQL(", ").join(columns),
+        reservation=sql.Identifier(BudgetReservation._meta.db_table),
+    )
 
 
 Converter = Callable[[Any, Any, Any], Any]
@@ -215,23 +225,30 @@ def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
     return session_lock_statement().as_string(), converters
 
 
-def sessions_select_for_turns(
-    *, tenant_id: int, ids: list[uuid.UUID]
-) -> list[tuple[ChatSession, list[dict[str, Any]]]]:
+class SessionRead(NamedTuple):
+    """A session as the lock read gives it: the instance, its cart (`[{mpn, quantity,
+    note}]`), and whether any budget reservation of it existed when it was locked."""
+
+    session: ChatSession
+    cart: list[dict[str, Any]]
+    reservations_held: bool
+
+
+def sessions_select_for_turns(*, tenant_id: int, ids: list[uuid.UUID]) -> list[SessionRead]:
     """Lock the tenant's sessions among `ids` in id order and read each one with its cart
-    (`[{mpn, quantity, note}]`): instances equal to what `ChatSession.objects.get` gives."""
+    and reservation flag: instances equal to what `ChatSession.objects.get` gives."""
     sql, converters = _session_reader()
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant_id, ids])
         rows = cursor.fetchall()
     out = []
     for row in rows:
-        values = list(row[:-1])
+        values = list(row[:-2])
         for position, functions, column in converters:
             for convert in functions:
                 values[position] = convert(values[position], column, connection)
         session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
-        out.append((session, [json.loads(item) for item in row[-1]]))
+        out.append(SessionRead(session, [json.loads(item) for item in row[-2]], bool(row[-1])))
     return out
 
 

@@ -71,10 +71,12 @@ class TurnRecorded:
 
 @dataclass(frozen=True)
 class LockedSession:
-    """A session locked for recording turns, with its cart as read under the lock."""
+    """A session locked for recording turns, with its cart as read under the lock and
+    whether it had budget reservations then."""
 
     session: ChatSession
     cart: list[dict[str, Any]]
+    reservations_held: bool = True
 
 
 def sessions_lock_for_turns(
@@ -84,8 +86,10 @@ def sessions_lock_for_turns(
     sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
     are absent from the answer."""
     return {
-        session.pk: LockedSession(session=session, cart=cart)
-        for session, cart in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
+        read.session.pk: LockedSession(
+            session=read.session, cart=read.cart, reservations_held=read.reservations_held
+        )
+        for read in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
     }
 
 
@@ -178,6 +182,7 @@ def turn_draft(
     fields: TurnFields,
     idempotency_key: str | None,
     now: datetime,
+    reservations_held: bool = True,
 ) -> TurnDraft:
     """Everything either route decides for one turn, in one place, so the single and the
     batch route cannot drift: writability (410), counts (400), the budget reservation it
@@ -186,12 +191,15 @@ def turn_draft(
     the per-turn ceilings (`over_limit`), the session's counters and budget flag, and
     the warnings. `session` is locked by the caller (`sessions_lock_for_turns`), inside
     its transaction; the session's counters are moved on the instance (written later by
-    `sessions_save_counters`). Raises before writing anything, so a batch can refuse
-    the item alone; the only writes (reservation, rotation) come after every check."""
+    `sessions_save_counters`). `reservations_held` False (the lock read found no budget
+    reservation of the session) skips releasing one: there is none to spend or clear.
+    Raises before writing anything, so a batch can refuse the item alone; the only
+    writes (reservation, rotation) come after every check."""
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
     occurred_at = occurred_at_check(fields.occurred_at, now=now)
-    budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
+    if reservations_held:
+        budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
     rotated_from: ChatSession | None = None
     if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
         rotated_from, session = session, session_rotate(session=session, now=now)
@@ -341,6 +349,7 @@ def turn_record(
         ),
         idempotency_key=idempotency_key,
         now=now,
+        reservations_held=locked.reservations_held,
     )
     turns_insert([draft], now=now)
     sessions_save_counters([draft.session])
