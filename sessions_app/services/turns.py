@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.fastpaths import (
+    instance_new,
     rows_copy,
     rows_insert,
     sessions_save_counters,
@@ -250,7 +251,8 @@ def _turn_row(
     """The unsaved turn: numbered after the locked session's last turn, its state chained
     from the session's, and the workspace as it stands after it."""
     state = fields.state
-    return ChatTurn(
+    return instance_new(
+        ChatTurn,
         tenant_id=session.tenant_id,
         session=session,
         turn_number=session.last_turn_number + 1,  # safe: the row is locked

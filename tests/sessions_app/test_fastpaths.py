@@ -16,7 +16,7 @@ from rest_framework.exceptions import ValidationError
 
 from sessions_app import fastpaths
 from sessions_app.api.serializers_turns import TurnCreateSerializer
-from sessions_app.models import BudgetReservation, ChatSession, Tenant, TurnStep
+from sessions_app.models import BudgetReservation, ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.turns import StepInput, TurnRecorded, turn_record
@@ -196,3 +196,32 @@ def test_a_shared_serializer_validates_as_a_fresh_one() -> None:
     ]
     for body in bodies:
         assert _errors(shared, body) == _errors(TurnCreateSerializer(), body)
+
+
+def _instance_state(obj: Any) -> tuple[dict[str, Any], dict[str, Any], bool, Any]:
+    # A default of "now" differs by the microseconds between the two constructions.
+    attributes = {
+        k: type(v) if k == "occurred_at" else v for k, v in obj.__dict__.items() if k != "_state"
+    }
+    return attributes, dict(obj._state.fields_cache), obj._state.adding, obj._state.db
+
+
+def test_a_new_instance_is_what_the_constructor_makes(tenant: Tenant) -> None:
+    """Related instances (saved or not), ids, defaults (callable ones fresh per instance)
+    and explicit values: the same attributes and relation cache as `Model(**values)`."""
+    recorded = _recorded(tenant)
+    session, unsaved_turn = recorded.session, ChatTurn(session=recorded.session, turn_number=9)
+    cases: list[tuple[type[Any], dict[str, Any]]] = [
+        (ChatTurn, {"tenant_id": tenant.pk, "session": session, "turn_number": 2}),
+        (ChatTurn, {"session_id": session.pk, "intent_data": {"i": 1}, "state_after": None}),
+        (TurnStep, {"turn": unsaved_turn, "session": session, "step_order": 1, "model": "m"}),
+        (TurnStep, {"turn": recorded.turn, "session": None, "cost_usd": Decimal("0.5")}),
+        (TurnStep, {}),
+    ]
+    for model, values in cases:
+        fast, plain = fastpaths.instance_new(model, **values), model(**values)
+        assert _instance_state(fast) == _instance_state(plain), (model, values)
+    first, second = fastpaths.instance_new(ChatTurn), fastpaths.instance_new(ChatTurn)
+    assert first.metadata == {} and first.metadata is not second.metadata
+    with pytest.raises(TypeError):
+        fastpaths.instance_new(ChatTurn, no_such_field=1)
