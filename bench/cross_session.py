@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import signal
 import statistics
@@ -330,10 +329,6 @@ def _cases(args: argparse.Namespace) -> Iterator[tuple[str, list[Case]]]:
         yield "LongMemEval dev", longmemeval_cases(args.longmemeval, args.per_type)
 
 
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cross_session", description=__doc__)
     parser.add_argument("--locomo", type=Path, help="locomo-dev.json")
@@ -349,55 +344,28 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(
         ["python -m bench.cross_session", *(argv if argv is not None else sys.argv[1:])]
     )
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    from bench.run import raise_on_sigterm
+
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
 
     from bench.harness import BenchResult, log, record
-    from bench.run import _production_env
-    from bench.servers import Gunicorn, data_services
+    from bench.run import api_on_gunicorn
 
-    with data_services(log) as (database_url, redis_url):
-        server_env = _production_env(database_url, redis_url)
-        os.environ.update(server_env)
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        from sessions_app.models import Tenant
-        from sessions_app.services.api_keys import api_key_create
-
-        log("[setup] migrating")
-        call_command("migrate", verbosity=0, interactive=False)
-        run_id = time.strftime("%H%M%S")
-        tenant = Tenant.objects.create(name=f"cross-{run_id}")
-        secret = api_key_create(tenant=tenant, name="cross").secret
-        env = {**os.environ, **server_env, "CELERY_TASK_ALWAYS_EAGER": "true"}
-        results: dict[str, dict[str, Any]] = {}
-        server = Gunicorn(env=env, workers=os.cpu_count() or 1, threads=2)
-        with (
-            server,
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{server.port}",
-                headers={"Authorization": f"Bearer {secret}"},
-                timeout=300,
-            ) as client,
-        ):
-            for name, cases in _cases(args):
-                rows: list[dict[str, Any]] = []
-                for index, case in enumerate(cases, 1):
-                    rows += run_case(client, case, run_id, args.single)
-                    kept = sum(r["kept"] for r in rows)
-                    base = sum(r["bm25_kept"] for r in rows)
-                    log(
-                        f"[{name}] {index}/{len(cases)} users, kept {kept}/{len(rows)}, bm25 {base}"
-                    )
-                results[name] = summarise(rows)
-                log(f"[{name}] {json.dumps(results[name])}")
+    results: dict[str, dict[str, Any]] = {}
+    with api_on_gunicorn(log, tenant_name="cross", timeout=300) as (client, run_id):
+        for name, cases in _cases(args):
+            rows: list[dict[str, Any]] = []
+            for index, case in enumerate(cases, 1):
+                rows += run_case(client, case, run_id, args.single)
+                kept = sum(r["kept"] for r in rows)
+                base = sum(r["bm25_kept"] for r in rows)
+                log(f"[{name}] {index}/{len(cases)} users, kept {kept}/{len(rows)}, bm25 {base}")
+            results[name] = summarise(rows)
+            log(f"[{name}] {json.dumps(results[name])}")
+        # Recorded before the servers stop: the section names their versions.
         result = BenchResult(ID, TITLE, markdown(results, command), {"results": results})
         path = record(result, command, update=not args.no_record)
         log(f"[cross-session] raw: {path}")
-        from django.db import connections
-
-        connections.close_all()
     return 0
 
 

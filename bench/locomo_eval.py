@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import signal
 import statistics
@@ -364,10 +363,6 @@ def markdown(memory: dict[str, Any] | None, context: dict[str, Any] | None, comm
     return "\n".join(lines)
 
 
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.locomo_eval", description=__doc__)
     parser.add_argument("--data", required=True, type=Path, help="locomo-dev.json")
@@ -382,57 +377,32 @@ def main(argv: list[str] | None = None) -> int:
     convs = load(args.data)
     if args.conversations:
         convs = convs[: args.conversations]
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    from bench.run import raise_on_sigterm
+
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
 
     from bench.harness import BenchResult, log, record
-    from bench.run import _production_env
-    from bench.servers import Gunicorn, data_services
+    from bench.run import api_on_gunicorn
 
-    with data_services(log) as (database_url, redis_url):
-        server_env = _production_env(database_url, redis_url)
-        os.environ.update(server_env)
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        from sessions_app.models import Tenant
-        from sessions_app.services.api_keys import api_key_create
-
-        log("[setup] migrating")
-        call_command("migrate", verbosity=0, interactive=False)
-        run_id = time.strftime("%H%M%S")
-        tenant = Tenant.objects.create(name=f"locomo-{run_id}")
-        secret = api_key_create(tenant=tenant, name="locomo").secret
-        env = {**os.environ, **server_env, "CELERY_TASK_ALWAYS_EAGER": "true"}
-        memory = context = None
-        server = Gunicorn(env=env, workers=os.cpu_count() or 1, threads=2)
-        with (
-            server,
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{server.port}",
-                headers={"Authorization": f"Bearer {secret}"},
-                timeout=120,
-            ) as client,
-        ):
-            client.post(
-                "/api/v1/memories/search", json={"query": "warm up", "user_id": "nobody"}
-            ).raise_for_status()
-            if "memory" in protocols:
-                log("[locomo] memory protocol")
-                memory = memory_protocol(client, convs, run_id)
-                log(f"[locomo] memory: {json.dumps(memory)}")
-            if "context" in protocols:
-                log("[locomo] context protocol")
-                context = context_protocol(client, convs, run_id)
-                log(f"[locomo] context: {json.dumps(context)}")
+    memory = context = None
+    with api_on_gunicorn(log, tenant_name="locomo", timeout=120) as (client, run_id):
+        client.post(
+            "/api/v1/memories/search", json={"query": "warm up", "user_id": "nobody"}
+        ).raise_for_status()
+        if "memory" in protocols:
+            log("[locomo] memory protocol")
+            memory = memory_protocol(client, convs, run_id)
+            log(f"[locomo] memory: {json.dumps(memory)}")
+        if "context" in protocols:
+            log("[locomo] context protocol")
+            context = context_protocol(client, convs, run_id)
+            log(f"[locomo] context: {json.dumps(context)}")
+        # Recorded before the servers stop: the section names their versions.
         result = BenchResult(
             ID, TITLE, markdown(memory, context, command), {"memory": memory, "context": context}
         )
         path = record(result, command, update=not args.no_record)
         log(f"[locomo] raw: {path}")
-        from django.db import connections
-
-        connections.close_all()
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import signal
 import sys
 import time
@@ -387,10 +386,6 @@ def markdown(lme: dict[str, Any] | None, locomo: dict[str, Any] | None, command:
     return "\n".join(lines)
 
 
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.longmemeval_retrieval", description=__doc__
@@ -405,59 +400,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not (args.longmemeval or args.locomo):
         parser.error("give --longmemeval and/or --locomo")
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    from bench.run import raise_on_sigterm
+
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     if args.dump and args.dump.exists():
         args.dump.unlink()
 
     from bench.harness import BenchResult, log, record
-    from bench.run import _production_env
-    from bench.servers import Gunicorn, data_services
+    from bench.run import api_on_gunicorn
 
-    with data_services(log) as (database_url, redis_url):
-        server_env = _production_env(database_url, redis_url)
-        os.environ.update(server_env)
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        from sessions_app.models import Tenant
-        from sessions_app.services.api_keys import api_key_create
-
-        log("[setup] migrating")
-        call_command("migrate", verbosity=0, interactive=False)
-        run_id = time.strftime("%H%M%S")
-        tenant = Tenant.objects.create(name=f"lme-{run_id}")
-        secret = api_key_create(tenant=tenant, name="lme").secret
-        env = {**os.environ, **server_env, "CELERY_TASK_ALWAYS_EAGER": "true"}
-        lme = locomo = None
-        server = Gunicorn(env=env, workers=os.cpu_count() or 1, threads=2)
-        with (
-            server,
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{server.port}",
-                headers={"Authorization": f"Bearer {secret}"},
-                timeout=300,
-            ) as client,
-        ):
-            _ok(client.post("/api/v1/memories/search", json={"query": "warm up", "user_id": "x"}))
-            if args.longmemeval:
-                log("[lme] pooled turn retrieval")
-                lme = lme_protocol(client, load_pool(args.longmemeval), run_id, log, args.dump)
-                log(f"[lme] {json.dumps(lme)}")
-            if args.locomo:
-                log("[locomo] memory protocol")
-                locomo = memory_protocol(client, load(args.locomo), run_id)
-                log(f"[locomo] {json.dumps(locomo)}")
-                if args.dump:
-                    locomo_dump(client, args.dump, args.locomo, run_id)
+    lme = locomo = None
+    with api_on_gunicorn(log, tenant_name="lme", timeout=300) as (client, run_id):
+        _ok(client.post("/api/v1/memories/search", json={"query": "warm up", "user_id": "x"}))
+        if args.longmemeval:
+            log("[lme] pooled turn retrieval")
+            lme = lme_protocol(client, load_pool(args.longmemeval), run_id, log, args.dump)
+            log(f"[lme] {json.dumps(lme)}")
+        if args.locomo:
+            log("[locomo] memory protocol")
+            locomo = memory_protocol(client, load(args.locomo), run_id)
+            log(f"[locomo] {json.dumps(locomo)}")
+            if args.dump:
+                locomo_dump(client, args.dump, args.locomo, run_id)
+        # Recorded before the servers stop: the section names their versions.
         result = BenchResult(
             ID, TITLE, markdown(lme, locomo, command), {"longmemeval": lme, "locomo": locomo}
         )
         path = record(result, command, update=not args.no_record)
         log(f"[lme] raw: {path}")
-        from django.db import connections
-
-        connections.close_all()
     return 0
 
 

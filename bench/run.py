@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import cast
 
+import httpx
+
 from bench.harness import (
     BenchContext,
     Benchmark,
@@ -96,8 +98,40 @@ def django_on_data_services(log: Callable[[str], None]) -> Iterator[dict[str, st
             connections.close_all()
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # unwinds through every finally: servers stop
+@contextmanager
+def api_on_gunicorn(
+    log: Callable[[str], None], *, tenant_name: str, timeout: float
+) -> Iterator[tuple[httpx.Client, str]]:
+    """An authenticated client of a gunicorn with production settings, on a new tenant of
+    `django_on_data_services`: where an evaluation talks to Engram through its public API
+    as an agent would. Background work runs inline (CELERY_TASK_ALWAYS_EAGER), as a
+    deployment without a worker backlog sees it. Yields the client and the run id that
+    keeps this run's users apart from an earlier run's on the same database."""
+    from bench.servers import Gunicorn
+
+    with django_on_data_services(log) as server_env:
+        from sessions_app.models import Tenant
+        from sessions_app.services.api_keys import api_key_create
+
+        run_id = time.strftime("%H%M%S")
+        tenant = Tenant.objects.create(name=f"{tenant_name}-{run_id}")
+        secret = api_key_create(tenant=tenant, name=tenant_name).secret
+        env = {**os.environ, **server_env, "CELERY_TASK_ALWAYS_EAGER": "true"}
+        server = Gunicorn(env=env, workers=os.cpu_count() or 1, threads=2)
+        with (
+            server,
+            httpx.Client(
+                base_url=f"http://127.0.0.1:{server.port}",
+                headers={"Authorization": f"Bearer {secret}"},
+                timeout=timeout,
+            ) as client,
+        ):
+            yield client, run_id
+
+
+def raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as SystemExit: it unwinds through every `finally`, so the servers stop."""
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = {part.strip().upper() for part in args.only.split(",") if part.strip()} or None
     command = " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
 
     from bench.servers import data_services
 

@@ -192,10 +192,6 @@ def markdown(result: dict[str, Any], command: str) -> str:
     )
 
 
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.turn_recall", description=__doc__)
     parser.add_argument("--rate", type=float, default=20.0)
@@ -207,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(
         ["python -m bench.turn_recall", *(argv if argv is not None else sys.argv[1:])]
     )
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    from bench.run import raise_on_sigterm
+
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
 
     from bench.harness import BenchResult, log, record
     from bench.run import _production_env

@@ -97,6 +97,15 @@ def _register_session_tools(server: MCPServer, call: BoundCall) -> None:
         )
 
 
+class NextCall(BaseModel):
+    """The next LLM call's expected spend, to reserve with the turn (`reserve_next`)."""
+
+    estimated_tokens: int = Field(ge=0, description="Input + output tokens it will spend.")
+    estimated_cost_usd: float | None = Field(None, ge=0, description="USD, if you know.")
+    model: str | None = Field(None, max_length=255, description="Its model (model budgets).")
+    lease_seconds: int | None = Field(None, ge=1, le=3600, description="How long it holds.")
+
+
 def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
     """turn_record: one exchange and its LLM calls."""
 
@@ -105,7 +114,11 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
         "you answered, and each LLM or tool call as a step (step_type, model, "
         "input_tokens, output_tokens, optional cached_tokens / reasoning_tokens, "
         "duration_ms, success, error). Spend is priced per model and added to the "
-        "session. Reuse the same idempotency_key when retrying so it is counted once."
+        "session. Reuse the same idempotency_key when retrying so it is counted once. "
+        "The turn spends a budget reservation (reservation_id, else the session's oldest "
+        "live one). With reserve_next, the answer's next_call says whether your next LLM "
+        "call may go ahead and holds its estimate, as budget_check would: one call instead "
+        "of two."
     )
     def turn_record(
         session_id: SessionId,
@@ -128,6 +141,13 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
                 "defaults to now. For history recorded after the fact."
             ),
         ] = None,
+        reservation_id: Annotated[
+            str | None,
+            Field(description="The reservation budget_check gave you, which this turn spends."),
+        ] = None,
+        reserve_next: Annotated[
+            NextCall | None, Field(description="Also reserve the budget for your next call.")
+        ] = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "user_message": user_message,
@@ -138,6 +158,12 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
             body["state"] = state
         if occurred_at is not None:
             body["occurred_at"] = occurred_at
+        if reservation_id is not None:
+            body["reservation_id"] = reservation_id
+        if reserve_next is not None:
+            body["reserve_next"] = reserve_next.model_dump(exclude_none=True)
+            if reserve_next.estimated_cost_usd is not None:
+                body["reserve_next"]["estimated_cost_usd"] = str(reserve_next.estimated_cost_usd)
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,

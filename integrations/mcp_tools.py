@@ -29,7 +29,6 @@ from sessions_app.api.serializers_sessions import SessionCreateSerializer, Sessi
 from sessions_app.api.serializers_turns import (
     BudgetCheckSerializer,
     BudgetReservationSerializer,
-    TurnCreateSerializer,
 )
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
@@ -37,7 +36,7 @@ from sessions_app.api.serializers_workspace import (
     SelectionAddSerializer,
     cart_body,
 )
-from sessions_app.api.views_turns import turn_recorded_json
+from sessions_app.api.views_turns import turn_record_request
 from sessions_app.errors import ApplicationError, BudgetExceeded
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
@@ -45,8 +44,6 @@ from sessions_app.services.budgets import budget_check_reserve, budget_retry_aft
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
-from sessions_app.services.turn_recording import turn_record_idempotent
-from sessions_app.services.turns import TurnFields
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -105,16 +102,13 @@ def session_open(
 def turn_record_tool(
     tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
 ) -> dict[str, Any]:
-    validated = TurnCreateSerializer().run_validation(body)
-    outcome = turn_record_idempotent(
-        tenant=tenant,
-        session_id=session_id,
-        fields=TurnFields(**TurnCreateSerializer.service_kwargs(validated)),
-        idempotency_key=idempotency_key,
-        request_body=body,
-        render=turn_recorded_json,
+    """`POST …/sessions/{id}/turns`: the body as that route takes it (`reservation_id`,
+    `reserve_next` included), so the answer is the route's 201 body (with `next_call`
+    when the next call was reserved), plus `replayed`."""
+    outcome, answer = turn_record_request(
+        tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key
     )
-    return {"replayed": outcome.replayed, **jsonable(outcome.body)}
+    return {"replayed": outcome.replayed, **jsonable(answer)}
 
 
 def memory_add_tool(tenant: Tenant, **fields: Any) -> dict[str, Any]:

@@ -67,6 +67,13 @@ def _lock_names(session_ids: Sequence[Any]) -> list[str]:
     return [f"memory.conversation:{session_id}" for session_id in session_ids]
 
 
+def conversation_lock(session_ids: Sequence[Any]) -> None:
+    """Hold the sessions' conversation locks, the writer's, to the end of the transaction:
+    whatever then deletes the sessions' memories waits for a write in flight to commit and
+    sees its rows, and a write that comes after finds the turns gone."""
+    advisory_xact_locks(_lock_names(session_ids))
+
+
 def conversation_remember_session(*, session_id: uuid.UUID | str, up_to: int) -> int:
     """Remember the session's live turns numbered up to `up_to` that have no memory yet
     (`conversation_remember_marked` for one session). Returns how many were written."""
@@ -142,7 +149,7 @@ def conversation_remember_turns(*, turns: Sequence[ChatTurn]) -> list[ChatTurn]:
         first, _ = ranges.get(turn.session_id, (turn.turn_number, 0))
         ranges[turn.session_id] = (min(first, turn.turn_number), turn.turn_number)
     with transaction.atomic():
-        advisory_xact_locks(_lock_names(list(ranges)))
+        conversation_lock(list(ranges))
         live = turn_ids_in_ranges(ranges=ranges)
         done = _remembered(ranges)
         written = [
@@ -192,7 +199,7 @@ def conversation_forget(
     is None, with the sessions' episodes; else those turns'), and close the thread's
     window over the gap. Runs inside the transaction that withdraws the turns."""
     deleted = 0
-    advisory_xact_locks(_lock_names(session_ids))
+    conversation_lock(session_ids)
     for session_id in session_ids:
         rows = Memory.objects.filter(tenant_id=tenant_id, session_id=session_id)
         if turn_numbers is None:

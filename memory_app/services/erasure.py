@@ -2,7 +2,9 @@
 transaction of sessions_app's `user_erase`.
 
 Deletes the user's memories (versions and relations cascade), the memories learnt in the
-user's sessions, and removes the user from other memories' `allowed_users`.
+user's sessions, and removes the user from other memories' `allowed_users`. It holds the
+sessions' conversation locks first, as the turn writer does: a batch of the user's turns
+being written as memory commits before the delete reads, so none outlives the erasure.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from memory_app.models import (
     MemoryTermStat,
     MemoryVersion,
 )
+from memory_app.services.conversation import conversation_lock
 
 
 @transaction.atomic
@@ -27,6 +30,7 @@ def memories_erase_user(
     *, tenant_id: int, user_id: str, session_ids: Sequence[uuid.UUID] = ()
 ) -> dict[str, int]:
     """Delete the memories about `user_id`; answers the row counts per kind."""
+    conversation_lock(session_ids)
     memories = Memory.objects.filter(tenant_id=tenant_id).filter(
         Q(user_id=user_id) | Q(session_id__in=list(session_ids))
     )

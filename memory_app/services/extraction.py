@@ -24,12 +24,14 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from memory_app.extraction.candidates import Candidate
 from memory_app.extraction.heuristic import MAX_MESSAGE_CHARS, extract_heuristic
 from memory_app.extraction.llm import llm_messages, parse_llm_memories
 from memory_app.llm import ChatCompletion, LLMEndpoint, LLMError, chat_complete
 from memory_app.models import MemorySource, MemoryType, RelationType
+from memory_app.services.conversation import conversation_lock
 from memory_app.services.llm_steps import STEP_EXTRACT, llm_step_record
 from memory_app.services.memories import (
     AddResult,
@@ -37,7 +39,7 @@ from memory_app.services.memories import (
     memory_add_many,
     memory_gate_reasons,
 )
-from sessions_app.selectors.turns import turn_get_by_id
+from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live
 
 __all__ = [
     "Candidate",
@@ -88,22 +90,36 @@ def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     """Extract and add the memories of one turn. Safe to run twice."""
     turn = turn_get_by_id(turn_id=turn_id)
     drafts = _drafts_of_turn(turn) if turn is not None else []
-    return memory_add_many(tenant=turn.tenant, drafts=drafts) if turn and drafts else []
+    return _add_of_live_turns(turn.tenant, [(turn, drafts)]) if turn and drafts else []
 
 
 def memories_extract_from_turns(*, turn_ids: Sequence[int]) -> list[AddResult]:
     """Extract the memories of several turns and add them with one `memory_add_many` per
     tenant (one embedding call for all their facts). Safe to run twice."""
-    by_tenant: dict[int, tuple[Any, list[MemoryDraft]]] = {}
+    by_tenant: dict[int, tuple[Any, list[tuple[Any, list[MemoryDraft]]]]] = {}
     for turn_id in turn_ids:
         turn = turn_get_by_id(turn_id=turn_id)
         drafts = _drafts_of_turn(turn) if turn is not None else []
         if turn is not None and drafts:
-            by_tenant.setdefault(turn.tenant_id, (turn.tenant, []))[1].extend(drafts)
+            by_tenant.setdefault(turn.tenant_id, (turn.tenant, []))[1].append((turn, drafts))
     results: list[AddResult] = []
-    for tenant, drafts in by_tenant.values():
-        results.extend(memory_add_many(tenant=tenant, drafts=drafts))
+    for tenant, of_turns in by_tenant.values():
+        results.extend(_add_of_live_turns(tenant, of_turns))
     return results
+
+
+def _add_of_live_turns(
+    tenant: Any, of_turns: list[tuple[Any, list[MemoryDraft]]]
+) -> list[AddResult]:
+    """Add the drafts of the turns still live, under their sessions' conversation locks:
+    extraction reads a turn and may then wait seconds for an LLM, so a rollback or an
+    erasure that committed meanwhile leaves nothing of it behind, and one that comes
+    later waits for this commit and deletes what it wrote."""
+    with transaction.atomic():
+        conversation_lock([turn.session_id for turn, _ in of_turns])
+        live = turn_ids_live(turn_ids=[turn.pk for turn, _ in of_turns])
+        drafts = [draft for turn, drafts in of_turns if turn.pk in live for draft in drafts]
+        return memory_add_many(tenant=tenant, drafts=drafts) if drafts else []
 
 
 def _drafts_of_turn(turn: Any) -> list[MemoryDraft]:

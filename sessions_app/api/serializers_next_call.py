@@ -6,7 +6,6 @@ ask again) instead of a separate `POST …/budget/check`."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
@@ -17,7 +16,6 @@ from sessions_app.api.serializers_turns import (
     TurnCreateSerializer,
     TurnRecordedSerializer,
 )
-from sessions_app.services.budgets import BudgetDecision, budget_retry_after
 
 
 class NextCallSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
@@ -77,20 +75,4 @@ class NextCallResultSerializer(serializers.Serializer):  # type: ignore[type-arg
 class TurnRecordedReservingSerializer(TurnRecordedSerializer):
     next_call = NextCallResultSerializer(
         required=False, help_text="Present when the turn was sent with `reserve_next`."
-    )
-
-
-def next_call_data(decision: BudgetDecision) -> dict[str, Any]:
-    """The `next_call` member of a turn's answer."""
-    check = decision.check
-    return dict(
-        NextCallResultSerializer(
-            {
-                "allowed": check.allowed,
-                "reason": check.reason,
-                "retry_after": budget_retry_after(decision),
-                "tokens_remaining_after": check.tokens_remaining_after,
-                "reservation": decision.reservation,
-            }
-        ).data
     )

@@ -18,9 +18,9 @@ from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_next_call import (
+    NextCallResultSerializer,
     TurnCreateReservingSerializer,
     TurnRecordedReservingSerializer,
-    next_call_data,
 )
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
@@ -34,11 +34,16 @@ from sessions_app.api.serializers_turns import (
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.fastpaths import planned_representation, shared_serializer
-from sessions_app.models import ChatSession, ChatTurn
+from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
-from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.budgets import (
+    BudgetDecision,
+    budget_check_reserve,
+    budget_retry_after,
+)
+from sessions_app.services.idempotency import IdempotentOutcome
 from sessions_app.services.turn_recording import (
     NextCall,
     turn_record_idempotent,
@@ -64,6 +69,26 @@ def turn_recorded_body() -> Callable[[TurnRecorded], dict[str, Any]]:
     return planned_representation(shared_serializer(TurnRecordedSerializer))
 
 
+@cache
+def _next_call_body() -> Callable[[Any], dict[str, Any]]:
+    """NextCallResultSerializer's rendering, planned once (see `sessions_app.fastpaths`)."""
+    return planned_representation(shared_serializer(NextCallResultSerializer))
+
+
+def next_call_data(decision: BudgetDecision) -> dict[str, Any]:
+    """The `next_call` member of a turn's answer."""
+    check = decision.check
+    return _next_call_body()(
+        {
+            "allowed": check.allowed,
+            "reason": check.reason,
+            "retry_after": budget_retry_after(decision),
+            "tokens_remaining_after": check.tokens_remaining_after,
+            "reservation": decision.reservation,
+        }
+    )
+
+
 def turn_recorded_json(recorded: TurnRecorded, keyed: bool) -> dict[str, Any]:
     """A recorded turn's 201 body. A stored body must replay byte for byte, so a keyed
     one is kept as rendered JSON; without a key the renderer's one pass is enough."""
@@ -81,6 +106,40 @@ def idempotency_key(request: Request) -> str | None:
             fields={IDEMPOTENCY_HEADER: ["Must be 1 to 255 printable ASCII characters."]}
         )
     return key
+
+
+def turn_record_request(
+    *, tenant: Tenant, session_id: str, data: Any, idempotency_key: str | None
+) -> tuple[IdempotentOutcome, dict[str, Any]]:
+    """A turn's request body (with `reserve_next`, optionally) validated and recorded, as
+    `POST …/sessions/{id}/turns` and the MCP `turn_record` tool take it: the outcome and
+    the answer's body (with `next_call` when it was asked for)."""
+    validated = shared_serializer(TurnCreateReservingSerializer).run_validation(data)
+    reserve_next = validated.pop("reserve_next", None)
+    # The turn is the same turn whatever it asks for its next call: a retry may
+    # change the estimate without reusing the key for another body.
+    sent = data if isinstance(data, dict) else {}  # validated: a dict
+    turn_body = {k: v for k, v in sent.items() if k != "reserve_next"}
+    fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated))
+    if reserve_next is None:
+        outcome = turn_record_idempotent(
+            tenant=tenant, session_id=session_id, fields=fields, idempotency_key=idempotency_key,
+            request_body=turn_body, render=turn_recorded_json,
+        )  # fmt: skip
+        return outcome, outcome.body
+    next_call = NextCall(
+        estimated_tokens=reserve_next["estimated_tokens"],
+        estimated_usd=reserve_next.get("estimated_cost_usd"),
+        model=reserve_next.get("model"),
+        lease_seconds=reserve_next.get("lease_seconds"),
+    )
+    outcome, decision = turn_record_reserving_next(
+        tenant=tenant, session_id=session_id, fields=fields, idempotency_key=idempotency_key,
+        request_body=turn_body, render=turn_recorded_json, next_call=next_call,
+    )  # fmt: skip
+    if decision is None:
+        return outcome, outcome.body
+    return outcome, {**outcome.body, "next_call": next_call_data(decision)}
 
 
 class TurnCursorPagination(CreatedCursorPagination):
@@ -133,34 +192,10 @@ class TurnListView(TenantGenericAPIView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        key = idempotency_key(request)
-        validated = shared_serializer(TurnCreateReservingSerializer).run_validation(request.data)
-        reserve_next = validated.pop("reserve_next", None)
-        # The turn is the same turn whatever it asks for its next call: a retry may
-        # change the estimate without reusing the key for another body.
-        sent = request.data if isinstance(request.data, dict) else {}  # validated: a dict
-        turn_body = {k: v for k, v in sent.items() if k != "reserve_next"}
-        fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated))
-        if reserve_next is None:
-            outcome = turn_record_idempotent(
-                tenant=self.tenant, session_id=session_id, fields=fields, idempotency_key=key,
-                request_body=turn_body, render=turn_recorded_json,
-            )  # fmt: skip
-            body = outcome.body
-        else:
-            next_call = NextCall(
-                estimated_tokens=reserve_next["estimated_tokens"],
-                estimated_usd=reserve_next.get("estimated_cost_usd"),
-                model=reserve_next.get("model"),
-                lease_seconds=reserve_next.get("lease_seconds"),
-            )
-            outcome, decision = turn_record_reserving_next(
-                tenant=self.tenant, session_id=session_id, fields=fields, idempotency_key=key,
-                request_body=turn_body, render=turn_recorded_json, next_call=next_call,
-            )  # fmt: skip
-            body = outcome.body
-            if decision is not None:
-                body = {**body, "next_call": next_call_data(decision)}
+        outcome, body = turn_record_request(
+            tenant=self.tenant, session_id=session_id, data=request.data,
+            idempotency_key=idempotency_key(request),
+        )  # fmt: skip
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
         return Response(body, status=outcome.status, headers=headers)
 

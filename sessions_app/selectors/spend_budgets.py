@@ -71,29 +71,38 @@ APPLYING_LOCKED_SQL = sql.SQL(
     " ORDER BY applying.id"
 ).format(budget=_BUDGET, applies=APPLIES_SQL, refuse=sql.Literal(BudgetAction.REFUSE.value))
 
-# One statement, so one snapshot: a turn that commits in between spends a reservation
-# and adds its cost at once, never one without the other.
-FIGURES_SQL = sql.SQL(
-    "SELECT b.id, p.period_start, p.period_end,"
-    " coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd,"
-    " coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens,"
-    " coalesce(h.usd, 0) AS held_usd"
-    " FROM {budget} AS b"
-    " CROSS JOIN LATERAL (SELECT {start} AS period_start, {end} AS period_end) AS p"
-    " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd"
-    " FROM {spend} AS t WHERE t.budget_id = b.id AND t.period_start = p.period_start) AS s"
-    " ON true"
-    " LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens,"
-    " sum(r.cost_usd) AS usd FROM {reservation} AS r"
-    " WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true"
-    " WHERE b.id = ANY(%(ids)s) ORDER BY b.id"
-).format(
-    budget=_BUDGET,
-    start=PERIOD_START_SQL,
-    end=PERIOD_END_SQL,
-    spend=sql.Identifier(BudgetSpend._meta.db_table),
-    reservation=sql.Identifier(BudgetReservation._meta.db_table),
-)
+
+def figures_sql(which: sql.Composable, *, more: sql.Composable | None = None) -> sql.Composed:
+    """The figures (`BudgetFigures`' columns, in id order) of the budgets `b` for which
+    `which` holds, then the columns `more` (of `b`) if given. One statement, so one
+    snapshot: a turn that commits in between spends a reservation and adds its cost at
+    once, never one without the other."""
+    return sql.SQL(
+        "SELECT b.id, p.period_start, p.period_end,"
+        " coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd,"
+        " coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens,"
+        " coalesce(h.usd, 0) AS held_usd{more}"
+        " FROM {budget} AS b"
+        " CROSS JOIN LATERAL (SELECT {start} AS period_start, {end} AS period_end) AS p"
+        " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd"
+        " FROM {spend} AS t WHERE t.budget_id = b.id AND t.period_start = p.period_start)"
+        " AS s ON true"
+        " LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens,"
+        " sum(r.cost_usd) AS usd FROM {reservation} AS r"
+        " WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true"
+        " WHERE {which} ORDER BY b.id"
+    ).format(
+        budget=_BUDGET,
+        start=PERIOD_START_SQL,
+        end=PERIOD_END_SQL,
+        spend=sql.Identifier(BudgetSpend._meta.db_table),
+        reservation=sql.Identifier(BudgetReservation._meta.db_table),
+        which=which,
+        more=sql.SQL("") if more is None else sql.SQL(", ") + more,
+    )
+
+
+FIGURES_SQL = figures_sql(sql.SQL("b.id = ANY(%(ids)s)"))
 
 
 @dataclass(frozen=True)
@@ -159,16 +168,6 @@ def figures_from_rows(by_id: dict[Any, SpendBudget], rows: list[Any]) -> list[Bu
         )
         for row in rows
     ]
-
-
-def budgets_that_apply(
-    *, tenant: Tenant, user_id: str, agent_id: str, model: str
-) -> list[SpendBudget]:
-    """The budgets of `budgets_applying`, without figures or locks."""
-    params = {"tenant": tenant.pk, "user": user_id, "agent": agent_id, "model": model or ""}
-    with connection.cursor() as cursor:
-        query = APPLYING_SQL.as_string(cursor.connection)
-    return list(SpendBudget.objects.raw(query, params))
 
 
 def spend_budgets_of(tenant: Tenant) -> QuerySet[SpendBudget]:

@@ -38,6 +38,15 @@ def turn_get_by_id(*, turn_id: int) -> ChatTurn | None:
     return ChatTurn.objects.select_related("session", "tenant").filter(pk=turn_id).first()
 
 
+def turn_ids_live(*, turn_ids: Sequence[int]) -> set[int]:
+    """Which of these turns still exist and were not rolled back."""
+    return set(
+        ChatTurn.objects.filter(pk__in=list(turn_ids), rolled_back=False).values_list(
+            "pk", flat=True
+        )
+    )
+
+
 def turns_live(*, session_id: Any) -> QuerySet[ChatTurn]:
     """The session's turns that were not rolled back, in no particular order."""
     return ChatTurn.objects.filter(session_id=session_id, rolled_back=False)

@@ -1,26 +1,32 @@
 """Reserving against period budgets in one round trip: the fast path of
 `budget_check_reserve` for a session without a budget of its own (the common case under
-period budgets).
+period budgets, and what a turn with `reserve_next` runs after its commit).
 
 Why: every agent under a shared budget queues on the budgets' row locks, so the time a
-lock is held bounds how many reservations per second all agents together get. The plain
-path holds the locks across four round trips between PostgreSQL and a Python thread
-that competes for the GIL with the worker's other threads. Here one message carries the
-whole locked part, run by PostgreSQL as one implicit transaction committed without
-waiting for the WAL flush: lock the refusing budgets in id order; then, in a statement
+lock is held bounds how many reservations per second all agents together get; and on a
+busy machine each round trip between a gunicorn thread and PostgreSQL costs about as
+much as the statement it carries. Here one message does it all, run by PostgreSQL as one
+implicit transaction committed without waiting for the WAL flush: lock the refusing
+budgets that apply to the call (user, agent, model) in id order; then, in a statement
 with a fresh snapshot (so it sees what the previous holder committed), read every
-applying budget's figures and insert the reservation only if each refusing budget has
-room for it. No Python runs while the locks are held.
+applying budget with its figures and insert the reservation only if each refusing
+budget has room for it. No Python runs while the locks are held, and the budgets are
+not read by a statement of their own before.
 
 The rule "has room" is `period_refusal`'s, written once more in SQL (`FITS_SQL`); the
 figures come back as they were before this reservation, and Python decides the answer
 from them with `period_refusal` itself. tests/sessions_app/test_budget_reservation_fastpath.py
-holds the two paths to the same decisions.
+holds the two paths to the same decisions. A budget created between the two statements
+is read and held without its lock, as the plain path would not have seen it at all: it
+did not exist when the check began.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -30,67 +36,166 @@ from django.db import connection
 from psycopg import sql
 
 from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, SpendBudget
-from sessions_app.selectors.spend_budgets import FIGURES_SQL, BudgetFigures, figures_from_rows
-
-# A refusing budget `b` with figures `f` has room for the estimate: nothing of it is left
-# once spent and held are set aside, or the estimate passes what is, means no.
-FITS_SQL = sql.SQL(
-    "(b.limit_tokens IS NULL OR (f.spent_tokens + f.held_tokens < b.limit_tokens"
-    " AND f.spent_tokens + f.held_tokens + %(tokens)s <= b.limit_tokens))"
-    " AND (b.limit_usd IS NULL OR (f.spent_usd + f.held_usd < b.limit_usd"
-    " AND f.spent_usd + f.held_usd + coalesce(%(usd)s::numeric, 0) <= b.limit_usd))"
+from sessions_app.selectors.spend_budgets import (
+    APPLIES_SQL,
+    BudgetFigures,
+    figures_from_rows,
+    figures_sql,
 )
-RESERVE_SQL = sql.SQL(
-    "SET LOCAL synchronous_commit TO off;"
-    " SELECT l.id FROM {budget} AS l WHERE l.id = ANY(%(refusing)s::uuid[]) ORDER BY l.id"
-    " FOR NO KEY UPDATE;"
-    " WITH f AS ({figures}),"
+
+_BUDGET = sql.Identifier(SpendBudget._meta.db_table)
+_FIELDS = SpendBudget._meta.concrete_fields  # the primary key first
+_REFUSE = sql.Literal(BudgetAction.REFUSE.value)
+FIGURES_COLUMNS = 8  # `figures_sql`'s, before the budget's own columns
+
+# A refusing budget with figures and columns `f` has room for the estimate (`r.usd`, the
+# USD the reservation holds): nothing of it is left once spent and held are set aside,
+# or the estimate passes what is, means no.
+FITS_SQL = sql.SQL(
+    "(f.limit_tokens IS NULL OR (f.spent_tokens + f.held_tokens < f.limit_tokens"
+    " AND f.spent_tokens + f.held_tokens + %(tokens)s <= f.limit_tokens))"
+    " AND (f.limit_usd IS NULL OR (f.spent_usd + f.held_usd < f.limit_usd"
+    " AND f.spent_usd + f.held_usd + coalesce(r.usd, 0) <= f.limit_usd))"
+)
+# `f`: every applying budget's figures and columns. `r`: the refusing budgets (the
+# reservation's `budget_ids`) and the USD it holds: the agent's estimate, else the one
+# priced from the tokens when a refusing budget has a USD limit (`_usd_held`).
+RESERVE_STATEMENT = sql.SQL(
+    "WITH f AS ({figures}),"
+    " r AS (SELECT coalesce(array_agg(f.id ORDER BY f.id), '{{}}'::uuid[]) AS ids,"
+    " coalesce(%(usd)s::numeric, CASE WHEN bool_or(f.limit_usd IS NOT NULL)"
+    " THEN %(usd_estimate)s::numeric END) AS usd FROM f WHERE f.action = {refuse}),"
     " ins AS (INSERT INTO {reservation} (id, session_id, tokens, cost_usd, budget_ids,"
-    " created_at, expires_at) SELECT %(id)s, %(session)s, %(tokens)s, %(usd)s,"
-    " %(refusing)s::uuid[], %(at)s, %(expires)s WHERE %(session_ok)s AND NOT EXISTS"
-    " (SELECT FROM f JOIN {budget} AS b ON b.id = f.id WHERE b.action = {refuse}"
-    " AND NOT ({fits})) RETURNING id)"
+    " created_at, expires_at) SELECT %(id)s, %(session)s, %(tokens)s, r.usd, r.ids, %(at)s,"
+    " %(expires)s FROM r WHERE %(session_ok)s AND cardinality(r.ids) > 0 AND NOT EXISTS"
+    " (SELECT FROM f WHERE f.action = {refuse} AND NOT ({fits})) RETURNING id)"
     " SELECT f.*, (SELECT count(*) FROM ins) FROM f ORDER BY f.id"
 ).format(
-    budget=sql.Identifier(SpendBudget._meta.db_table),
+    refuse=_REFUSE,
     reservation=sql.Identifier(BudgetReservation._meta.db_table),
-    figures=FIGURES_SQL,
-    refuse=sql.Literal(BudgetAction.REFUSE.value),
+    figures=figures_sql(
+        APPLIES_SQL,
+        more=sql.SQL(", ").join([sql.Identifier("b", str(field.column)) for field in _FIELDS[1:]]),
+    ),
     fits=FITS_SQL,
 )
+# Its parameters, in the order of the prepared statement's $1, $2, ...
+PARAMETERS = (
+    ("tenant", "bigint"), ("user", "text"), ("agent", "text"), ("model", "text"),
+    ("at", "timestamptz"), ("id", "uuid"), ("session", "uuid"), ("tokens", "bigint"),
+    ("usd", "numeric"), ("usd_estimate", "numeric"), ("expires", "timestamptz"),
+    ("session_ok", "boolean"),
+)  # fmt: skip
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def _prepared(statement: sql.Composable) -> tuple[str, str]:
+    """A name for `statement` (its text's digest: a changed statement is a new one) and
+    the PREPARE of it, its `%(name)s` parameters numbered as in PARAMETERS."""
+    numbers = {name: number for number, (name, _) in enumerate(PARAMETERS, start=1)}
+    text = _PLACEHOLDER.sub(lambda m: f"${numbers[m.group(1)]}", statement.as_string(None))
+    name = "engram_budget_reserve_" + hashlib.sha1(text.encode()).hexdigest()[:12]  # noqa: S324 - a name, not a secret
+    types = ", ".join(kind for _, kind in PARAMETERS)
+    return name, f"PREPARE {name}({types}) AS {text}"
+
+
+_NAME, _PREPARE = _prepared(RESERVE_STATEMENT)
+
+
+def prepared_name() -> str:
+    """The name the reserving statement is prepared under on every connection."""
+    return _NAME
+
+
+# The message. The statement that reads and reserves runs under the budgets' locks, so it
+# is a prepared statement of the connection: planned ahead, not while others wait (its
+# planning costs more than its run). The DO block prepares it on a connection that has
+# not yet; it runs before any lock is taken.
+RESERVE_SQL = sql.SQL(
+    "DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = {name})"
+    " THEN EXECUTE {prepare}; END IF; END$prepare$;"
+    " SET LOCAL synchronous_commit TO off;"
+    " SELECT b.id FROM {budget} AS b WHERE {applies} AND b.action = {refuse} ORDER BY b.id"
+    " FOR NO KEY UPDATE;"
+    " EXECUTE {statement}({arguments})"
+).format(
+    name=sql.Literal(_NAME),
+    prepare=sql.Literal(_PREPARE),
+    budget=_BUDGET,
+    applies=APPLIES_SQL,
+    refuse=_REFUSE,
+    statement=sql.Identifier(_NAME),
+    arguments=sql.SQL(", ").join([sql.Placeholder(name) for name, _ in PARAMETERS]),
+)
+
+
+@dataclass(frozen=True)
+class PeriodReservation:
+    """What the message found: every applying budget's figures before this reservation
+    (id order), the reservation if it was taken, and the USD it holds or would hold."""
+
+    periods: list[BudgetFigures]
+    reservation: BudgetReservation | None
+    usd: Decimal | None
+
+
+def _budget(values: tuple[Any, ...]) -> SpendBudget:
+    """A budget from its columns as the cursor read them (jsonb comes as text)."""
+    converted = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(_FIELDS, values, strict=True)
+    ]
+    return SpendBudget.from_db(connection.alias, [field.attname for field in _FIELDS], converted)
+
+
+def _usd_held(
+    periods: list[BudgetFigures], usd: Decimal | None, usd_estimate: Decimal | None
+) -> Decimal | None:
+    """`r.usd` of `RESERVE_SQL`, in Python."""
+    if usd is not None:
+        return usd
+    limited = any(f.refuses and f.budget.limit_usd is not None for f in periods)
+    return usd_estimate if limited else None
 
 
 def period_budgets_reserve(
     *,
     session: ChatSession,
-    budgets: list[SpendBudget],
+    model: str,
     tokens: int,
     usd: Decimal | None,
+    usd_estimate: Decimal | None,
     session_ok: bool,
     lease_seconds: int | None,
     now: datetime,
-) -> tuple[list[BudgetFigures], BudgetReservation | None]:
-    """The applying `budgets`' figures before this reservation, and the reservation if
-    every refusing one had room (and `session_ok`). Run outside a transaction, the locks
-    end with the message; inside one, with it."""
-    refusing = [budget.pk for budget in budgets if budget.action == BudgetAction.REFUSE]
+) -> PeriodReservation:
+    """Every period budget that applies to a call of the session's user and agent on
+    `model`, and the reservation if at least one refuses and each refusing one had room
+    (and `session_ok`). `usd`: the agent's USD estimate; else `usd_estimate` (priced from
+    the tokens) is held when a refusing budget has a USD limit. Run outside a
+    transaction, the locks end with the message; inside one, with it."""
     lease = lease_seconds or settings.ENGRAM_BUDGET_LEASE_SECONDS
-    reservation = BudgetReservation(
-        id=uuid.uuid4(), session=session, tokens=tokens, cost_usd=usd, budget_ids=refusing,
-        created_at=now, expires_at=now + timedelta(seconds=lease),
-    )  # fmt: skip
+    expires = now + timedelta(seconds=lease)
     params: dict[str, Any] = {
-        "refusing": refusing, "ids": [budget.pk for budget in budgets], "at": now,
-        "id": reservation.pk, "session": session.pk, "tokens": tokens, "usd": usd,
-        "expires": reservation.expires_at, "session_ok": session_ok,
+        "tenant": session.tenant_id, "user": session.user_id, "agent": session.agent_id,
+        "model": model or "", "at": now, "id": uuid.uuid4(), "session": session.pk,
+        "tokens": tokens, "usd": usd, "usd_estimate": usd_estimate, "expires": expires,
+        "session_ok": session_ok,
     }  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(RESERVE_SQL, params)
-        cursor.nextset()  # past the SET
-        cursor.nextset()  # past the locks
+        for _ in range(3):  # past the DO, the SET and the locks
+            cursor.nextset()
         rows = cursor.fetchall()
-    figures = figures_from_rows({budget.pk: budget for budget in budgets}, rows)
+    budgets = {row[0]: _budget((row[0], *row[FIGURES_COLUMNS:-1])) for row in rows}
+    periods = figures_from_rows(budgets, rows)
+    held = _usd_held(periods, usd, usd_estimate)
     if not rows or not rows[0][-1]:
-        return figures, None
+        return PeriodReservation(periods=periods, reservation=None, usd=held)
+    reservation = BudgetReservation(
+        id=params["id"], session=session, tokens=tokens, cost_usd=held,
+        budget_ids=[f.budget.pk for f in periods if f.refuses], created_at=now,
+        expires_at=expires,
+    )  # fmt: skip
     reservation._state.adding = False  # stored by the statement above
-    return figures, reservation
+    return PeriodReservation(periods=periods, reservation=reservation, usd=held)

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from sessions_app.errors import NotFound
 from sessions_app.hooks import StepUsage, price_step
-from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, Tenant
+from sessions_app.models import BudgetReservation, ChatSession, Tenant
 from sessions_app.selectors.budgets import (
     NOTHING_HELD,
     BudgetCheck,
@@ -31,12 +31,7 @@ from sessions_app.selectors.budgets import (
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
-from sessions_app.selectors.spend_budgets import (
-    BudgetFigures,
-    budgets_applying,
-    budgets_figures,
-    budgets_that_apply,
-)
+from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
 from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
@@ -235,7 +230,7 @@ def budget_check_reserve(
     if session is None:
         session = _session_for_check(tenant=tenant, session_id=session_id, lock=False, now=now)
     if reserve and not _has_budget(session):
-        return _check_reserve_periods(tenant=tenant, session=session, ask=ask, now=now)
+        return _check_reserve_periods(session=session, ask=ask, now=now)
     return _check_reserve_locked(
         tenant=tenant, session_id=session_id, ask=ask, reserve=reserve, now=now, known=session
     )
@@ -249,36 +244,29 @@ class _Ask:
     model: str | None
 
 
-def _check_reserve_periods(
-    *, tenant: Tenant, session: ChatSession, ask: _Ask, now: datetime
-) -> BudgetDecision:
-    """Reserving for a session without its own budget: only period budgets hold it."""
+def _check_reserve_periods(*, session: ChatSession, ask: _Ask, now: datetime) -> BudgetDecision:
+    """Reserving for a session without its own budget: only period budgets hold it, and
+    one message finds them, locks the refusing ones and reserves."""
     session_ensure_writable(session=session, now=now)
     model = session_model(session) if ask.model is None else ask.model
-    budgets = budgets_that_apply(
-        tenant=tenant, user_id=session.user_id, agent_id=session.agent_id, model=model
-    )
-    refusing = [b for b in budgets if b.action == BudgetAction.REFUSE]
-    usd = ask.usd
-    if usd is None and any(budget.limit_usd is not None for budget in refusing):
-        usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
-    session_check = budget_check(session=session, estimated_tokens=ask.tokens, estimated_usd=usd)
-    if not refusing:
-        periods, reservation = budgets_figures(budgets=budgets, at=now), None
-    else:
-        periods, reservation = period_budgets_reserve(
-            session=session, budgets=budgets, tokens=ask.tokens, usd=usd,
-            session_ok=session_check.allowed, lease_seconds=ask.lease_seconds, now=now,
-        )  # fmt: skip
-    check, refusal = _decide(
-        session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
-        held=NOTHING_HELD, now=now,
+    estimate = None
+    if ask.usd is None:
+        estimate = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
+    session_check = budget_check(session=session, estimated_tokens=ask.tokens)
+    found = period_budgets_reserve(
+        session=session, model=model, tokens=ask.tokens, usd=ask.usd, usd_estimate=estimate,
+        session_ok=session_check.allowed, lease_seconds=ask.lease_seconds, now=now,
     )  # fmt: skip
-    if check.allowed != (reservation is not None or not refusing):
+    check, refusal = _decide(
+        session=session, periods=found.periods, estimated_tokens=ask.tokens,
+        estimated_usd=found.usd, held=NOTHING_HELD, now=now,
+    )  # fmt: skip
+    refusing = any(figures.refuses for figures in found.periods)
+    if check.allowed != (found.reservation is not None or not refusing):
         raise RuntimeError("budget reservation: the SQL and Python rules disagree")
     return BudgetDecision(
-        session=session, check=check, held=NOTHING_HELD, reservation=reservation,
-        periods=periods, refusal=refusal,
+        session=session, check=check, held=NOTHING_HELD, reservation=found.reservation,
+        periods=found.periods, refusal=refusal,
     )  # fmt: skip
 
 

@@ -58,6 +58,8 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "access",
         "time",
         "superseded",
+        "after_question",
+        "length",
     }
     assert 0 < paraphrase[0]["score"] <= 1
     # Reads are counted: buffered in Valkey by each search, written by the flush.

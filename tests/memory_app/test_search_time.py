@@ -98,6 +98,7 @@ def test_the_boost_is_the_documented_weight(api: APIClient) -> None:
         + 0.2 * kim["parts"]["recency"]
         + 0.1 * kim["parts"]["importance"]
         + 0.1 * kim["parts"]["access"]
+        + kim["parts"]["length"]
     )
     assert kim["score"] == pytest.approx(base + 0.1, abs=1e-5)
 

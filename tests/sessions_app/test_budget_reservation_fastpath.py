@@ -8,9 +8,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from sessions_app.models import BudgetReservation, ChatSession, Tenant
+from sessions_app.services import budget_reservation_fastpath as fastpath
 from sessions_app.services.budgets import _Ask, _check_reserve_locked, budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
@@ -32,6 +34,7 @@ CASES = [
     ({"limit_usd": "0.000300"}, 1000, 0, 0, "0.000061"),  # USD: one micro-dollar past
     ({"limit_usd": "0.000300"}, 0, 0, 1000, None),  # USD estimated from the tokens
     ({"limit_tokens": 1500, "action": "alert"}, 2000, 0, 1000, None),  # alert only
+    ({"limit_tokens": 3000, "limit_usd": "1"}, 0, 0, 1000, None),  # USD held, estimated
 ]
 
 
@@ -73,7 +76,12 @@ def test_both_paths_decide_alike(
         mine = BudgetReservation.objects.filter(session=session)
         holds = decision.check.allowed and any(f.refuses for f in decision.periods)
         assert (decision.reservation is not None) == holds == mine.exists()
-        answers.append((decision.check, decision.refusal and decision.refusal.retry_after > 0))
+        stored = list(mine.values_list("tokens", "cost_usd"))
+        if decision.reservation is not None:  # as stored: the USD held, estimated or given
+            assert stored == [(decision.reservation.tokens, decision.reservation.cost_usd)]
+        answers.append(
+            (decision.check, decision.refusal and decision.refusal.retry_after > 0, stored)
+        )
         assert [f.reserved_tokens for f in decision.periods if f.refuses] in ([held], [])
         mine.delete()
     assert answers[0] == answers[1]
@@ -89,3 +97,33 @@ def test_a_runaway_blocked_session_is_refused_and_holds_nothing(tenant: Tenant) 
     )
     assert not decision.check.allowed and "runaway" in decision.check.reason
     assert decision.reservation is None and not BudgetReservation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_reserving_statement_is_prepared_once_per_connection(tenant: Tenant) -> None:
+    """The message prepares its statement on a connection that lacks it (a new one, or
+    one whose prepared statements were dropped) and reuses it after."""
+    spend_budget_create(tenant=tenant, scope="tenant", period="day", limit_tokens=10_000)
+    session = session_create(tenant=tenant, user_id="u1", agent_id="a")
+
+    def prepared() -> list[Any]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT name FROM pg_prepared_statements WHERE name LIKE 'engram_budget%%'"
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    taken = []
+    for dropped in (False, False, True):
+        if dropped:
+            with connection.cursor() as cursor:
+                cursor.execute("DEALLOCATE ALL")
+        decision = budget_check_reserve(
+            tenant=tenant, session_id=session.pk, estimated_tokens=1000, reserve=True
+        )
+        assert decision.reservation is not None
+        taken.append(decision.reservation.pk)
+        assert prepared() == [fastpath.prepared_name()]
+    assert BudgetReservation.objects.filter(pk__in=taken).count() == 3

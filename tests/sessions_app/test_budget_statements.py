@@ -26,6 +26,7 @@ STATEMENTS: dict[str, sql.Composable] = {
     "budgets_figures": selectors.FIGURES_SQL,
     "budget_spend_upsert": services.SPEND_SQL,
     "budget_spend_alerted": services.ALERTED_SQL,
+    "budget_reserve_statement": fastpath.RESERVE_STATEMENT,
 }
 # Several statements in one message (run by the reservation tests, not EXPLAINable).
 MESSAGES: dict[str, sql.Composable] = {"budget_reserve": fastpath.RESERVE_SQL}
@@ -63,8 +64,12 @@ def test_the_statement_is_valid_sql_for_postgresql(name: str) -> None:
         "at": "2026-01-31T23:30:00Z", "tenant": 1, "user": "u", "agent": "a", "model": "m",
         "ids": [], "users": [], "agents": [], "models": [], "tokens": [], "costs": [],
         "budget": "00000000-0000-0000-0000-000000000000", "start": "2026-01-31T00:00:00Z",
-        "threshold": 50,
+        "threshold": 50, "id": "00000000-0000-0000-0000-000000000000",
+        "session": "00000000-0000-0000-0000-000000000000", "usd": None, "usd_estimate": None,
+        "expires": "2026-02-01T00:00:00Z", "session_ok": True,
     }  # fmt: skip
+    if name == "budget_reserve_statement":
+        params["tokens"] = 1000  # a count here, the steps' counts in the spend upsert
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + statement, params)
         assert cursor.fetchall()

@@ -123,6 +123,67 @@ def test_the_same_agents_checking_without_reserving_overshoot(
     assert recorded_tokens() > LIMIT + TURN_TOKENS
 
 
+def run_agents_reserving_next(issued_key: IssuedKey) -> list[BaseException]:
+    """Fifty agents of user u1, each in its own new session: one check that reserves,
+    then turns that each spend the reservation held and reserve the next call
+    (`reserve_next`), until the next call is refused or the third turn (which reserves
+    nothing more)."""
+    barrier = threading.Barrier(AGENTS)
+    errors: list[BaseException] = []
+    reserve_next = {"estimated_tokens": TURN_TOKENS, "model": "gpt-4o-mini"}
+
+    def agent(n: int) -> None:
+        try:
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued_key.secret}")
+            made = client.post(
+                "/api/v1/sessions", {"user_id": "u1", "agent_id": f"agent-{n}"}, format="json"
+            )
+            sid = made.json()["id"]
+            barrier.wait(timeout=120)
+            check = client.post(
+                f"/api/v1/sessions/{sid}/budget/check",
+                {**reserve_next, "reserve": True}, format="json",
+            )  # fmt: skip
+            if check.status_code == 429:
+                return
+            assert check.status_code == 200, check.content
+            for number in range(3):
+                extra = {"reserve_next": reserve_next} if number < 2 else {}
+                turn = post_turn(client, sid, turn_body(steps=STEPS, **extra))
+                assert turn.status_code == 201, turn.content
+                if extra and not turn.json()["next_call"]["allowed"]:
+                    assert turn.json()["next_call"]["retry_after"] >= 1
+                    return
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(AGENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    return errors
+
+
+def test_fifty_agents_reserving_with_each_turn_stay_within_a_shared_daily_budget(
+    tenant: Tenant, issued_key: IssuedKey
+) -> None:
+    """The one-round-trip way (`reserve_next`) holds the budget as check-then-turn does."""
+    budget = spend_budget_create(
+        tenant=tenant, period="day", time_zone="Europe/Paris", limit_tokens=LIMIT,
+        **SCOPES["user"],
+    )  # fmt: skip
+    assert run_agents_reserving_next(issued_key) == []
+    recorded = recorded_tokens()
+    assert LIMIT // 2 <= recorded <= LIMIT + TURN_TOKENS, recorded
+    spent = BudgetSpend.objects.filter(budget=budget).aggregate(tokens=Sum("tokens"))
+    assert spent["tokens"] == recorded
+    assert not BudgetReservation.objects.exists()
+
+
 def _database_url() -> str:
     s = connection.settings_dict
     auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")

@@ -5,12 +5,19 @@ again, and the turn is stored all the same."""
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
+from sessions_app.api.serializers_next_call import NextCallResultSerializer
+from sessions_app.api.views_turns import next_call_data
 from sessions_app.models import BudgetReservation, ChatTurn
+from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.sessions import session_create
+from sessions_app.services.spend_budgets import spend_budget_create
 from tests.sessions_app.helpers import assert_error, create_session, post_turn, turn_body
 
 STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 900,
@@ -108,3 +115,25 @@ def test_a_bad_reserve_next_is_refused_naming_the_field_and_nothing_is_stored(
     )
     assert any(field in name for name in error["fields"]), error
     assert not ChatTurn.objects.exists() and not BudgetReservation.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("usd", [None, "0.004200"])
+def test_next_call_is_rendered_as_its_serializer_renders_it(tenant: Any, usd: Any) -> None:
+    """`next_call_data` (the planned rendering) against DRF's own, allowed and refused."""
+    spend_budget_create(tenant=tenant, scope="tenant", period="day", limit_tokens=1500)
+    sid = session_create(tenant=tenant, user_id="u1", agent_id="a").pk
+    estimate = None if usd is None else Decimal(usd)
+    for _ in range(2):  # the second is refused: the first holds 1000 of the 1500
+        decision = budget_check_reserve(
+            tenant=tenant, session_id=sid, estimated_tokens=1000, estimated_usd=estimate,
+            reserve=True,
+        )  # fmt: skip
+        drf = NextCallResultSerializer(
+            {"allowed": decision.check.allowed, "reason": decision.check.reason,
+             "retry_after": budget_retry_after(decision),
+             "tokens_remaining_after": decision.check.tokens_remaining_after,
+             "reservation": decision.reservation}
+        ).data  # fmt: skip
+        assert json.dumps(next_call_data(decision)) == json.dumps(drf)
+    assert drf["allowed"] is False and drf["retry_after"] >= 1

@@ -3,7 +3,8 @@
 The round trips of a search: the query's lexical terms (`lexical_query`), the pool
 (`read_pool`: both steps and their union in one statement), then the hits' rows with
 their edges (`hit_rows`); the time boost and the current-state weighting each add one
-when the query has a time phrase or asks about now.
+when the query has a time phrase or asks about now. The memories dated after the
+question and the length prior are read from the pool's own rows (no round trip).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from django.utils import timezone
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory
 from memory_app.selectors.currency import apply_currency
+from memory_app.selectors.search.after_question import weigh_after_question
 from memory_app.selectors.search.bm25 import bm25_params
 from memory_app.selectors.search.filters import MemoryFilters, SearchWhere, search_where
-from memory_app.selectors.search.fusion import SearchMode, score_pool
+from memory_app.selectors.search.fusion import Scored, SearchMode, score_pool
 from memory_app.selectors.search.hydration import hit_rows
+from memory_app.selectors.search.length_prior import apply_length_prior
 from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
 from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
@@ -92,13 +95,32 @@ def memory_search(
         pool = _pool(cursor, where, params, lexical, candidates=max(3 * limit, 30))
         if not pool.candidates:
             return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, time_scope)
-        scored = score_pool(pool, mode=mode, now=now)
-        scored = apply_currency(cursor, query, now, apply_time_scope(cursor, time_scope, scored))
+        scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=time_scope)
         scored.sort(key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])))
         scored = scored[:limit]
         memories = hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
     return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, time_scope)
+
+
+def _ranked(
+    cursor: Any,
+    pool: Pool,
+    query: str,
+    *,
+    mode: SearchMode,
+    now: datetime,
+    as_of: datetime | None,
+    scope: TimeScope | None,
+) -> list[Scored]:
+    """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
+    the query's time phrase, the memories dated after the question, the length prior,
+    then the current-state weighting, which keeps each stale memory below its successor
+    and so comes last."""
+    scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
+    scored = weigh_after_question(scored, pool.candidates, as_of)
+    scored = apply_length_prior(scored, pool.candidates)
+    return apply_currency(cursor, query, now, scored)
 
 
 def _pool(

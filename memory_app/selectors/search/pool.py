@@ -30,6 +30,8 @@ class Candidate:
     updated_at: datetime
     importance: float
     access_count: int
+    occurred_at: datetime | None = None
+    size: int = 0  # the content's length in bytes (octet_length: no detoasting)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ _POOL = sql.SQL("""
         WITH {vector_ranked}, {lexical_ranked},
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
         SELECT m.id, v.rank, l.rank, {semantic}, {bm25},
-               m.updated_at, m.importance, m.access_count
+               m.updated_at, m.importance, m.access_count, m.occurred_at,
+               octet_length(m.content)
         FROM pool JOIN memory m ON m.id = pool.id
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id
@@ -138,7 +141,9 @@ def read_pool(
         (row for row in rows if row[2] is not None), key=lambda row: row[2]
     )]  # fmt: skip
     candidates = {
-        row[0]: Candidate(float(row[3]), float(row[4]), row[5], float(row[6]), int(row[7]))
+        row[0]: Candidate(
+            float(row[3]), float(row[4]), row[5], float(row[6]), int(row[7]), row[8], int(row[9])
+        )
         for row in rows
     }
     return Pool(candidates, vector_ranking, lexical_ranking)

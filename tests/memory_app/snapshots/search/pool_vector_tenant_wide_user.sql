@@ -10,7 +10,8 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200;
             ),
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
         SELECT m.id, v.rank, l.rank, coalesce(v.semantic, 1 - ("m"."embedding" <=> %(q)s::vector)), coalesce(l.score, 0::float8),
-               m.updated_at, m.importance, m.access_count
+               m.updated_at, m.importance, m.access_count, m.occurred_at,
+               octet_length(m.content)
         FROM pool JOIN memory m ON m.id = pool.id
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id

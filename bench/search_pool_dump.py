@@ -1,0 +1,204 @@
+"""`python -m bench.search_pool_dump --longmemeval PATH --locomo PATH --out FILE`: each
+question's whole candidate pool with its features, for re-ranking offline in seconds.
+
+Both dev sets are stored as `bench.longmemeval_retrieval` and `bench.locomo_eval` store
+them (same contents, threads, orders, dates), through the API in this process (Django's
+test client, no HTTP server). `--vectors FILE` (JSON list of {content, emb}) reuses
+vectors of earlier runs for the texts it holds; the others are embedded by the
+configured model. Then every question's pool is read with the search's own statement at
+`--candidates` per side (ranks kept, so a smaller pool is a filter offline), with per
+candidate: both ranks, cosine, BM25, the time and superseded parts the search adds, the
+thread, its order, the date, the length and which turns the memory holds. One JSON line
+per question.
+
+An experiment tool: it records nothing in RESULTS.md. `python -m bench.pool_rerank FILE`
+replays the shipped ranking over such a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.longmemeval_retrieval import load_pool
+
+
+def _patch_vectors(path: Path | None) -> None:
+    if path is None:
+        return
+    import memory_app.services.memories as memories
+
+    known = {m["content"]: m["emb"] for m in json.loads(path.read_text())}
+    real = memories.embed_texts
+
+    def embed_texts(texts: list[str]) -> list[list[float]]:
+        missing = [t for t in texts if t not in known]
+        if missing:
+            known.update(zip(missing, real(missing), strict=True))
+        return [list(known[t]) for t in texts]
+
+    memories.embed_texts = embed_texts  # type: ignore[assignment]
+
+
+def _store(client: Any, items: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    out = []
+    for start in range(0, len(items), 200):
+        response = client.post(
+            "/api/v1/memories/bulk",
+            data=items[start : start + 200],
+            content_type="application/json",
+        )
+        assert response.status_code in (200, 201), response.content[:500]
+        out += [(start + r["index"], r["memory_id"]) for r in response.json()["results"]]
+    return out
+
+
+def pool_features(
+    tenant: Any, query: str, user: str, as_of: datetime | None, candidates: int
+) -> list[dict[str, Any]]:
+    """The pool of `query` as the search reads it, every member with its features."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from memory_app.embedding import embed_query, vector_literal
+    from memory_app.models import Memory
+    from memory_app.selectors.currency import apply_currency
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search.engine import _pool
+    from memory_app.selectors.search.filters import search_where
+    from memory_app.selectors.search.fusion import score_pool
+    from memory_app.selectors.search.lexical import lexical_query
+    from memory_app.selectors.search_time import apply_time_scope, query_time_scope
+
+    actor = Actor(user_id=user)
+    now = as_of or timezone.now()
+    where, params = search_where(
+        tenant=tenant, actor=actor, user_id=user, agent_id=None, types=None, tags=None,
+        filters=None,
+    )  # fmt: skip
+    params["q"] = vector_literal(embed_query(query))
+    with connection.cursor() as cursor:
+        own = actor.user_id if where.own_branch is not None else None
+        lexical = lexical_query(cursor, tenant=tenant, user_id=user, text=query, own_user_id=own)
+        pool = _pool(cursor, where, params, lexical, candidates=candidates)
+        scored = score_pool(pool, mode="hybrid", now=now)
+        scope = query_time_scope(query, as_of)
+        scored = apply_currency(cursor, query, now, apply_time_scope(cursor, scope, scored))
+    rows = Memory.objects.in_bulk([pk for pk, _, _ in scored])
+    vrank = {pk: i + 1 for i, pk in enumerate(pool.vector_ranking)}
+    lrank = {pk: i + 1 for i, pk in enumerate(pool.lexical_ranking)}
+    out = []
+    for pk, _, parts in scored:
+        memory = rows[pk]
+        out.append(
+            {
+                "id": str(pk),
+                "vrank": vrank.get(pk),
+                "lrank": lrank.get(pk),
+                "semantic": parts["semantic"],
+                "lexical": parts["lexical"],
+                "importance": parts["importance"],
+                "access": parts["access"],
+                "recency": parts["recency"],
+                "time": parts.get("time", 0.0),
+                "superseded": parts.get("superseded", 0.0),
+                "thread": memory.thread_key,
+                "order": memory.thread_order,
+                "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,
+                "chars": len(memory.content),
+                "bytes": len(memory.content.encode()),
+                "tags": list(memory.tags or []),
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.search_pool_dump", description=__doc__)
+    parser.add_argument("--longmemeval", type=Path, required=True)
+    parser.add_argument("--locomo", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--vectors", type=Path)
+    parser.add_argument("--candidates", type=int, default=60)
+    args = parser.parse_args(argv)
+
+    from bench.harness import log
+    from bench.run import django_on_data_services
+
+    with django_on_data_services(log):
+        from django.test import Client
+
+        from bench.locomo_eval import _date, _evidence, load
+        from sessions_app.models import Tenant
+        from sessions_app.services.api_keys import api_key_create
+
+        _patch_vectors(args.vectors)
+        tenant = Tenant.objects.create(name="pool-dump")
+        secret = api_key_create(tenant=tenant, name="dump").secret
+        client = Client(headers={"Authorization": f"Bearer {secret}"}, SERVER_NAME="localhost")
+        out = args.out.open("w")
+        began = time.monotonic()
+        pool = load_pool(args.longmemeval)
+        items = [
+            {"user_id": "lme", "type": "episodic", "content": text,
+             "thread_key": f"session:{sid}", "thread_order": order, "occurred_at": date}
+            for order, ((sid, _), text, date) in enumerate(
+                zip(pool.turns, pool.texts, pool.dates, strict=True))
+        ]  # fmt: skip
+        held: dict[str, list[list[Any]]] = {}
+        for index, memory_id in _store(client, items):
+            held.setdefault(memory_id, []).append(list(pool.turns[index]))
+        log(f"[dump] LME stored in {time.monotonic() - began:.0f} s")
+        for question in pool.questions:
+            as_of = datetime.fromisoformat(question["as_of"].replace("Z", "+00:00"))
+            members = pool_features(tenant, question["question"], "lme", as_of, args.candidates)
+            for member in members:
+                member["turns"] = held.get(member["id"], [])
+            record = {
+                "dataset": "lme", "id": question["id"], "type": question["type"],
+                "question": question["question"], "as_of": question["as_of"],
+                "relevant": sorted(map(list, question["relevant"])), "pool": members,
+            }  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+        log(f"[dump] LME searched at {time.monotonic() - began:.0f} s")
+        for conv in load(args.locomo):
+            user = f"locomo-{conv.index}"
+            items = []
+            for order, turn in enumerate(conv.turns):
+                item: dict[str, Any] = {
+                    "user_id": user, "type": "episodic", "content": f"{turn.speaker}: {turn.text}",
+                    "tags": [turn.dia_id[:64]],
+                    "thread_key": f"conversation-{conv.index}/session-{turn.session}",
+                    "thread_order": order,
+                }  # fmt: skip
+                if _date(turn.date):
+                    item["occurred_at"] = _date(turn.date)
+                items.append(item)
+            dias: dict[str, list[list[Any]]] = {}
+            for index, memory_id in _store(client, items):
+                dias.setdefault(memory_id, []).append([conv.turns[index].dia_id, 0])
+            for n, q in enumerate(conv.questions):
+                members = pool_features(tenant, q["question"], user, None, args.candidates)
+                for member in members:
+                    member["turns"] = dias.get(member["id"], [])
+                record = {
+                    "dataset": "locomo", "id": f"{conv.index}-{n}", "type": str(q["category"]),
+                    "question": q["question"], "as_of": None,
+                    "relevant": sorted([e, 0] for e in _evidence(q)), "pool": members,
+                }  # fmt: skip
+                out.write(json.dumps(record) + "\n")
+            log(f"[dump] LoCoMo conversation {conv.index} at {time.monotonic() - began:.0f} s")
+        out.close()
+        from django.db import connections
+
+        connections.close_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

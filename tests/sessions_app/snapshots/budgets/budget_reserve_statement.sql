@@ -1,0 +1,24 @@
+WITH f AS (SELECT b.id, p.period_start, p.period_end, coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd, coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens, coalesce(h.usd, 0) AS held_usd, "b"."tenant_id", "b"."name", "b"."scope", "b"."user_id", "b"."agent_id", "b"."model", "b"."period", "b"."time_zone", "b"."limit_tokens", "b"."limit_usd", "b"."action", "b"."alert_thresholds", "b"."created_at", "b"."updated_at"
+FROM "spend_budget" AS b
+CROSS JOIN LATERAL (SELECT (CASE WHEN b.period = 'none' THEN '1970-01-01T00:00:00Z'::timestamptz ELSE date_trunc(b.period, %(at)s::timestamptz, b.time_zone) END) AS period_start, (CASE WHEN b.period = 'none' THEN NULL ELSE (date_trunc(b.period, %(at)s::timestamptz, b.time_zone) AT TIME ZONE b.time_zone + ('1 ' || b.period)::interval) AT TIME ZONE b.time_zone END) AS period_end) AS p
+LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd
+FROM "budget_spend" AS t
+WHERE t.budget_id = b.id AND t.period_start = p.period_start) AS s ON true
+LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens, sum(r.cost_usd) AS usd
+FROM "budget_reservation" AS r
+WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true
+WHERE b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s) AND (b.agent_id = '' OR b.agent_id = %(agent)s) AND (b.model = '' OR b.model = lower(%(model)s))
+ORDER BY b.id), r AS (SELECT coalesce(array_agg(f.id
+ORDER BY f.id), '{}'::uuid[]) AS ids, coalesce(%(usd)s::numeric, CASE WHEN bool_or(f.limit_usd IS NOT NULL) THEN %(usd_estimate)s::numeric END) AS usd
+FROM f
+WHERE f.action = 'refuse'), ins AS (INSERT INTO "budget_reservation" (id, session_id, tokens, cost_usd, budget_ids, created_at, expires_at)
+SELECT %(id)s, %(session)s, %(tokens)s, r.usd, r.ids, %(at)s, %(expires)s
+FROM r
+WHERE %(session_ok)s AND cardinality(r.ids) > 0 AND NOT EXISTS (SELECT
+FROM f
+WHERE f.action = 'refuse' AND NOT ((f.limit_tokens IS NULL OR (f.spent_tokens + f.held_tokens < f.limit_tokens AND f.spent_tokens + f.held_tokens + %(tokens)s <= f.limit_tokens)) AND (f.limit_usd IS NULL OR (f.spent_usd + f.held_usd < f.limit_usd AND f.spent_usd + f.held_usd + coalesce(r.usd, 0) <= f.limit_usd))))
+RETURNING id)
+SELECT f.*, (SELECT count(*)
+FROM ins)
+FROM f
+ORDER BY f.id
