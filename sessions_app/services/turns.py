@@ -301,7 +301,10 @@ def turn_announce(
     )
 
 
-@transaction.atomic
+# No savepoint when called inside a transaction (an Idempotency-Key's, a state change's):
+# nobody recovers from a failed turn inside one, so its SAVEPOINT and RELEASE would cost
+# two round trips for nothing; a failure still rolls the caller's transaction back.
+@transaction.atomic(savepoint=False)
 def turn_record(
     *,
     tenant: Tenant,
