@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
         call_command("prepare_embedder", verbosity=0)
         settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS = 0.0  # the drain ends with its work
-        for uid in ("memory_remember_turn", "memory_app.window.compaction"):
-            turn_recorded.disconnect(dispatch_uid=uid)
+        turn_recorded.disconnect(dispatch_uid="memory_remember_turn")  # memory and compaction
         tenant = tenant_get_or_create(name="profile-turn-memory")
         meter = {"calls": 0, "cpu": 0.0, "statements": 0, "sql_wall": 0.0}
         model = embedder()

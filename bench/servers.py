@@ -74,8 +74,10 @@ class Gunicorn:
         worker_class: str = "gthread",
         threads: int = 4,
         log_path: Path | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.env = env
+        self.cwd = cwd or ROOT  # another checkout serves its own code (bench.b1_versus)
         self.workers = workers
         self.worker_class = worker_class
         self.threads = threads
@@ -108,7 +110,7 @@ class Gunicorn:
         log_file = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(
             self.argv,
-            cwd=ROOT,
+            cwd=self.cwd,
             env=self.env,
             stdout=log_file,
             stderr=log_file,

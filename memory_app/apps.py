@@ -10,7 +10,6 @@ class MemoryAppConfig(AppConfig):
         from memory_app import checks, receivers  # noqa: F401  checks registers itself
         from memory_app.selectors.export import memory_user_export
         from memory_app.window import admin, tasks  # noqa: F401  registers admins and tasks
-        from memory_app.window.receivers import enqueue_compaction_when_due
         from memory_app.window.signals import span_compacted
         from sessions_app.hooks import (
             demo_loaded,
@@ -23,14 +22,11 @@ class MemoryAppConfig(AppConfig):
 
         register_user_exporter("memory_app", memory_user_export)
 
-        turn_recorded.connect(
-            receivers.on_turn_recorded_remember, dispatch_uid="memory_remember_turn"
-        )
+        # One receiver for the turn's memory and the session's compaction: they share a
+        # Valkey round trip (`receivers.on_turn_recorded`).
+        turn_recorded.connect(receivers.on_turn_recorded, dispatch_uid="memory_remember_turn")
         turns_withdrawn.connect(receivers.on_turns_withdrawn, dispatch_uid="memory_forget_turns")
         sessions_ended.connect(receivers.on_sessions_ended, dispatch_uid="memory_session_episode")
-        turn_recorded.connect(
-            enqueue_compaction_when_due, dispatch_uid="memory_app.window.compaction"
-        )
         span_compacted.connect(receivers.on_span_compacted, dispatch_uid="memory_extract_on_span")
         demo_loaded.connect(receivers.on_demo_loaded, dispatch_uid="memory_demo_on_load")
         user_erased.connect(receivers.on_user_erased, dispatch_uid="memory_erase_user")

@@ -5,41 +5,62 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from memory_app.window.pending import compaction_pending_key
+from memory_app.window.receivers import enqueue_compaction_when_due
+
 if TYPE_CHECKING:
-    from sessions_app.models import ChatTurn
+    from sessions_app.models import ChatSession, ChatTurn
 
 
 logger = logging.getLogger(__name__)
 
 
-def on_turn_recorded_remember(
+def on_turn_recorded(
     sender: Any,
     *,
     turn_id: int,
     turn: ChatTurn | None = None,
     session_id: Any = None,
+    session: ChatSession | None = None,
     session_turns_follow: bool = False,
     **kwargs: Any,
 ) -> None:
+    """memory_app's reactions to a recorded turn: its memory (`remember_turn_marked`) and
+    the session's compaction (`enqueue_compaction_when_due`). The Valkey round trip that
+    marks the turn also reads whether the session's compaction is queued already; when it
+    is, the compaction check is skipped: it would only find the mark set and publish
+    nothing, after a query of the window and a round trip of its own. In a batch, only
+    at the session's last turn (which covers those before it). Never raising."""
+    if session_turns_follow:
+        return
+    if not remember_turn_marked(turn_id=turn_id, turn=turn, session_id=session_id):
+        enqueue_compaction_when_due(sender, session_id=session_id, session=session)
+
+
+def remember_turn_marked(*, turn_id: int, turn: ChatTurn | None, session_id: Any) -> bool:
     """Mark the session's new turns as waiting to become the user's memories (and to
-    be read by extraction after that): one Valkey round trip, once per session per batch
-    (at its last turn there, which covers those before it too); a drain task is
-    published only when none is due (`memory_app.services.turn_queue`). When Valkey does
-    not take the mark, the session's task is published instead. Never raising: a broker
-    outage or stall keeps the task in the outbox, never delays the response."""
-    from memory_app.services.turn_queue import turns_mark_pending
+    be read by extraction after that): one Valkey round trip; a drain task is published
+    only when none is due (`memory_app.services.turn_queue`). When Valkey does not take
+    the mark, the session's task is published instead. Answers whether the same round
+    trip found the session's compaction queued. Never raising: a broker outage or stall
+    keeps the task in the outbox, never delays the response."""
+    from memory_app.services.turn_queue import turns_mark
     from memory_app.tasks import remember_session_turns, remember_turn
     from sessions_app.services.outbox import task_publish
 
-    if session_turns_follow:
-        return
     try:
         if turn is None or session_id is None:  # a sender that names only the turn
             task_publish(remember_turn, turn_id)
-        elif not turns_mark_pending(marks=[(session_id, turn.turn_number)]):
+            return False
+        marked = turns_mark(
+            marks=[(session_id, turn.turn_number)], exists=compaction_pending_key(session_id)
+        )
+        if not marked.taken:
             task_publish(remember_session_turns, str(session_id), turn.turn_number)
+        return marked.key_exists
     except Exception:  # the turn is stored; the next turn's task remembers it too
         logger.exception("could not enqueue remembering turn %s", turn_id)
+        return False
 
 
 def on_turns_withdrawn(

@@ -9,7 +9,8 @@ contract `fastpaths`). The shortcuts, each with its reason below:
 1. `rows_insert`: INSERT … RETURNING with fixed SQL, instead of `save()`/`bulk_create`.
 2. `rows_copy` (with `rows_next_ids`): COPY for many rows, instead of `bulk_create`.
 3. `sessions_select_for_turns`: the session lock read as one fixed statement with its
-   cart, rows turned into instances with the ORM's own converters (`from_db`).
+   cart and whether it holds budget reservations, rows turned into instances with the
+   ORM's own converters (`from_db`).
 4. `sessions_save_counters`: one fixed UPDATE of the counters the turns moved, instead
    of `save(update_fields=…)` per session.
 5. `turn_steps_preloaded`: the steps just written served as the turn's prefetched
@@ -17,6 +18,8 @@ contract `fastpaths`). The shortcuts, each with its reason below:
 6. `planned_representation`: a serializer's `to_representation`, planned once.
 7. `shared_serializer`: one stateless serializer instance per class, instead of one per
    request.
+8. `instance_new`: a new model instance from keyword values with the field plan worked
+   out once, instead of `Model(**values)` walking the model's fields per call.
 """
 
 from __future__ import annotations
@@ -27,19 +30,22 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import connection
+from django.db import connection, router
 from django.db.models import Field, JSONField, Model
+from django.db.models.base import ModelState
 from django.db.models.manager import BaseManager
+from django.db.models.signals import post_init, pre_init
 from psycopg import sql
 from rest_framework import serializers
 from rest_framework.fields import Field as ApiField
 from rest_framework.fields import is_simple_callable
 
-from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.models import BudgetReservation, ChatSession, ChatTurn, TurnStep
 
+M = TypeVar("M", bound=Model)
 S = TypeVar("S", bound=serializers.BaseSerializer)  # type: ignore[type-arg]  # generic in DRF's stubs only
 
 # --- 1, 2. Writing model rows with fixed SQL ------------------------------------------
@@ -176,25 +182,34 @@ def rows_copy(
 
 # The SELECT that locks sessions for recording turns, with each one's cart (`[{mpn,
 # quantity, note}]` in position order) read by the same statement: most sessions have no
-# cart, and a query of its own cost every turn a round trip. NO KEY UPDATE rather than
-# UPDATE: it still serialises writers of the row (turn numbers stay race-free), but not
-# the KEY SHARE locks that inserts referencing the session take for their foreign keys.
-# Fixed SQL over the model's columns, built once, so that nothing compiles it per turn.
+# cart, and a query of its own cost every turn a round trip. Likewise whether the session
+# has budget reservations (live or ended): most have none, and then the turn has none to
+# spend or clear, so it skips the DELETE that would (`turn_draft`). NO KEY UPDATE rather
+# than UPDATE: it still serialises writers of the row (turn numbers stay race-free), but
+# not the KEY SHARE locks that inserts referencing the session take for their foreign
+# keys. Fixed SQL over the model's columns, built once, so that nothing compiles it per
+# turn.
 def session_lock_statement() -> sql.Composed:
-    """The lock read over every concrete column of `chat_session`, then `cart_json`."""
+    """The lock read over every concrete column of `chat_session`, then `cart_json` and
+    `reservations_held`."""
     columns = [sql.Identifier("s", str(f.column)) for f in ChatSession._meta.concrete_fields]
     return sql.SQL(
         """
 SELECT {columns}, ARRAY(
     SELECT jsonb_build_object('mpn', c.mpn, 'quantity', c.quantity, 'note', c.note)::text
       FROM session_selection AS c WHERE c.session_id = s.id ORDER BY c.position
-) AS cart_json
+) AS cart_json, EXISTS (
+    SELECT FROM {reservation} AS r WHERE r.session_id = s.id
+) AS reservations_held
   FROM chat_session AS s
  WHERE s.tenant_id = %s AND s.id = ANY(%s)
  ORDER BY s.id
    FOR NO KEY UPDATE OF s
 """
-    ).format(columns=sql.SQL(", ").join(columns))
+    ).format(
+        columns=sql.SQL(", ").join(columns),
+        reservation=sql.Identifier(BudgetReservation._meta.db_table),
+    )
 
 
 Converter = Callable[[Any, Any, Any], Any]
@@ -215,23 +230,30 @@ def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
     return session_lock_statement().as_string(), converters
 
 
-def sessions_select_for_turns(
-    *, tenant_id: int, ids: list[uuid.UUID]
-) -> list[tuple[ChatSession, list[dict[str, Any]]]]:
+class SessionRead(NamedTuple):
+    """A session as the lock read gives it: the instance, its cart (`[{mpn, quantity,
+    note}]`), and whether any budget reservation of it existed when it was locked."""
+
+    session: ChatSession
+    cart: list[dict[str, Any]]
+    reservations_held: bool
+
+
+def sessions_select_for_turns(*, tenant_id: int, ids: list[uuid.UUID]) -> list[SessionRead]:
     """Lock the tenant's sessions among `ids` in id order and read each one with its cart
-    (`[{mpn, quantity, note}]`): instances equal to what `ChatSession.objects.get` gives."""
+    and reservation flag: instances equal to what `ChatSession.objects.get` gives."""
     sql, converters = _session_reader()
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant_id, ids])
         rows = cursor.fetchall()
     out = []
     for row in rows:
-        values = list(row[:-1])
+        values = list(row[:-2])
         for position, functions, column in converters:
             for convert in functions:
                 values[position] = convert(values[position], column, connection)
         session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
-        out.append((session, [json.loads(item) for item in row[-1]]))
+        out.append(SessionRead(session, [json.loads(item) for item in row[-2]], bool(row[-1])))
     return out
 
 
@@ -433,3 +455,76 @@ def shared_serializer(serializer_class: type[S]) -> S:
 @cache
 def _shared(serializer_class: Any) -> Any:
     return serializer_class()
+
+
+# --- 8. New model instances -----------------------------------------------------------
+#
+# `Model(**values)` walks the model's fields on each call: pops each keyword, looks up
+# the default of every other field, sets a related instance through its descriptor's
+# checks, and sends `pre_init`/`post_init`. A turn builds one turn and a row per step
+# that way, a twentieth of its CPU. `instance_new` sets the same attributes from a plan
+# of the model's fields worked out once. It falls back to the plain constructor when a
+# receiver listens to `pre_init` or `post_init` for the model, or when a keyword is not
+# a concrete field (the plain constructor then raises or sets it as it would).
+
+_Plan = tuple[tuple[Any, bool], ...]  # (a concrete field, whether it is a foreign key)
+
+
+@cache
+def _instance_plan(model: type[Model]) -> tuple[_Plan, frozenset[str]]:
+    """The model's concrete fields (whether each is a foreign key) and every keyword the
+    plan takes: each field's attname, and its name for a foreign key."""
+    plan = []
+    names = set()
+    for field in model._meta.concrete_fields:
+        if getattr(field, "generated", False):
+            continue  # computed by the database; the constructor leaves it unset too
+        relation = field.is_relation and field.many_to_one
+        plan.append((field, bool(relation)))
+        names.add(field.attname)
+        if relation:
+            names.add(field.name)
+    return tuple(plan), frozenset(names)
+
+
+def instance_new(model: type[M], /, **values: Any) -> M:
+    """`model(**values)`: the same attribute values, related instances cached as their
+    descriptor caches them, defaults for the fields not given."""
+    plan, names = _instance_plan(model)
+    if (
+        not names.issuperset(values)
+        or pre_init.has_listeners(model)
+        or post_init.has_listeners(model)
+    ):
+        return model(**values)
+    obj = model.__new__(model)
+    obj._state = ModelState()
+    attributes = obj.__dict__
+    for field, relation in plan:
+        if relation and field.name in values:
+            related = values[field.name]
+            if related is not None and not _relate(obj, related, field):
+                return model(**values)  # the plain constructor refuses it as it does
+            attributes[field.attname] = (
+                None if related is None else getattr(related, field.target_field.attname)
+            )
+            field.set_cached_value(obj, related)
+        elif field.attname in values:
+            attributes[field.attname] = values[field.attname]
+        else:
+            attributes[field.attname] = field.get_default()
+    return obj
+
+
+def _relate(obj: Model, related: Any, field: Any) -> bool:
+    """What a foreign key's descriptor does before it sets a related instance: both
+    instances learn the database from each other (the router's choice) and the router
+    must allow the relation. False when the constructor would refuse the instance (of
+    another model, or a relation the router forbids)."""
+    if not isinstance(related, field.remote_field.model._meta.concrete_model):
+        return False
+    if obj._state.db is None:
+        obj._state.db = router.db_for_write(type(obj), instance=related)
+    if related._state.db is None:
+        related._state.db = router.db_for_write(type(related), instance=obj)
+    return bool(router.allow_relation(related, obj))

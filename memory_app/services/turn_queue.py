@@ -82,28 +82,47 @@ def _key(name: str) -> str:
     return f"engram:{connection.settings_dict['NAME']}:memory:turn-queue:{name}"
 
 
+@dataclass(frozen=True)
+class Marked:
+    """What marking turns answered: whether Valkey took the marks, and whether the key
+    the caller asked about in the same round trip exists (False when not asked, or when
+    Valkey was not reached)."""
+
+    taken: bool
+    key_exists: bool = False
+
+
 def turns_mark_pending(*, marks: Sequence[tuple[Any, int]]) -> bool:
     """Mark (session, turn number) pairs as waiting to become memories, and publish a
     drain unless one is due already. False when Valkey did not take them (down, stalled,
     or failed moments ago): the caller then publishes the work itself."""
+    return turns_mark(marks=marks).taken
+
+
+def turns_mark(*, marks: Sequence[tuple[Any, int]], exists: str | None = None) -> Marked:
+    """`turns_mark_pending`, also asking in the same round trip whether the key `exists`
+    is set (the `turn_recorded` hook asks whether the session's compaction is queued, so
+    that one message serves both)."""
     global _valkey_down_until
     if not marks or time.monotonic() < _valkey_down_until:
-        return False
+        return Marked(taken=False)
     now_ms = int(time.time() * 1000)
     try:
         pipe = valkey().pipeline(transaction=False)
         pipe.zadd(_key("pending"), {f"{session}:{number}": now_ms for session, number in marks})
         pipe.set(_key("due"), 1, nx=True, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
-        _, due_now = pipe.execute()
+        if exists is not None:
+            pipe.exists(exists)
+        _, due_now, *found = pipe.execute()
     except redis.RedisError as exc:
         _valkey_down_until = time.monotonic() + settings.ENGRAM_PUBLISH_BACKOFF_SECONDS
         logger.warning("could not mark turns as pending memories (%s)", exc)
-        return False
+        return Marked(taken=False)
     if due_now:
         from memory_app.tasks import remember_pending_turns
 
         task_publish(remember_pending_turns)
-    return True
+    return Marked(taken=True, key_exists=bool(found and found[0]))
 
 
 def turns_remember_pending(

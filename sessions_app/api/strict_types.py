@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.http import QueryDict
 from rest_framework import serializers
@@ -82,10 +82,20 @@ def _strict(
     return run_validation
 
 
+def _writable_names(serializer: serializers.Serializer) -> frozenset[str]:  # type: ignore[type-arg]  # generic in DRF's stubs only
+    """The names of the serializer's writable fields, worked out once per instance (DRF
+    binds an instance's fields once; the turn serializers are shared by every request)."""
+    names = serializer.__dict__.get("_engram_writable_names")
+    if names is None:
+        names = frozenset(name for name, field in serializer.fields.items() if not field.read_only)
+        serializer.__dict__["_engram_writable_names"] = names
+    return cast(frozenset[str], names)
+
+
 def _refuse_unknown_fields(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def to_internal_value(self: serializers.Serializer, data: Any) -> Any:  # type: ignore[type-arg]  # generic in DRF's stubs only
         if isinstance(data, Mapping) and _from_json_body(self):
-            known = {name for name, field in self.fields.items() if not field.read_only}
+            known = _writable_names(self)
             unknown = sorted(str(key) for key in data if key not in known)
             if unknown:
                 raise serializers.ValidationError(

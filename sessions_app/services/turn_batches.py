@@ -232,6 +232,8 @@ def _drafts(
     # successor is known only by its own id.
     sessions = {pk: entry.session for pk, entry in locked.items()}
     carts = {pk: entry.cart for pk, entry in locked.items()}
+    # A successor opened by rotation is not in `locked`: it releases as a plain turn does.
+    held = {pk: entry.reservations_held for pk, entry in locked.items()}
     touched: dict[uuid.UUID, ChatSession] = {}
     pending: list[_Pending] = []
     last_index: dict[uuid.UUID, int] = {}
@@ -248,6 +250,7 @@ def _drafts(
                 fields=item.fields,
                 idempotency_key=item.idempotency_key,
                 now=now,
+                reservations_held=held.get(item.session_id, True),
             )
         except ApplicationError as exc:
             outcomes[index] = _failed(exc)  # decided before any write of this item

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from sessions_app.errors import InvalidInput
+from sessions_app.fastpaths import instance_new
 from sessions_app.hooks import StepUsage, price_step
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
@@ -84,7 +85,8 @@ def turn_price_steps(
         if cost is None and not step.model and counts == TokenCounts():
             cost = Decimal(0)  # a tool call: no LLM, nothing to price
         rows.append(
-            TurnStep(
+            instance_new(
+                TurnStep,
                 tenant_id=session.tenant_id,
                 turn=turn,
                 session=session,

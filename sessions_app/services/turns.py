@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from sessions_app.errors import Conflict, InvalidInput, NotFound
 from sessions_app.fastpaths import (
+    instance_new,
     rows_copy,
     rows_insert,
     sessions_save_counters,
@@ -71,10 +72,12 @@ class TurnRecorded:
 
 @dataclass(frozen=True)
 class LockedSession:
-    """A session locked for recording turns, with its cart as read under the lock."""
+    """A session locked for recording turns, with its cart as read under the lock and
+    whether it had budget reservations then."""
 
     session: ChatSession
     cart: list[dict[str, Any]]
+    reservations_held: bool = True
 
 
 def sessions_lock_for_turns(
@@ -84,8 +87,10 @@ def sessions_lock_for_turns(
     sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
     are absent from the answer."""
     return {
-        session.pk: LockedSession(session=session, cart=cart)
-        for session, cart in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
+        read.session.pk: LockedSession(
+            session=read.session, cart=read.cart, reservations_held=read.reservations_held
+        )
+        for read in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
     }
 
 
@@ -178,6 +183,7 @@ def turn_draft(
     fields: TurnFields,
     idempotency_key: str | None,
     now: datetime,
+    reservations_held: bool = True,
 ) -> TurnDraft:
     """Everything either route decides for one turn, in one place, so the single and the
     batch route cannot drift: writability (410), counts (400), the budget reservation it
@@ -186,12 +192,15 @@ def turn_draft(
     the per-turn ceilings (`over_limit`), the session's counters and budget flag, and
     the warnings. `session` is locked by the caller (`sessions_lock_for_turns`), inside
     its transaction; the session's counters are moved on the instance (written later by
-    `sessions_save_counters`). Raises before writing anything, so a batch can refuse
-    the item alone; the only writes (reservation, rotation) come after every check."""
+    `sessions_save_counters`). `reservations_held` False (the lock read found no budget
+    reservation of the session) skips releasing one: there is none to spend or clear.
+    Raises before writing anything, so a batch can refuse the item alone; the only
+    writes (reservation, rotation) come after every check."""
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
     occurred_at = occurred_at_check(fields.occurred_at, now=now)
-    budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
+    if reservations_held:
+        budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
     rotated_from: ChatSession | None = None
     if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
         rotated_from, session = session, session_rotate(session=session, now=now)
@@ -242,7 +251,8 @@ def _turn_row(
     """The unsaved turn: numbered after the locked session's last turn, its state chained
     from the session's, and the workspace as it stands after it."""
     state = fields.state
-    return ChatTurn(
+    return instance_new(
+        ChatTurn,
         tenant_id=session.tenant_id,
         session=session,
         turn_number=session.last_turn_number + 1,  # safe: the row is locked
@@ -291,7 +301,10 @@ def turn_announce(
     )
 
 
-@transaction.atomic
+# No savepoint when called inside a transaction (an Idempotency-Key's, a state change's):
+# nobody recovers from a failed turn inside one, so its SAVEPOINT and RELEASE would cost
+# two round trips for nothing; a failure still rolls the caller's transaction back.
+@transaction.atomic(savepoint=False)
 def turn_record(
     *,
     tenant: Tenant,
@@ -341,6 +354,7 @@ def turn_record(
         ),
         idempotency_key=idempotency_key,
         now=now,
+        reservations_held=locked.reservations_held,
     )
     turns_insert([draft], now=now)
     sessions_save_counters([draft.session])

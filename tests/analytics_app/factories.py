@@ -28,7 +28,6 @@ from django.utils import timezone
 from analytics_app.pricing import price_table_clear
 from analytics_app.services.prices import PriceEntry, prices_load
 from memory_app import receivers as memory_receivers
-from memory_app.window.receivers import enqueue_compaction_when_due
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.sessions import session_create
@@ -122,10 +121,7 @@ def record_turn(
 
 
 # memory_app's reactions to `turn_recorded`, as its AppConfig.ready() connects them.
-MEMORY_APP_RECEIVERS = (
-    (memory_receivers.on_turn_recorded_remember, "memory_remember_turn"),
-    (enqueue_compaction_when_due, "memory_app.window.compaction"),
-)
+MEMORY_APP_RECEIVERS = ((memory_receivers.on_turn_recorded, "memory_remember_turn"),)
 
 
 @contextmanager

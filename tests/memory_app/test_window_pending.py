@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from memory_app.window.models import ContextSummary
 from memory_app.window.pending import compaction_pending_clear, compaction_pending_mark
@@ -49,3 +51,25 @@ def test_due_turns_queue_no_second_compaction_while_one_is_pending(
     assert compacted(session) == 5  # all but the last two of seven
     # The task cleared its own mark when it started: the next due turn may queue again.
     assert compaction_pending_mark(session.pk) is True
+
+
+def test_a_turn_reads_the_window_only_while_no_compaction_is_queued(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The hook's Valkey round trip that marks the turn also tells whether the session's
+    compaction is queued: then the window is not read (it could publish nothing)."""
+    session = new_session(tenant)
+
+    def window_reads() -> int:
+        with (
+            CaptureQueriesContext(connection) as queries,
+            django_capture_on_commit_callbacks(execute=True),
+        ):
+            record(tenant, session, "a question", "an answer")
+        return sum("NOT compacted" in q["sql"] for q in queries)
+
+    assert window_reads() == 1
+    assert compaction_pending_mark(session.pk)  # as if a compaction were queued
+    assert window_reads() == 0
+    compaction_pending_clear(session.pk)
+    assert window_reads() == 1

@@ -4,18 +4,20 @@ in for: the same rows stored, the same instances read, the same validation. (The
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
 from sessions_app import fastpaths
 from sessions_app.api.serializers_turns import TurnCreateSerializer
-from sessions_app.models import ChatSession, Tenant, TurnStep
+from sessions_app.models import BudgetReservation, ChatSession, ChatTurn, Tenant, TurnStep
+from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.turns import StepInput, TurnRecorded, turn_record
 from sessions_app.usage import TokenCounts
@@ -92,12 +94,45 @@ def test_the_session_lock_read_is_the_orm_s_instance(tenant: Tenant) -> None:
     recorded = _recorded(tenant, budget_tokens=5000, budget_usd=None)
     session_id = recorded.session.pk
     with transaction.atomic():
-        [(session, cart)] = fastpaths.sessions_select_for_turns(
+        [(session, cart, reservations_held)] = fastpaths.sessions_select_for_turns(
             tenant_id=tenant.pk, ids=[session_id]
         )
-    assert cart == []
+    assert cart == [] and reservations_held is False
     assert _columns(session, set()) == _columns(ChatSession.objects.get(pk=session_id), set())
     assert fastpaths.sessions_select_for_turns(tenant_id=tenant.pk + 1, ids=[session_id]) == []
+
+
+def _reservation_deletes(tenant: Tenant, session_id: Any) -> list[str]:
+    """The DELETEs of budget reservations that recording one turn issues."""
+    with CaptureQueriesContext(connection) as queries:
+        turn_record(tenant=tenant, session_id=session_id, steps=[])
+    return [q["sql"] for q in queries if "DELETE FROM budget_reservation" in q["sql"]]
+
+
+def test_the_lock_read_tells_whether_reservations_are_held_and_turns_spend_them(
+    tenant: Tenant,
+) -> None:
+    """Without reservations a turn skips the release; with one, live or ended, the lock
+    read says so and the turn releases as the plain path does."""
+    session_id = _recorded(tenant, budget_tokens=5000).session.pk
+    assert _reservation_deletes(tenant, session_id) == []
+    now = timezone.now()
+    live = budget_check_reserve(
+        tenant=tenant, session_id=session_id, estimated_tokens=10, reserve=True
+    ).reservation
+    ended = BudgetReservation.objects.create(
+        session_id=session_id, tokens=5, created_at=now - timedelta(minutes=5),
+        expires_at=now - timedelta(minutes=1),
+    )  # fmt: skip
+    assert live is not None
+    with transaction.atomic():
+        [read] = fastpaths.sessions_select_for_turns(tenant_id=tenant.pk, ids=[session_id])
+    assert read.reservations_held is True
+    assert len(_reservation_deletes(tenant, session_id)) == 1
+    assert not BudgetReservation.objects.filter(pk__in=[live.pk, ended.pk]).exists()
+    with transaction.atomic():
+        [read] = fastpaths.sessions_select_for_turns(tenant_id=tenant.pk, ids=[session_id])
+    assert read.reservations_held is False
 
 
 def _move_counters(session: ChatSession, now: datetime) -> None:
@@ -161,3 +196,32 @@ def test_a_shared_serializer_validates_as_a_fresh_one() -> None:
     ]
     for body in bodies:
         assert _errors(shared, body) == _errors(TurnCreateSerializer(), body)
+
+
+def _instance_state(obj: Any) -> tuple[dict[str, Any], dict[str, Any], bool, Any]:
+    # A default of "now" differs by the microseconds between the two constructions.
+    attributes = {
+        k: type(v) if k == "occurred_at" else v for k, v in obj.__dict__.items() if k != "_state"
+    }
+    return attributes, dict(obj._state.fields_cache), obj._state.adding, obj._state.db
+
+
+def test_a_new_instance_is_what_the_constructor_makes(tenant: Tenant) -> None:
+    """Related instances (saved or not), ids, defaults (callable ones fresh per instance)
+    and explicit values: the same attributes and relation cache as `Model(**values)`."""
+    recorded = _recorded(tenant)
+    session, unsaved_turn = recorded.session, ChatTurn(session=recorded.session, turn_number=9)
+    cases: list[tuple[type[Any], dict[str, Any]]] = [
+        (ChatTurn, {"tenant_id": tenant.pk, "session": session, "turn_number": 2}),
+        (ChatTurn, {"session_id": session.pk, "intent_data": {"i": 1}, "state_after": None}),
+        (TurnStep, {"turn": unsaved_turn, "session": session, "step_order": 1, "model": "m"}),
+        (TurnStep, {"turn": recorded.turn, "session": None, "cost_usd": Decimal("0.5")}),
+        (TurnStep, {}),
+    ]
+    for model, values in cases:
+        fast, plain = fastpaths.instance_new(model, **values), model(**values)
+        assert _instance_state(fast) == _instance_state(plain), (model, values)
+    first, second = fastpaths.instance_new(ChatTurn), fastpaths.instance_new(ChatTurn)
+    assert first.metadata == {} and first.metadata is not second.metadata
+    with pytest.raises(TypeError):
+        fastpaths.instance_new(ChatTurn, no_such_field=1)

@@ -1,0 +1,96 @@
+"""`python -m bench.b1_versus OTHER_CHECKOUT [--rounds 8] [--seconds 6] [--key]`: B1's
+single-turn phase against this checkout's code and another's, in the same minutes.
+
+A change to the turn path is judged by server CPU per turn, which moves by a couple of
+milliseconds from one B1 run to the next on the shared machine. Here two gunicorns (this
+checkout and OTHER_CHECKOUT, e.g. a `git archive` of the base commit; same migrations)
+serve one throwaway PostgreSQL + Valkey, and B1's `http` load (8 client threads, each on
+its own 4 sessions, B1's turn body) alternates between them, round by round, the order
+flipped every round. Printed per round and as medians (the first two rounds warm up):
+the workers' CPU per turn of each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.b1_versus")
+    parser.add_argument("other", type=Path, help="the other checkout's root")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=6)
+    parser.add_argument("--key", action="store_true", help="send an Idempotency-Key")
+    args = parser.parse_args(argv)
+
+    from bench.harness import log
+    from bench.loadgen import HttpPoster, run_load
+    from bench.run import django_on_data_services
+    from bench.servers import ROOT, Gunicorn
+
+    with django_on_data_services(log) as env:
+        from django.db import connection
+
+        from bench.b1_ingestion import TURN_BODY, _cpu_seconds, _sessions
+        from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
+
+        tenant = tenant_get_or_create(name="b1-versus")
+        auth = {"Authorization": f"Bearer {api_key_create(tenant=tenant, name='v').secret}"}
+        body = json.dumps(TURN_BODY).encode()
+        roots = {"this": ROOT, "other": args.other.resolve()}
+        sessions = {side: [_sessions(tenant, 4, f"{side}-{t}") for t in range(8)] for side in roots}
+        connection.close()
+        servers = {
+            side: Gunicorn(env=env, workers=2, threads=4, cwd=root) for side, root in roots.items()
+        }
+        cpu: dict[str, list[float]] = {side: [] for side in roots}
+        with servers["this"], servers["other"]:
+            for round_number in range(args.rounds):
+                order = list(roots) if round_number % 2 == 0 else list(reversed(roots))
+                for side in order:
+                    server = servers[side]
+                    posters = [
+                        HttpPoster(
+                            port=server.port,
+                            paths=[f"/api/v1/sessions/{sid}/turns" for sid in ids],
+                            body=body,
+                            headers=auth,
+                            key_prefix=f"v-{side}-{round_number}-{i}-{time.time()}"
+                            if args.key
+                            else None,
+                        )
+                        for i, ids in enumerate(sessions[side])
+                    ]
+                    pids = server.worker_pids()
+                    before = _cpu_seconds(pids)
+                    result = run_load(
+                        name=side,
+                        operations=posters,
+                        max_requests=3000,
+                        max_seconds=args.seconds,
+                        warmup_per_thread=5 if round_number < 2 else 0,
+                    )
+                    per_turn = (_cpu_seconds(pids) - before) / max(result.requests, 1) * 1000
+                    cpu[side].append(per_turn)
+                    log(
+                        f"[versus] round {round_number + 1}/{args.rounds} {side:>5}: "
+                        f"{result.requests} turns, {result.throughput:.1f}/s, "
+                        f"server CPU {per_turn:.2f} ms/turn, errors {result.errors}"
+                    )
+        for side, root in roots.items():
+            measured = cpu[side][2:] or cpu[side]
+            print(
+                f"{side} ({root}): server CPU ms/turn median {statistics.median(measured):.2f}"
+                f" over rounds {', '.join(f'{x:.2f}' for x in measured)}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
