@@ -301,10 +301,7 @@ def turn_announce(
     )
 
 
-# No savepoint when called inside a transaction (an Idempotency-Key's, a state change's):
-# nobody recovers from a failed turn inside one, so its SAVEPOINT and RELEASE would cost
-# two round trips for nothing; a failure still rolls the caller's transaction back.
-@transaction.atomic(savepoint=False)
+@transaction.atomic
 def turn_record(
     *,
     tenant: Tenant,
