@@ -149,27 +149,29 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
             NextCall | None, Field(description="Also reserve the budget for your next call.")
         ] = None,
     ) -> dict[str, Any]:
+        optional = {"state": state, "occurred_at": occurred_at, "reservation_id": reservation_id}
         body: dict[str, Any] = {
             "user_message": user_message,
             "assistant_response": assistant_response,
             "steps": [step.model_dump() for step in steps or []],
+            **{name: value for name, value in optional.items() if value is not None},
         }
-        if state is not None:
-            body["state"] = state
-        if occurred_at is not None:
-            body["occurred_at"] = occurred_at
-        if reservation_id is not None:
-            body["reservation_id"] = reservation_id
         if reserve_next is not None:
-            body["reserve_next"] = reserve_next.model_dump(exclude_none=True)
-            if reserve_next.estimated_cost_usd is not None:
-                body["reserve_next"]["estimated_cost_usd"] = str(reserve_next.estimated_cost_usd)
+            body["reserve_next"] = _next_call_body(reserve_next)
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,
             idempotency_key=idempotency_key,
             body=body,
         )
+
+
+def _next_call_body(reserve_next: NextCall) -> dict[str, Any]:
+    """`reserve_next` as the REST body carries it: the cost as a decimal string."""
+    body = reserve_next.model_dump(exclude_none=True)
+    if reserve_next.estimated_cost_usd is not None:
+        body["estimated_cost_usd"] = str(reserve_next.estimated_cost_usd)
+    return body
 
 
 def _register_memory_tools(server: MCPServer, call: BoundCall) -> None:

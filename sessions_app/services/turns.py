@@ -175,6 +175,28 @@ class TurnDraft:
     warnings: list[TurnWarning]
 
 
+def _turn_priced_steps(
+    *, tenant: Tenant, session: ChatSession, turn: ChatTurn, fields: TurnFields, now: datetime
+) -> list[TurnStep]:
+    """The turn's steps priced, and the turn's totals and ceilings set from them, before
+    the turn is inserted, so that it is written once, with its totals. The session
+    remembers the newest step's model (`session_model`), and the turn serves its steps
+    from memory when the response lists them, not from another query."""
+    capture = any(s.prompt is not None or s.completion for s in fields.steps) and (
+        capture_enabled(session=session, tenant=tenant)
+    )
+    step_rows = turn_price_steps(
+        turn=turn, session=session, steps=fields.steps, at=now, capture=capture
+    )
+    turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=fields.duration_ms)
+    turn.over_limit = turn_limits_passed(turn)
+    newest_model = next((row.model for row in reversed(step_rows) if row.model), "")
+    if newest_model:
+        setattr(session, NEWEST_STEP_MODEL, newest_model)
+    turn_steps_preloaded(turn, step_rows)
+    return step_rows
+
+
 def turn_draft(
     *,
     tenant: Tenant,
@@ -213,21 +235,9 @@ def turn_draft(
         idempotency_key=idempotency_key,
         occurred_at=occurred_at,
     )
-    # Steps are priced and summed before the turn is inserted, so the turn is written
-    # once, with its totals.
-    capture = any(s.prompt is not None or s.completion for s in fields.steps) and (
-        capture_enabled(session=session, tenant=tenant)
+    step_rows = _turn_priced_steps(
+        tenant=tenant, session=session, turn=turn, fields=fields, now=now
     )
-    step_rows = turn_price_steps(
-        turn=turn, session=session, steps=fields.steps, at=now, capture=capture
-    )
-    turn_set_totals(turn=turn, step_rows=step_rows, duration_ms=fields.duration_ms)
-    turn.over_limit = turn_limits_passed(turn)
-    newest_model = next((row.model for row in reversed(step_rows) if row.model), "")
-    if newest_model:
-        setattr(session, NEWEST_STEP_MODEL, newest_model)  # see `session_model`
-    # The response lists the steps: serve them from memory, not from another query.
-    turn_steps_preloaded(turn, step_rows)
     session_apply_turn(session=session, turn=turn, state=fields.state, now=now)
 
     warnings = turn_warnings(

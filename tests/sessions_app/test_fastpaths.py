@@ -154,7 +154,7 @@ def test_the_counter_update_writes_what_save_writes(tenant: Tenant) -> None:
     for session in (with_orm, one, *many):
         _move_counters(session, now)
     with transaction.atomic():
-        with_orm.save(update_fields=[*fastpaths._COUNTER_COLUMNS, "state"])
+        with_orm.save(update_fields=[*fastpaths.sessions._COUNTER_COLUMNS, "state"])
         fastpaths.sessions_save_counters([one])
         fastpaths.sessions_save_counters(many)
     # `save()` stamps updated_at itself (auto_now); the fast path writes the instance's.

@@ -86,15 +86,15 @@ def test_every_snapshot_file_has_a_statement() -> None:
 
 def test_the_hot_path_runs_the_statements_it_renders_once() -> None:
     """The turn recording path executes cached renderings; they are the snapshots' text."""
-    assert rendered(sql.SQL(fastpaths._insert_sql(TurnStep, 3))) == rendered(
+    assert rendered(sql.SQL(fastpaths.rows._insert_sql(TurnStep, 3))) == rendered(
         fastpaths.insert_statement(TurnStep, 3)
     )
-    assert rendered(sql.SQL(fastpaths._SAVE_COUNTERS_SQL)) == rendered(
+    assert rendered(sql.SQL(fastpaths.sessions._SAVE_COUNTERS_SQL)) == rendered(
         fastpaths.save_counters_statement()
     )
-    assert rendered(sql.SQL(fastpaths._SAVE_ONE_COUNTERS_SQL)) == rendered(
+    assert rendered(sql.SQL(fastpaths.sessions._SAVE_ONE_COUNTERS_SQL)) == rendered(
         fastpaths.save_one_counters_statement()
     )
-    assert fastpaths._session_reader()[0] == fastpaths.session_lock_statement().as_string(
+    assert fastpaths.sessions._session_reader()[0] == fastpaths.session_lock_statement().as_string(
         connection.connection
     )
