@@ -44,6 +44,16 @@ SCOPES = {
 }
 
 
+def _each_agent_in_a_thread(agent: Any, errors: list[BaseException]) -> list[BaseException]:
+    """Run `agent(n)` for every agent at once, one thread each; the errors they reported."""
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(AGENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    return errors
+
+
 def run_agents(issued_key: IssuedKey, scope: str, *, reserve: bool) -> list[BaseException]:
     """Each agent opens its own session (the user scope: all for user u1; the others:
     a user each), then loops: check, and record a turn while allowed."""
@@ -80,12 +90,7 @@ def run_agents(issued_key: IssuedKey, scope: str, *, reserve: bool) -> list[Base
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(AGENTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
-    return errors
+    return _each_agent_in_a_thread(agent, errors)
 
 
 def recorded_tokens() -> int:
@@ -160,12 +165,7 @@ def run_agents_reserving_next(issued_key: IssuedKey) -> list[BaseException]:
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(AGENTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
-    return errors
+    return _each_agent_in_a_thread(agent, errors)
 
 
 def test_fifty_agents_reserving_with_each_turn_stay_within_a_shared_daily_budget(
