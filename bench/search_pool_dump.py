@@ -31,10 +31,10 @@ from bench.longmemeval_retrieval import load_pool
 def _patch_vectors(path: Path | None) -> None:
     if path is None:
         return
-    import memory_app.services.memories as memories
+    import memory_app.passage_vectors.vectors as documents
 
     known = {m["content"]: m["emb"] for m in json.loads(path.read_text())}
-    real = memories.embed_texts
+    real = documents.embed_texts
 
     def embed_texts(texts: list[str]) -> list[list[float]]:
         missing = [t for t in texts if t not in known]
@@ -42,7 +42,7 @@ def _patch_vectors(path: Path | None) -> None:
             known.update(zip(missing, real(missing), strict=True))
         return [list(known[t]) for t in texts]
 
-    memories.embed_texts = embed_texts  # type: ignore[assignment]
+    documents.embed_texts = embed_texts  # type: ignore[assignment]
 
 
 def _store(client: Any, items: list[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with django_on_data_services(log):
         from django.test import Client
+        from django.utils import timezone
 
         from bench.locomo_eval import _date, _evidence, load
         from sessions_app.models import Tenant
@@ -182,13 +183,15 @@ def main(argv: list[str] | None = None) -> int:
             dias: dict[str, list[list[Any]]] = {}
             for index, memory_id in _store(client, items):
                 dias.setdefault(memory_id, []).append([conv.turns[index].dia_id, 0])
+            now = timezone.now()
             for n, q in enumerate(conv.questions):
-                members = pool_features(tenant, q["question"], user, None, args.candidates)
+                # Asked now, as the API asks a search that sends no `as_of`.
+                members = pool_features(tenant, q["question"], user, now, args.candidates)
                 for member in members:
                     member["turns"] = dias.get(member["id"], [])
                 record = {
                     "dataset": "locomo", "id": f"{conv.index}-{n}", "type": str(q["category"]),
-                    "question": q["question"], "as_of": None,
+                    "question": q["question"], "as_of": now.isoformat(),
                     "relevant": sorted([e, 0] for e in _evidence(q)), "pool": members,
                 }  # fmt: skip
                 out.write(json.dumps(record) + "\n")

@@ -434,4 +434,5 @@ class MemoryRelation(models.Model):
         return f"{self.source_id} {self.type} {self.target_id}{version}"
 
 
+from memory_app.passage_vectors.models import *  # noqa: E402, F403  the vectors of passages
 from memory_app.window.models import *  # noqa: E402, F403  the short-term window's summaries

@@ -363,6 +363,10 @@ ENGRAM_MEMORY_METADATA_MAX_BYTES = env_int("ENGRAM_MEMORY_METADATA_MAX_BYTES", 4
 ENGRAM_MEMORY_RRF_K = env_int("ENGRAM_MEMORY_RRF_K", 60)
 # Search fusion: weight of the z-normalised cosine (the z-normalised BM25 gets the rest).
 ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT = env_float("ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT", 0.5)
+# A memory of several sentences is also embedded passage by passage (at most this many
+# passages, from its start; 0: none), and the search's semantic signal of a memory is its
+# best cosine, whole or passage (docs/decisions/memory-passage-vectors.md).
+ENGRAM_MEMORY_MAX_PASSAGES = env_int("ENGRAM_MEMORY_MAX_PASSAGES", 8)
 # Bound of the lexical step: candidates come from the query's rarest terms whose postings
 # fit this (none if even the rarest does not), and no more rows than this are read in the
 # searched scope, before the actor's visibility filter; every term still scores them. Each row

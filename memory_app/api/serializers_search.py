@@ -116,7 +116,10 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
 
 
 class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    semantic = serializers.FloatField(help_text="Cosine similarity to the query.")
+    semantic = serializers.FloatField(
+        help_text="Cosine similarity to the query: the best of the memory's text as a whole "
+        "and, for a memory of several sentences, each of its passages."
+    )
     lexical = serializers.FloatField(
         help_text="BM25 of the query over the memory's text (with its thread neighbours' for a "
         "memory in a thread); >= 0, unbounded, 0 = no query term."

@@ -26,15 +26,17 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts, embedder
+from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
+from memory_app.passage_vectors.vectors import embed_documents
+from memory_app.passage_vectors.writes import passages_replace
 from memory_app.services.memories import refresh_thread_window
 from memory_app.services.thread_writes import thread_rows_insert
 from sessions_app.locks import advisory_xact_locks
@@ -139,11 +141,12 @@ SELECT m.session_id, m.thread_order::int FROM memory m
 @dataclass
 class EmbeddedTurns:
     """Turns ready to be written as memories: in writing order (session, number), with
-    their memories' texts and vectors."""
+    their memories' texts, vectors and passages' vectors."""
 
     turns: list[ChatTurn]
     texts: list[str]
     vectors: list[list[float]]
+    passages: list[list[list[float]]] = field(default_factory=list)
 
     def keys(self) -> set[tuple[uuid.UUID, int]]:
         return {(turn.session_id, turn.turn_number) for turn in self.turns}
@@ -164,7 +167,8 @@ def conversation_embed_turns(turns: Sequence[ChatTurn]) -> EmbeddedTurns:
         key=lambda turn: (str(turn.session_id), turn.turn_number),
     )
     texts = [turn_memory_text(turn) for turn in ordered]
-    return EmbeddedTurns(ordered, texts, embed_texts(texts) if texts else [])
+    embedded = embed_documents(texts)
+    return EmbeddedTurns(ordered, texts, embedded.vectors, embedded.passages)
 
 
 def conversation_write_embedded(batch: EmbeddedTurns) -> list[ChatTurn]:
@@ -185,12 +189,15 @@ def conversation_write_embedded(batch: EmbeddedTurns) -> list[ChatTurn]:
         live = turn_ids_in_ranges(ranges=ranges)
         done = _remembered(ranges)
         written = [
-            (turn, _turn_memory(turn, text, vector, model_name, now))
-            for turn, text, vector in zip(batch.turns, batch.texts, batch.vectors, strict=True)
+            (turn, _turn_memory(turn, text, vector, model_name, now), passages)
+            for turn, text, vector, passages in zip(
+                batch.turns, batch.texts, batch.vectors, batch.passages, strict=True
+            )
             if (key := (turn.session_id, turn.turn_number)) in live and key not in done
         ]
-        thread_rows_insert([row for _, row in written])
-    return [turn for turn, _ in written]
+        thread_rows_insert([row for _, row, _ in written])
+        passages_replace([(row.pk, passages) for _, row, passages in written if passages])
+    return [turn for turn, _, _ in written]
 
 
 def _turn_memory(

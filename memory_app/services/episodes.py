@@ -18,8 +18,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts, embedder
+from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
+from memory_app.passage_vectors.vectors import embed_documents
+from memory_app.passage_vectors.writes import passages_replace
 from memory_app.services.compaction import summary_draft
 from memory_app.services.memories import memory_update
 from memory_app.window.summarize import extractive_summary
@@ -91,7 +93,8 @@ def _episode_create(
     session: Any, content: str, structured: dict[str, Any], digest: str, *, occurred_at: Any
 ) -> None:
     now = timezone.now()
-    Memory.objects.create(
+    embedded = embed_documents([content])
+    memory = Memory.objects.create(
         tenant_id=session.tenant_id,
         user_id=session.user_id,
         agent_id=session.agent_id,
@@ -100,7 +103,7 @@ def _episode_create(
         content=content,
         structured=structured,
         content_hash=digest,
-        embedding=embed_texts([content])[0],
+        embedding=embedded.vectors[0],
         embedding_model=embedder().model_name,
         tags=["episode", "session"],
         importance=0.5,
@@ -112,3 +115,4 @@ def _episode_create(
         updated_at=now,
         last_accessed_at=now,
     )
+    passages_replace([(memory.pk, embedded.passages[0])])

@@ -24,8 +24,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts, embedder
+from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryVersion
+from memory_app.passage_vectors.vectors import embed_documents
+from memory_app.passage_vectors.writes import passages_replace
 from memory_app.services.access import memory_access_record
 
 # The sub-domains of memory writes live in memory_text, memory_threads, memory_merge,
@@ -148,17 +150,36 @@ def memory_add_many(
                 fields={f"{prefix}{name}": messages for name, messages in reasons.items()},
             )
     vectors: list[list[float]] = []
+    passages: list[list[list[float]]] = []
     texts = [draft.content for draft in drafts]
     for start in range(0, len(texts), EMBED_BATCH):
-        vectors.extend(embed_texts(texts[start : start + EMBED_BATCH]))
+        embedded = embed_documents(texts[start : start + EMBED_BATCH])
+        vectors += embedded.vectors
+        passages += embedded.passages
     model_name = embedder().model_name
-    results: list[AddResult] = []
     with transaction.atomic():
         if len(drafts) > 1 and all(thread_key_of(draft) for draft in drafts):
-            return _add_threaded(tenant, drafts, vectors, model_name, now)
-        for draft, vector in zip(drafts, vectors, strict=True):
-            results.append(_add_one(tenant, draft, vector, model_name, now))
+            results = _add_threaded(tenant, drafts, vectors, model_name, now)
+        else:
+            results = [
+                _add_one(tenant, draft, vector, model_name, now)
+                for draft, vector in zip(drafts, vectors, strict=True)
+            ]
+        passages_replace(_passages_written(results, passages))
     return results
+
+
+def _passages_written(
+    results: Sequence[AddResult], passages: list[list[list[float]]]
+) -> list[tuple[uuid.UUID, list[list[float]]]]:
+    """The passages of the memories whose text the add wrote: each one created (when it
+    has passages) and each one merged into (its old passages go, even for none), the
+    last draft merged into a memory being its text."""
+    written: dict[uuid.UUID, list[list[float]]] = {}
+    for result, vectors in zip(results, passages, strict=True):
+        if result.action == "merged" or (result.action == "created" and vectors):
+            written[result.memory.pk] = vectors
+    return list(written.items())
 
 
 def _add_threaded(
@@ -377,11 +398,14 @@ def memory_set_pinned(*, memory: Memory, pinned: bool) -> Memory:
 
 
 def memory_reembed(*, memory: Memory) -> Memory:
-    """Recompute the vector with the configured embedder (after a model change, or to
-    repair a bad vector). Not a new version: the text is unchanged."""
-    vector = embed_texts([memory.content])[0]
+    """Recompute the vector and the passages' with the configured embedder (after a
+    model change, or to repair a bad vector). Not a new version: the text is unchanged."""
+    embedded = embed_documents([memory.content])
+    vector = embedded.vectors[0]
     model_name = embedder().model_name
-    Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=model_name)
+    with transaction.atomic():
+        Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=model_name)
+        passages_replace([(memory.pk, embedded.passages[0])])
     memory.embedding = vector
     memory.embedding_model = model_name
     return memory

@@ -11,8 +11,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from memory_app.embedding import embed_texts, embedder
+from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryRelation, MemoryVersion, RelationType
+from memory_app.passage_vectors.vectors import Embedded, embed_documents
+from memory_app.passage_vectors.writes import passages_replace
 from memory_app.services.memory_text import content_hash, normalise_text
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.supersession import memory_set_validity, validity_changes
@@ -54,7 +56,7 @@ def version_snapshot(memory: Memory, *, replaced_by: str, now: datetime) -> None
 def _apply_update(
     memory: Memory,
     changes: dict[str, Any],
-    vector: list[float] | None,
+    embedded: Embedded | None,
     now: datetime,
     replaced_by: str = "updated",
 ) -> Memory:
@@ -63,8 +65,8 @@ def _apply_update(
     fields = list(changes)
     for name, value in changes.items():
         setattr(memory, name, value)
-    if vector is not None:
-        memory.embedding = vector
+    if embedded is not None:
+        memory.embedding = embedded.vectors[0]
         memory.embedding_model = embedder().model_name
         memory.content_hash = content_hash(memory.content)
         clash = (
@@ -87,8 +89,9 @@ def _apply_update(
     memory.version += 1
     memory.updated_at = now
     memory.save(update_fields=[*fields, "version", "updated_at"])
-    if vector is not None:
+    if embedded is not None:
         refresh_thread_window(memory)
+        passages_replace([(memory.pk, embedded.passages[0])])
     return memory
 
 
@@ -112,16 +115,16 @@ def memory_update(
     for name in ("allowed_users", "allowed_roles"):
         if name in changes:
             changes[name] = sorted(set(changes[name]))
-    vector = None
+    embedded = None
     if "content" in changes:
         changes["content"] = normalise_text(changes["content"])
         if not changes["content"]:
             raise InvalidInput("Memory content is empty.", fields={"content": ["Empty."]})
         if changes["content"] != memory.content:
-            vector = embed_texts([changes["content"]])[0]
+            embedded = embed_documents([changes["content"]])
         else:
             del changes["content"]
-    return _apply_update(memory, changes, vector, now, replaced_by)
+    return _apply_update(memory, changes, embedded, now, replaced_by)
 
 
 REVERTED_FIELDS = ("content", "summary", "structured", "tags", "importance", "confidence", "scope")

@@ -8,8 +8,8 @@ far above the rest keeps that margin, which reciprocal rank fusion throws away (
 still computed, part `rrf`, for comparison).
 
 The final score: 0.6 * relevance + 0.2 * recency (half-life) + 0.1 * importance + 0.1 *
-access signal. The parts are returned: semantic (cosine), lexical (BM25), relevance, rrf,
-recency, importance, access.
+access signal. The parts are returned: semantic (cosine, the best of the memory and its
+passages), lexical (BM25), relevance, rrf, recency, importance, access.
 
 `score_pool` is the boundary: a pool in, (id, score, parts) per candidate out, unsorted;
 the time boost and the current-state weighting apply after it.

@@ -17,7 +17,12 @@ from memory_app.selectors.search.bm25 import bm25_sql
 from memory_app.selectors.search.filters import SearchWhere
 from memory_app.selectors.search.lexical import LexicalQuery
 from memory_app.selectors.search.lexical_hits import lexical_hits_sql
-from memory_app.selectors.search.vector import EF_SEARCH, cosine_sql, nearest_sql
+from memory_app.selectors.search.vector import (
+    EF_SEARCH,
+    cosine_sql,
+    nearest_sql,
+    passage_cosine_sql,
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,9 @@ def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) 
     each visibility branch (`lexical_hits_sql`), so only rows the actor may see; the
     vector step's branches bring their full-precision cosine along (`nearest_sql`), so
     the pool reads an embedding only for a row the lexical side alone found: COALESCE
-    stops at its first non-null argument."""
+    stops at its first non-null argument. A member's semantic signal is the greater of
+    that cosine and its passages' best (`passage_cosine_sql`), so a memory that says the
+    answer in one sentence among others is weighed by that sentence."""
     vector_ranked: sql.Composable = (
         _VECTOR_RANKED.format(nearest=nearest_sql(where)) if vector else _NO_VECTOR
     )
@@ -108,7 +115,11 @@ def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) 
         lexical_ranked = _NO_LEXICAL
     bm25 = sql.SQL("coalesce(l.score, {})").format(bm25_sql("m", lexical))
     semantic: sql.Composable = (
-        sql.SQL("coalesce(v.semantic, {})").format(cosine_sql("m")) if vector else sql.SQL("0")
+        sql.SQL("greatest(coalesce(v.semantic, {}), {})").format(
+            cosine_sql("m"), passage_cosine_sql("m")
+        )
+        if vector
+        else sql.SQL("0")
     )
     return _POOL.format(
         vector_ranked=vector_ranked, lexical_ranked=lexical_ranked, semantic=semantic, bm25=bm25

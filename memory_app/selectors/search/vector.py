@@ -37,6 +37,16 @@ def cosine_sql(alias: str) -> sql.Composable:
     return sql.SQL("1 - ({} <=> %(q)s::vector)").format(sql.Identifier(alias, "embedding"))
 
 
+def passage_cosine_sql(alias: str) -> sql.Composable:
+    """The best full-precision cosine of the query (`%(q)s`) and a passage of row
+    `alias` (memory_app.passage_vectors); NULL for a memory without passages. Read by
+    the unique (memory, ordinal) index: a few rows a memory."""
+    return sql.SQL(
+        "(SELECT max(1 - (p.embedding <=> %(q)s::vector)) FROM memory_passage p"
+        " WHERE p.memory_id = {})"
+    ).format(sql.Identifier(alias, "id"))
+
+
 def nearest_sql(where: SearchWhere) -> sql.Composable:
     """The vector top-k under `where` (id, halfvec distance, full-precision cosine): one
     ORDER BY … LIMIT per visibility branch, each planned on its own (HNSW, the partial

@@ -9,7 +9,7 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200;
                 SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
             ),
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
-        SELECT m.id, v.rank, l.rank, coalesce(v.semantic, 1 - ("m"."embedding" <=> %(q)s::vector)), coalesce(l.score, 0::float8),
+        SELECT m.id, v.rank, l.rank, greatest(coalesce(v.semantic, 1 - ("m"."embedding" <=> %(q)s::vector)), (SELECT max(1 - (p.embedding <=> %(q)s::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(l.score, 0::float8),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content)
         FROM pool JOIN memory m ON m.id = pool.id
