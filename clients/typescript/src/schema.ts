@@ -2183,7 +2183,7 @@ export interface components {
         ScoreParts: {
             /**
              * Format: double
-             * @description Cosine similarity to the query.
+             * @description Cosine similarity to the query: the best of the memory's text as a whole and, for a memory of several sentences, each of its passages.
              */
             semantic: number;
             /**
