@@ -29,15 +29,14 @@ _BRANCH = sql.SQL(
     "SELECT m.id, {distance} AS distance, m.embedding FROM memory m"
     " WHERE {scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
 )
-# Every row's created_at is in this range (the column is NOT NULL). Bounds the planner
-# cannot read before running (InitPlans) make it estimate the range at 0.5 % of the
-# owner's rows, so it reads them from the covering (tenant, user, created_at) index,
-# embeddings included, rather than the table: where one user holds most of the table
-# (one agent's tenant, the LongMemEval pool), a sequential scan is costed lower, but it
-# fetches every row's embedding from TOAST, several times slower than the index.
-_OWNER_ROWS = sql.SQL(
-    "m.created_at BETWEEN (SELECT '-infinity'::timestamptz) AND (SELECT 'infinity'::timestamptz)"
-)
+# The owner's rows again (their user_id is `%(owner)s`), as a range whose bounds are
+# InitPlans: unknown when planning, so the planner estimates it at 0.5 % of the owner's
+# rows and reads them from an index that keys the user, the covering one (embeddings
+# included) when the visibility map allows. Where one user holds most of the table (one
+# agent's tenant, the LongMemEval pool) it would otherwise cost a sequential scan lower,
+# which fetches every row's embedding from TOAST, several times slower than the index.
+# An index without the user among its keys (tenant, created_at) gains nothing from it.
+_OWNER_ROWS = sql.SQL("m.user_id BETWEEN (SELECT %(owner)s) AND (SELECT %(owner)s)")
 _NEAREST = sql.SQL("SELECT n.id, n.distance, {cosine} AS semantic FROM ({merged}) AS n")
 
 
