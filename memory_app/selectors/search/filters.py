@@ -98,6 +98,7 @@ class SearchWhere:
     # The one owner of a branch's rows, whose own lexical index (`memory_lexical_owner`)
     # its lexical step reads: the user the caller named (then there is one branch), or
     # in a tenant-wide search the actor, owner of `own_branch`. None: no such branch.
+    # The parameter `owner` holds it.
     owner: str | None = None
     # What a row of `owner`'s read through that index must still pass: the caller's
     # filters and the branch, without the tenant and user tests the index's keys already
@@ -176,7 +177,7 @@ def search_where(
         where = SearchWhere(
             scope, visible, (visible,), tenant.pk, owner=user_id, owned=_and([*clauses, visible])
         )
-        return where, params
+        return where, params | {"owner": user_id}
     own = own_branch(actor)
     owned = own.without_owner().sql() if own is not None else sql.SQL("TRUE")
     where = SearchWhere(
@@ -188,7 +189,7 @@ def search_where(
         owner=actor.user_id if own is not None else None,
         owned=_and([*clauses, owned]),
     )
-    return where, params
+    return where, params | {"owner": where.owner}
 
 
 def merged_branches(

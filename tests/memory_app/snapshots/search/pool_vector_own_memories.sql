@@ -1,6 +1,6 @@
 SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; 
         WITH 
-            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> %(q)s::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = %(tenant)s AND m.user_id = %(user_id)s AND TRUE ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT %(k)s) AS n),
+            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> %(q)s::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> %(q)s::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = %(tenant)s AND m.user_id = %(user_id)s AND TRUE AND m.user_id BETWEEN (SELECT %(owner)s) AND (SELECT %(owner)s) ORDER BY m.embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT %(k)s) AS n),
             vector_ranked AS MATERIALIZED (
                 SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
                 FROM nearest
