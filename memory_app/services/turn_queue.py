@@ -34,6 +34,7 @@ Valkey never drain one another's marks.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -69,6 +70,7 @@ logger = logging.getLogger(__name__)
 
 DRAIN_LOCK = "memory.turn-queue.drain"
 LINGER_POLL_SECONDS = 0.1  # how often a lingering drain looks for new marks
+EMBEDDED_AHEAD = 2  # batches embedded beyond the one being written
 RETRY_LATER_MS = 60_000  # a batch that failed is tried again after this, session by session
 _valkey_down_until = 0.0  # monotonic; after a failed mark, skip Valkey until then
 
@@ -174,13 +176,14 @@ class _Take:
 
 @dataclass
 class _Batch:
-    """Up to a batch of a take's turns, embedding in the background; `embedded` is None
-    when the take's turns could not be read. The take's marks go once its last batch is
-    written."""
+    """Up to a batch of a take's turns; `embedded` once its embedding is started (never
+    when the take's turns could not be read). The take's marks go once its last batch
+    is written."""
 
     take: _Take
-    embedded: Future[EmbeddedTurns] | None
+    turns: list[ChatTurn]
     last: bool
+    embedded: Future[EmbeddedTurns] | None = None
 
 
 def _drain_while_marked(
@@ -191,10 +194,10 @@ def _drain_while_marked(
     the worker's others every time). Inline (eager mode, a request), never wait. While
     it runs the drain keeps the due flag set, so that hooks publish nothing.
 
-    Pipelined: a take's turns are cut into batches of at most `batch` turns, all handed
-    to the embedding thread at once; each is written as soon as its vectors are ready,
-    while the batches after it are embedded (the model's CPU and the database's
-    overlap). The next take is read when its predecessor's last batch is written."""
+    Pipelined: a take's turns are cut into batches of at most `batch` turns; while one
+    is written, the EMBEDDED_AHEAD after it are embedded in a thread (the model's CPU
+    and the database's overlap). The next take is read when its predecessor's last
+    batch is written."""
     linger = (
         0.0 if current_app.conf.task_always_eager else settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS
     )
@@ -204,12 +207,13 @@ def _drain_while_marked(
         while time.monotonic() < deadline:
             client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
             if not queued:
-                queued.extend(_take(client, batch, 0, set(), embedding))
+                queued.extend(_take(client, batch, 0, set()))
             if queued:
                 current = queued.popleft()
                 if current.last:
                     taken = current.take
-                    queued.extend(_take(client, batch, len(taken.members), taken.keys(), embedding))
+                    queued.extend(_take(client, batch, len(taken.members), taken.keys()))
+                _embed_ahead([current, *itertools.islice(queued, EMBEDDED_AHEAD)], embedding)
                 _write_batch(client, current, report)
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= linger:
@@ -218,16 +222,18 @@ def _drain_while_marked(
                 time.sleep(LINGER_POLL_SECONDS)
 
 
+def _embed_ahead(batches: Sequence[_Batch], embedding: ThreadPoolExecutor) -> None:
+    for ahead in batches:
+        if ahead.embedded is None and ahead.take.turns is not None and not ahead.take.settled:
+            ahead.embedded = embedding.submit(conversation_embed_turns, ahead.turns)
+
+
 def _take(
-    client: redis.Redis,
-    batch: int,
-    offset: int,
-    skip: set[tuple[uuid.UUID, int]],
-    embedding: ThreadPoolExecutor,
+    client: redis.Redis, batch: int, offset: int, skip: set[tuple[uuid.UUID, int]]
 ) -> list[_Batch]:
     """The oldest due marks (at most `batch`) after the first `offset` (those of the take
-    being written), their pending turns but those in `skip`, in batches of at most
-    `batch` turns whose embedding is started; none when no mark is due."""
+    being written), their pending turns but those in `skip`, oldest recorded first, in
+    batches of at most `batch` turns; none when no mark is due."""
     due_by = int(time.time() * 1000)
     members: list[Any] = client.zrangebyscore(
         _key("pending"), "-inf", due_by, start=offset, num=batch
@@ -241,17 +247,12 @@ def _take(
         raise  # the task is retried; the marks stay
     except Exception:
         logger.exception("reading %s marked turns failed", len(marks))
-        return [_Batch(_Take(members, marks, None), None, last=True)]
+        return [_Batch(_Take(members, marks, None), [], last=True)]
     turns.sort(key=lambda turn: turn.pk)
     take = _Take(members, marks, turns)
     starts = range(0, len(turns), batch) or range(1)  # a take with no turns still ends
     return [
-        _Batch(
-            take,
-            embedding.submit(conversation_embed_turns, turns[start : start + batch]),
-            last=start == starts[-1],
-        )
-        for start in starts
+        _Batch(take, turns[start : start + batch], last=start == starts[-1]) for start in starts
     ]
 
 
@@ -269,8 +270,6 @@ def _write_batch(client: redis.Redis, current: _Batch, report: DrainReport) -> N
         _publish_extraction(written)
         report.written += len(written)
         report.batches += 1
-        if current.last:
-            _unmark(client, taken, set(), report)
     except DATABASE_CONNECTION_ERRORS:
         raise  # the task is retried; the marks stay
     except Exception:
@@ -282,6 +281,9 @@ def _write_batch(client: redis.Redis, current: _Batch, report: DrainReport) -> N
         report.batches += 1
         taken.settled = True
         _unmark(client, taken, kept, report)
+    else:
+        if current.last:
+            _unmark(client, taken, set(), report)
 
 
 def _unmark(client: redis.Redis, taken: _Take, kept: set[Any], report: DrainReport) -> None:
