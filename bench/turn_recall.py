@@ -265,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--senders", type=int, default=24, help="concurrent senders (steady)")
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--embedding-precision",
+        choices=("fp32", "int8"),
+        help="ENGRAM_EMBEDDING_PRECISION for the servers (default: the setting's)",
+    )
     args = parser.parse_args(argv)
     command = " ".join(
         ["python -m bench.turn_recall", *(argv if argv is not None else sys.argv[1:])]
@@ -279,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with data_services(log) as (database_url, redis_url):
         server_env = _production_env(database_url, redis_url)
+        if args.embedding_precision:
+            server_env["ENGRAM_EMBEDDING_PRECISION"] = args.embedding_precision
         os.environ.update(server_env)
         import django
         from django.core.management import call_command
