@@ -211,8 +211,10 @@ def _drain_while_marked(
             if queued:
                 current = queued.popleft()
                 if current.last:
+                    # A settled take's marks are off the queue already.
                     taken = current.take
-                    queued.extend(_take(client, batch, len(taken.members), taken.keys()))
+                    offset = 0 if taken.settled else len(taken.members)
+                    queued.extend(_take(client, batch, offset, taken.keys()))
                 _embed_ahead([current, *itertools.islice(queued, EMBEDDED_AHEAD)], embedding)
                 _write_batch(client, current, report)
                 idle_since = time.monotonic()
