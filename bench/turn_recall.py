@@ -205,6 +205,7 @@ def burst(base: str, secret: str, turns: int, database_count: Any) -> dict[str, 
             response.raise_for_status()
             ids.append(response.json()["id"])
         before = database_count()
+        load_before = os.getloadavg()[0]
         began = time.monotonic()
         items = [
             {
@@ -229,6 +230,8 @@ def burst(base: str, secret: str, turns: int, database_count: Any) -> dict[str, 
         "until_all_remembered_s": round(elapsed, 2),
         "remembered": written,
         "turns_per_s": round(written / elapsed, 1),
+        # The machine's 1-minute load average (other users included) before and after.
+        "load": [round(load_before, 1), round(os.getloadavg()[0], 1)],
     }
 
 
@@ -253,7 +256,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         f"Burst of {b['turns']} turns (batches of 50, recorded in {b['recording_s']} s, "
         f"{b['recorded_per_s']} turns/s): all remembered after {b['until_all_remembered_s']} "
         f"s, **{b['turns_per_s']} turns/s** from the first recording to the last memory "
-        "(web and worker sharing the machine).\n"
+        "(web and worker sharing the machine; load average "
+        f"{' -> '.join(str(x) for x in b.get('load', ['?']))}).\n"
     )
 
 
@@ -265,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--senders", type=int, default=24, help="concurrent senders (steady)")
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument(
+        "--embedding-precision",
+        choices=("fp32", "int8"),
+        help="ENGRAM_EMBEDDING_PRECISION for the servers (default: the setting's)",
+    )
     args = parser.parse_args(argv)
     command = " ".join(
         ["python -m bench.turn_recall", *(argv if argv is not None else sys.argv[1:])]
@@ -279,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with data_services(log) as (database_url, redis_url):
         server_env = _production_env(database_url, redis_url)
+        if args.embedding_precision:
+            server_env["ENGRAM_EMBEDDING_PRECISION"] = args.embedding_precision
         os.environ.update(server_env)
         import django
         from django.core.management import call_command

@@ -10,11 +10,13 @@ from django.core import checks
 
 EMBEDDING_BACKENDS = ("local", "openai")
 EMBEDDING_RUNTIMES = ("onnx", "torch")
+EMBEDDING_PRECISIONS = ("fp32", "int8")
 LOCAL_MODEL_DIMENSIONS = 384  # what the local all-MiniLM-L6-v2 produces
 # (setting, accepted values, check id)
 CHOICES = [
     ("ENGRAM_EMBEDDING_BACKEND", EMBEDDING_BACKENDS, "engram.E010"),
     ("ENGRAM_EMBEDDING_RUNTIME", EMBEDDING_RUNTIMES, "engram.E011"),
+    ("ENGRAM_EMBEDDING_PRECISION", EMBEDDING_PRECISIONS, "engram.E013"),
 ]
 
 

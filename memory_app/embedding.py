@@ -165,6 +165,7 @@ def embedder() -> Embedder:
         threads=embedding_threads(),
         fallback=lambda: LocalEmbedder(model, batch_size),
         dimensions=settings.ENGRAM_EMBEDDING_DIMENSIONS,
+        precision=settings.ENGRAM_EMBEDDING_PRECISION,
     )
 
 

@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from memory_app.embedding_quantized import ensure_quantized, quantized_model_name
+
 logger = logging.getLogger(__name__)
 
 # Cosine between the exported graph's vectors and PyTorch's below which the export is
@@ -252,7 +254,9 @@ class OnnxEmbedder:
     """The local MiniLM through ONNX Runtime, loaded once per process, lazily, under a
     lock (as LocalEmbedder). Same `model_name` as the PyTorch path: same vectors. If the
     export or the runtime fails, the process logs it and embeds with `fallback` (PyTorch)
-    instead of failing every write and search.
+    instead of failing every write and search. With `precision` "int8" it runs the
+    quantized graph (`memory_app.embedding_quantized`), whose vectors carry a name of
+    their own.
 
     A query (or a few texts) runs as one call whose operators are split across `threads`
     runtime threads. A batch (the drain of recorded turns, a bulk add) is split instead
@@ -271,8 +275,11 @@ class OnnxEmbedder:
         threads: int,
         fallback: Callable[[], TextEmbedder],
         dimensions: int,
+        precision: str = "fp32",
     ) -> None:
-        self.model_name = model_name
+        self.precision = precision
+        self.model_name = quantized_model_name(model_name) if precision == "int8" else model_name
+        self._float_name = model_name
         self.dimensions = dimensions
         self.batch_size = batch_size
         self.cache_dir = cache_dir
@@ -291,10 +298,13 @@ class OnnxEmbedder:
                     try:
                         folder = model_dir()
                         path = ensure_exported(self.cache_dir, folder)
+                        if self.precision == "int8":
+                            path = ensure_quantized(path, folder)
                         self._model = OnnxSentenceModel(path, folder, self.threads)
                     except Exception:
                         logger.exception("ONNX Runtime unavailable for MiniLM; using PyTorch")
                         self.runtime = "torch"
+                        self.model_name = self._float_name  # PyTorch's vectors are float32's
                         self._model = self.fallback()
         return self._model
 
@@ -307,7 +317,12 @@ class OnnxEmbedder:
         batch_model = None
         if self.threads > 1 and len(texts) >= PARALLEL_MIN_TEXTS:
             batch_model = self._single_threaded(model)
-        if batch_model is not None:
+        if self.precision == "int8":
+            # A run quantizes its activations with one scale for all its texts: a text
+            # alone gets the same vector whatever it was embedded with (a query, a
+            # batch), for ~10 % more CPU than in chunks.
+            size = 1
+        elif batch_model is not None:
             # Several chunks per thread, taken in turn: short and long texts even out.
             size = max(8, min(self.batch_size, -(-len(texts) // (4 * self.threads))))
         else:

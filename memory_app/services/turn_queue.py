@@ -11,13 +11,15 @@ The drain runs one at a time (a PostgreSQL advisory lock, freed with its connect
 the worker dies) and, in a worker, lingers a moment (ENGRAM_TURN_MEMORY_LINGER_SECONDS)
 for new marks before it ends, so that a steady stream of turns is written by one
 running drain rather than by a task queued behind the worker's others each time. It
-takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, writes the memories of every
-turn they name across all their sessions at once (one embedding call, one INSERT) and
-removes the marks only after that committed, so a worker that dies mid-batch leaves
-them to the next drain. While a batch is written, the next one is taken and embedded in
-a thread: the model's CPU and the database's overlap. Writing is idempotent (a turn's
-memory has a content hash of its own), so a mark drained twice writes nothing the
-second time. The turns written are then handed to extraction in one task
+takes the oldest marks, ENGRAM_TURN_MEMORY_BATCH at a time, and writes the memories of
+the turns they name across all their sessions in batches of at most
+ENGRAM_TURN_MEMORY_BATCH turns (one embedding call, one INSERT each; a mark may name
+many turns: a `/turns/batch` marks each session's last one). The marks are removed only
+after their turns committed, so a worker that dies mid-batch leaves them to the next
+drain. While a batch is written, the batches after it are embedded in a thread: the
+model's CPU and the database's overlap. Writing is idempotent (a turn's memory has a
+content hash of its own), so a mark drained twice writes nothing the second time. The
+turns of each batch are then handed to extraction in one task
 (`extract_memories_from_turns`), which embeds their facts together too.
 
 Nothing is lost to a missed publish: the periodic drain (config/schedules.py) takes
@@ -32,9 +34,11 @@ Valkey never drain one another's marks.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,6 +70,7 @@ logger = logging.getLogger(__name__)
 
 DRAIN_LOCK = "memory.turn-queue.drain"
 LINGER_POLL_SECONDS = 0.1  # how often a lingering drain looks for new marks
+EMBEDDED_AHEAD = 2  # batches embedded beyond the one being written
 RETRY_LATER_MS = 60_000  # a batch that failed is tried again after this, session by session
 _valkey_down_until = 0.0  # monotonic; after a failed mark, skip Valkey until then
 
@@ -154,14 +159,31 @@ def turns_remember_pending(
 
 
 @dataclass
-class _Batch:
-    """Marks taken off the queue's head and their turns, embedding in the background;
-    `embedded` is None when reading the turns failed (they are written one session at a
-    time instead)."""
+class _Take:
+    """Marks taken off the queue's head and the turns they name, oldest recorded first
+    (`turns` is None when reading them failed: they are written one session at a time
+    instead). A mark names its session's turns up to it, so a take of a few marks may
+    hold many turns (a `/turns/batch` marks only each session's last turn)."""
 
     members: list[Any]
     marks: list[tuple[Any, uuid.UUID, int]]
-    embedded: Future[EmbeddedTurns] | None
+    turns: list[ChatTurn] | None
+    settled: bool = False  # written one session at a time after a failed batch
+
+    def keys(self) -> set[tuple[uuid.UUID, int]]:
+        return {(turn.session_id, turn.turn_number) for turn in self.turns or ()}
+
+
+@dataclass
+class _Batch:
+    """Up to a batch of a take's turns; `embedded` once its embedding is started (never
+    when the take's turns could not be read). The take's marks go once its last batch
+    is written."""
+
+    take: _Take
+    turns: list[ChatTurn]
+    last: bool
+    embedded: Future[EmbeddedTurns] | None = None
 
 
 def _drain_while_marked(
@@ -172,21 +194,28 @@ def _drain_while_marked(
     the worker's others every time). Inline (eager mode, a request), never wait. While
     it runs the drain keeps the due flag set, so that hooks publish nothing.
 
-    Pipelined: while a batch is written (its SQL is the database's CPU), the marks after
-    it are taken and their turns embedded in a thread (the model's CPU), so that the two
-    halves of the work overlap instead of taking turns."""
+    Pipelined: a take's turns are cut into batches of at most `batch` turns; while one
+    is written, the EMBEDDED_AHEAD after it are embedded in a thread (the model's CPU
+    and the database's overlap). The next take is read when its predecessor's last
+    batch is written."""
     linger = (
         0.0 if current_app.conf.task_always_eager else settings.ENGRAM_TURN_MEMORY_LINGER_SECONDS
     )
     idle_since = time.monotonic()
     with ThreadPoolExecutor(1, "turn-memory-embedding") as embedding:
-        ahead: _Batch | None = None
+        queued: deque[_Batch] = deque()
         while time.monotonic() < deadline:
             client.set(_key("due"), 1, px=settings.ENGRAM_TURN_MEMORY_DUE_MS)
-            current = ahead or _take(client, batch, 0, set(), embedding)
-            ahead = None
-            if current is not None:
-                ahead = _take(client, batch, len(current.members), _keys(current), embedding)
+            if not queued:
+                queued.extend(_take(client, batch, 0, set()))
+            if queued:
+                current = queued.popleft()
+                if current.last:
+                    # A settled take's marks are off the queue already.
+                    taken = current.take
+                    offset = 0 if taken.settled else len(taken.members)
+                    queued.extend(_take(client, batch, offset, taken.keys()))
+                _embed_ahead([current, *itertools.islice(queued, EMBEDDED_AHEAD)], embedding)
                 _write_batch(client, current, report)
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= linger:
@@ -195,22 +224,24 @@ def _drain_while_marked(
                 time.sleep(LINGER_POLL_SECONDS)
 
 
+def _embed_ahead(batches: Sequence[_Batch], embedding: ThreadPoolExecutor) -> None:
+    for ahead in batches:
+        if ahead.embedded is None and ahead.take.turns is not None and not ahead.take.settled:
+            ahead.embedded = embedding.submit(conversation_embed_turns, ahead.turns)
+
+
 def _take(
-    client: redis.Redis,
-    batch: int,
-    offset: int,
-    skip: set[tuple[uuid.UUID, int]],
-    embedding: ThreadPoolExecutor,
-) -> _Batch | None:
-    """The oldest due marks after the first `offset` (those of the batch being written),
-    their pending turns but those in `skip`, their embedding started; None when no mark
-    is due."""
+    client: redis.Redis, batch: int, offset: int, skip: set[tuple[uuid.UUID, int]]
+) -> list[_Batch]:
+    """The oldest due marks (at most `batch`) after the first `offset` (those of the take
+    being written), their pending turns but those in `skip`, oldest recorded first, in
+    batches of at most `batch` turns; none when no mark is due."""
     due_by = int(time.time() * 1000)
     members: list[Any] = client.zrangebyscore(
         _key("pending"), "-inf", due_by, start=offset, num=batch
     )
     if not members:
-        return None
+        return []
     marks = _parse(members)
     try:
         turns = conversation_pending_turns(marks=_latest(marks), skip=skip)
@@ -218,42 +249,50 @@ def _take(
         raise  # the task is retried; the marks stay
     except Exception:
         logger.exception("reading %s marked turns failed", len(marks))
-        return _Batch(members, marks, None)
-    return _Batch(members, marks, embedding.submit(conversation_embed_turns, turns))
+        return [_Batch(_Take(members, marks, None), [], last=True)]
+    turns.sort(key=lambda turn: turn.pk)
+    take = _Take(members, marks, turns)
+    starts = range(0, len(turns), batch) or range(1)  # a take with no turns still ends
+    return [
+        _Batch(take, turns[start : start + batch], last=start == starts[-1]) for start in starts
+    ]
 
 
-def _keys(taken: _Batch) -> set[tuple[uuid.UUID, int]]:
-    """The turns a batch writes (waiting for its embedding): the next batch skips them."""
-    if taken.embedded is None:
-        return set()
+def _write_batch(client: redis.Redis, current: _Batch, report: DrainReport) -> None:
+    """Write the memories of a batch, then, after its take's last batch, remove the
+    take's marks; after a failure, the take's sessions one by one (`_one_by_one`), and
+    its batches still queued are dropped (that wrote their turns)."""
+    taken = current.take
+    if taken.settled:
+        return
     try:
-        return taken.embedded.result().keys()
-    except Exception:  # reported when the batch is written
-        return set()
-
-
-def _write_batch(client: redis.Redis, taken: _Batch, report: DrainReport) -> None:
-    """Write the memories of a taken batch and remove its marks; after a failure, session
-    by session (`_one_by_one`)."""
-    marks = taken.marks
-    kept: set[Any] = set()
-    try:
-        if taken.embedded is None:
+        if current.embedded is None:
             raise RuntimeError("the batch's turns could not be read")
-        written = conversation_write_embedded(taken.embedded.result())
+        written = conversation_write_embedded(current.embedded.result())
         _publish_extraction(written)
         report.written += len(written)
+        report.batches += 1
     except DATABASE_CONNECTION_ERRORS:
         raise  # the task is retried; the marks stay
     except Exception:
-        logger.exception("writing %s marked turns failed; retrying session by session", len(marks))
-        written_one_by_one, kept = _one_by_one(client, marks)
+        logger.exception(
+            "writing %s marked turns failed; retrying session by session", len(taken.marks)
+        )
+        written_one_by_one, kept = _one_by_one(client, taken.marks)
         report.written += written_one_by_one
+        report.batches += 1
+        taken.settled = True
+        _unmark(client, taken, kept, report)
+    else:
+        if current.last:
+            _unmark(client, taken, set(), report)
+
+
+def _unmark(client: redis.Redis, taken: _Take, kept: set[Any], report: DrainReport) -> None:
     done = [member for member in taken.members if member not in kept]
     if done:
         client.zrem(_key("pending"), *done)
     report.marks += len(done)
-    report.batches += 1
 
 
 def _parse(members: Sequence[bytes | str]) -> list[tuple[bytes | str, uuid.UUID, int]]:

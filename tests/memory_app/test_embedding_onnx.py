@@ -22,6 +22,7 @@ from memory_app.embedding_onnx import (
     model_dir,
     onnx_path,
 )
+from memory_app.embedding_quantized import ensure_quantized, quantized_path
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -40,7 +41,9 @@ def torch_embedder() -> LocalEmbedder:
     return LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)
 
 
-def _onnx(cache_dir: Path, fallback=None, threads: int = 1) -> OnnxEmbedder:  # type: ignore[no-untyped-def]
+def _onnx(
+    cache_dir: Path, fallback=None, threads: int = 1, precision: str = "fp32"
+) -> OnnxEmbedder:  # type: ignore[no-untyped-def]
     return OnnxEmbedder(
         settings.ENGRAM_EMBEDDING_MODEL,
         4,  # small batches: the order-restoring path runs
@@ -48,6 +51,7 @@ def _onnx(cache_dir: Path, fallback=None, threads: int = 1) -> OnnxEmbedder:  # 
         threads=threads,
         fallback=fallback or (lambda: LocalEmbedder(settings.ENGRAM_EMBEDDING_MODEL, 64)),
         dimensions=settings.ENGRAM_EMBEDDING_DIMENSIONS,
+        precision=precision,
     )
 
 
@@ -164,7 +168,11 @@ def test_processes_starting_together_export_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("ENGRAM_EMBEDDING_RUNTIME", "tensorflow"), ("ENGRAM_EMBEDDING_BACKEND", "locale")],
+    [
+        ("ENGRAM_EMBEDDING_RUNTIME", "tensorflow"),
+        ("ENGRAM_EMBEDDING_BACKEND", "locale"),
+        ("ENGRAM_EMBEDDING_PRECISION", "int4"),
+    ],
 )
 def test_a_misspelt_embedding_setting_stops_the_start(name: str, value: str) -> None:
     from django.core.management import CommandError
@@ -179,3 +187,27 @@ def test_prepare_embedder_reports_the_runtime(capsys: pytest.CaptureFixture[str]
     call_command("prepare_embedder")
     out = capsys.readouterr().out
     assert "ready on onnx (384 dimensions" in out
+
+
+def test_the_int8_precision_runs_a_quantized_graph_whose_vectors_carry_their_own_name(
+    tmp_path: Path,
+) -> None:
+    """ENGRAM_EMBEDDING_PRECISION=int8: the exported graph quantized once beside it; its
+    vectors are near float32's (cosine > 0.97) but not the same, so they are stored under
+    another model's name; a batch in parallel chunks gives each text its own vector."""
+    exported = ensure_exported(tmp_path)
+    quantized = _onnx(tmp_path, threads=2, precision="int8")
+    texts = _batch_texts()
+    got = np.array(quantized.embed(texts))
+    assert quantized.runtime == "onnx"
+    assert quantized.model_name == f"{settings.ENGRAM_EMBEDDING_MODEL}-int8"
+    assert quantized_path(exported).exists()
+    float32 = np.array(embedder().embed(texts))
+    cosines = (got * float32).sum(axis=1)
+    assert cosines.min() > 0.97 and cosines.max() < 0.99999, cosines
+    alone = np.array([quantized.embed([text])[0] for text in texts])
+    # Activations are quantized per run, so each text runs alone: its vector does not
+    # depend on the texts embedded with it.
+    assert np.abs(got - alone).max() < 1e-5
+    # The file serves the next process without quantizing again.
+    assert ensure_quantized(exported, model_dir(), progress=pytest.fail) == quantized_path(exported)

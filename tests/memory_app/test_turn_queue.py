@@ -189,3 +189,58 @@ def test_a_batch_whose_embedding_fails_is_written_session_by_session(
     report = turns_remember_pending()
     assert (report.written, report.left) == (2, 0)
     assert _numbers(session) == [1, 2]
+
+
+def test_a_mark_naming_more_turns_than_a_batch_is_written_in_batches_of_turns(
+    tenant: Tenant,
+    drain_due: None,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A `/turns/batch` marks only each session's last turn: the drain still embeds and
+    writes at most a batch of turns at a time, each turn once, oldest recorded first,
+    and removes the mark after the last of its turns is written."""
+    real = turn_queue.conversation_embed_turns
+    sizes: list[list[int]] = []
+
+    def counting(turns: Any) -> Any:
+        sizes.append([turn.turn_number for turn in turns])
+        return real(turns)
+
+    monkeypatch.setattr(turn_queue, "conversation_embed_turns", counting)
+    session = new_session(tenant)
+    with without_memory_reactions(), django_capture_on_commit_callbacks(execute=True):
+        for number in range(1, 8):
+            record(tenant, session, f"line {number} zq{number}", "ok")
+    assert turn_queue.turns_mark_pending(marks=[(session.pk, 7)])
+    report = turns_remember_pending(batch=3)
+    assert sizes == [[1, 2, 3], [4, 5, 6], [7]]
+    assert (report.written, report.marks, report.batches, report.left) == (7, 1, 3, 0)
+    rows = Memory.objects.filter(session_id=session.pk, source=TURN).order_by("thread_order")
+    assert [row.thread_order for row in rows] == list(range(1, 8))
+    for row in rows[:6]:  # each window holds the line after it, across batches
+        assert f"zq{row.thread_order + 1}" in row.thread_context
+
+
+def test_a_later_batch_of_a_mark_that_fails_is_written_session_by_session(
+    tenant: Tenant,
+    drain_due: None,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = turn_queue.conversation_embed_turns
+
+    def failing_second(turns: Any) -> Any:
+        if [turn.turn_number for turn in turns] == [3, 4]:
+            raise RuntimeError("the model failed")
+        return real(turns)
+
+    monkeypatch.setattr(turn_queue, "conversation_embed_turns", failing_second)
+    session = new_session(tenant)
+    with without_memory_reactions(), django_capture_on_commit_callbacks(execute=True):
+        for number in range(1, 6):
+            record(tenant, session, f"line {number}", "ok")
+    assert turn_queue.turns_mark_pending(marks=[(session.pk, 5)])
+    report = turns_remember_pending(batch=2)
+    assert (report.written, report.marks, report.left) == (5, 1, 0)
+    assert _numbers(session) == [1, 2, 3, 4, 5]
