@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -146,7 +146,7 @@ class EmbeddedTurns:
     turns: list[ChatTurn]
     texts: list[str]
     vectors: list[list[float]]
-    passages: list[list[list[float]]] = field(default_factory=list)
+    passages: list[list[list[float]]]
 
     def keys(self) -> set[tuple[uuid.UUID, int]]:
         return {(turn.session_id, turn.turn_number) for turn in self.turns}
