@@ -21,12 +21,15 @@ RECEIVER_MODULES = ("memory_app.services.turn_queue",)
 def worker_warm() -> None:
     """Load the URLconf, Celery's tasks and the receivers' modules; call after
     `django.setup()`."""
+    from django.apps import apps
     from django.urls import get_resolver
 
     from config.celery_app import app
 
     get_resolver().url_patterns  # noqa: B018  evaluated for its import
-    app.loader.import_default_modules()  # autodiscovery: every app's tasks.py
+    # Autodiscovery's imports, without `loader.import_default_modules()`: that would also
+    # run Django's system checks, as a Celery worker does at start.
+    app.loader.autodiscover_tasks([config.name for config in apps.get_app_configs()])
     app.finalize(auto=True)
     app.backend  # noqa: B018  created on first use, for the first publish
     for name in RECEIVER_MODULES:
