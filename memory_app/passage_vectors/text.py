@@ -35,4 +35,5 @@ def passage_texts(text: str) -> list[str]:
             groups.append(current)
     if len(groups) < 2:
         return []
-    return [" ".join(group) for group in groups[: int(settings.ENGRAM_MEMORY_MAX_PASSAGES)]]
+    most = max(0, int(settings.ENGRAM_MEMORY_MAX_PASSAGES))
+    return [" ".join(group) for group in groups[:most]]

@@ -1,4 +1,5 @@
-"""Writing a memory's passage vectors: replaced whole whenever its text is written."""
+"""Writing a memory's passage vectors: inserted with a new memory, replaced whole
+whenever a stored memory's text is written again."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ def passages_replace(written: Sequence[tuple[uuid.UUID, list[Vector]]]) -> None:
     if not written:
         return
     MemoryPassage.objects.filter(memory_id__in=[pk for pk, _ in written]).delete()
+    passages_insert(written)
+
+
+def passages_insert(written: Sequence[tuple[uuid.UUID, list[Vector]]]) -> None:
+    """The passages of new memories (nothing to replace): one INSERT for all."""
     MemoryPassage.objects.bulk_create(
         [
             MemoryPassage(memory_id=pk, ordinal=ordinal, embedding=vector)

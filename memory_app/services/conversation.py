@@ -36,7 +36,7 @@ from django.utils import timezone
 from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
 from memory_app.passage_vectors.vectors import embed_documents
-from memory_app.passage_vectors.writes import passages_replace
+from memory_app.passage_vectors.writes import passages_insert
 from memory_app.services.memories import refresh_thread_window
 from memory_app.services.thread_writes import thread_rows_insert
 from sessions_app.locks import advisory_xact_locks
@@ -196,7 +196,7 @@ def conversation_write_embedded(batch: EmbeddedTurns) -> list[ChatTurn]:
             if (key := (turn.session_id, turn.turn_number)) in live and key not in done
         ]
         thread_rows_insert([row for _, row, _ in written])
-        passages_replace([(row.pk, passages) for _, row, passages in written if passages])
+        passages_insert([(row.pk, passages) for _, row, passages in written])
     return [turn for turn, _, _ in written]
 
 

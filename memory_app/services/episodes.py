@@ -21,7 +21,7 @@ from django.utils import timezone
 from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType
 from memory_app.passage_vectors.vectors import embed_documents
-from memory_app.passage_vectors.writes import passages_replace
+from memory_app.passage_vectors.writes import passages_insert
 from memory_app.services.compaction import summary_draft
 from memory_app.services.memories import memory_update
 from memory_app.window.summarize import extractive_summary
@@ -115,4 +115,4 @@ def _episode_create(
         updated_at=now,
         last_accessed_at=now,
     )
-    passages_replace([(memory.pk, embedded.passages[0])])
+    passages_insert([(memory.pk, embedded.passages[0])])

@@ -27,7 +27,7 @@ from django.utils import timezone
 from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryVersion
 from memory_app.passage_vectors.vectors import embed_documents
-from memory_app.passage_vectors.writes import passages_replace
+from memory_app.passage_vectors.writes import passages_insert, passages_replace
 from memory_app.services.access import memory_access_record
 
 # The sub-domains of memory writes live in memory_text, memory_threads, memory_merge,
@@ -165,21 +165,23 @@ def memory_add_many(
                 _add_one(tenant, draft, vector, model_name, now)
                 for draft, vector in zip(drafts, vectors, strict=True)
             ]
-        passages_replace(_passages_written(results, passages))
+        _store_passages(results, passages)
     return results
 
 
-def _passages_written(
-    results: Sequence[AddResult], passages: list[list[list[float]]]
-) -> list[tuple[uuid.UUID, list[list[float]]]]:
-    """The passages of the memories whose text the add wrote: each one created (when it
-    has passages) and each one merged into (its old passages go, even for none), the
-    last draft merged into a memory being its text."""
-    written: dict[uuid.UUID, list[list[float]]] = {}
+def _store_passages(results: Sequence[AddResult], passages: list[list[list[float]]]) -> None:
+    """The passages of the memories whose text the add wrote: inserted for each one
+    created, replacing the old ones for each one merged into (the last draft merged into
+    a memory being its text)."""
+    created: list[tuple[uuid.UUID, list[list[float]]]] = []
+    merged: dict[uuid.UUID, list[list[float]]] = {}
     for result, vectors in zip(results, passages, strict=True):
-        if result.action == "merged" or (result.action == "created" and vectors):
-            written[result.memory.pk] = vectors
-    return list(written.items())
+        if result.action == "created":
+            created.append((result.memory.pk, vectors))
+        elif result.action == "merged":
+            merged[result.memory.pk] = vectors
+    passages_insert(created)
+    passages_replace(list(merged.items()))
 
 
 def _add_threaded(
