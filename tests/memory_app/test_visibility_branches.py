@@ -9,6 +9,7 @@ keeps."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -19,7 +20,9 @@ from memory_app.embedding import embed_query
 from memory_app.models import Memory
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import LexicalQuery, SearchWhere, memory_search, search_where
+from memory_app.selectors.search import engine as search_engine
 from memory_app.selectors.search.lexical_hits import lexical_hits_params, lexical_hits_sql
+from memory_app.selectors.search.pool import Pool, read_pool
 from memory_app.selectors.search.vector import EF_SEARCH, nearest_sql
 from memory_app.selectors.visibility import visibility_branches_sql, visibility_q, visibility_sql
 from memory_app.services.memories import MemoryDraft, memory_add_many
@@ -340,7 +343,7 @@ def test_a_tenant_wide_search_finds_the_actors_own_rows_by_their_own_term_freque
 
 @pytest.mark.parametrize("user_id", [None, "zed"])
 def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
-    tenant: Tenant, settings: object, user_id: str | None
+    tenant: Tenant, settings: object, monkeypatch: pytest.MonkeyPatch, user_id: str | None
 ) -> None:
     # Candidates of the vector side bring their cosine from the vector step (from the
     # covering index for one user's rows), a candidate of the lexical side alone computes
@@ -348,7 +351,9 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
     # not the halfvec distance the vector step orders by. 40 near-identical notes fill the
     # vector side's 30 candidates; the one rare word brings a far memory in lexically. The
     # vector is the notes' words alone, so the far memory is far (cosine about 0, not
-    # the 31st of 41 by a hair, which another CPU's float rounding would move).
+    # the 31st of 41 by a hair, which another CPU's float rounding would move). The pool
+    # itself is read, not the hits: whether fusion puts the far memory in the top 10 is
+    # not this test's question.
     settings.ENGRAM_MEMORY_MERGE_THRESHOLD = 1.01  # type: ignore[attr-defined] # keep all
     drafts = [
         MemoryDraft(user_id="zed", type="fact", content=f"Zed's note {i}: mild weather in town.")
@@ -358,22 +363,30 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
         MemoryDraft(user_id="zed", type="fact", content="Zed's xylophone lesson moved to Thursday.")
     )
     memory_add_many(tenant=tenant, drafts=drafts)
+    pools: list[Pool] = []
+
+    def read_and_keep(*args: Any, **kwargs: Any) -> Pool:
+        pools.append(read_pool(*args, **kwargs))
+        return pools[-1]
+
+    monkeypatch.setattr(search_engine, "read_pool", read_and_keep)
     query = "mild weather in town, and the xylophone"
     vector = embed_query("mild weather in town")
-    outcome = memory_search(
+    memory_search(
         tenant=tenant, actor=Actor(user_id="zed"), query=query, user_id=user_id, limit=10,
         query_embedding=vector,
     )  # fmt: skip
-    lexical_only = set(outcome.lexical_ranking) - set(outcome.vector_ranking)
-    assert len(outcome.vector_ranking) == 30
-    assert lexical_only & {hit.memory.pk for hit in outcome.hits}
+    (pool,) = pools
+    lexical_only = set(pool.lexical_ranking) - set(pool.vector_ranking)
+    assert len(pool.vector_ranking) == 30
+    assert lexical_only and lexical_only <= set(pool.candidates)
     with connection.cursor() as cursor:
-        for hit in outcome.hits:
+        for pk, candidate in pool.candidates.items():
             cursor.execute(
                 "SELECT 1 - (embedding <=> %s::vector) FROM memory WHERE id = %s",
-                [str(vector), hit.memory.pk],
+                [str(vector), pk],
             )
-            assert hit.parts["semantic"] == pytest.approx(cursor.fetchone()[0], abs=1e-6)
+            assert candidate.semantic == pytest.approx(cursor.fetchone()[0], abs=1e-6)
 
 
 @pytest.mark.parametrize("user_id", [None, "alice"])
