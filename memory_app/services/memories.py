@@ -28,11 +28,10 @@ from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryVersion
 from memory_app.passage_vectors.vectors import embed_documents
 from memory_app.passage_vectors.writes import passages_insert, passages_replace
-from memory_app.services.access import memory_access_record
 
 # The sub-domains of memory writes live in memory_text, memory_threads, memory_merge,
-# memory_versions and memory_relations; the names imported "as" themselves below are
-# re-exported, so callers import every memory write service from this module.
+# memory_versions, memory_upkeep and memory_relations; the names imported "as" themselves
+# below are re-exported, so callers import every memory write service from this module.
 from memory_app.services.memory_merge import merge_into, nearest_same_kind
 from memory_app.services.memory_relations import (
     memory_relation_create as memory_relation_create,
@@ -50,6 +49,10 @@ from memory_app.services.memory_threads import (
     thread_order_next,
     thread_windows,
 )
+from memory_app.services.memory_upkeep import memory_delete as memory_delete
+from memory_app.services.memory_upkeep import memory_record_access as memory_record_access
+from memory_app.services.memory_upkeep import memory_reembed as memory_reembed
+from memory_app.services.memory_upkeep import memory_set_pinned as memory_set_pinned
 from memory_app.services.memory_versions import memory_revert as memory_revert
 from memory_app.services.memory_versions import memory_update as memory_update
 from memory_app.services.supersession import (
@@ -353,61 +356,3 @@ def _new_memory(
         valid_to=draft.valid_to,
         subject=subject_of(draft),
     )
-
-
-@transaction.atomic
-def memory_delete(*, memory: Memory) -> None:
-    """Deletes the memory with its versions and relations (cascade); its thread
-    neighbours' lexical windows close over the gap."""
-    neighbour = None
-    if memory.thread_key and memory.thread_order is not None:
-        neighbour = (
-            Memory.objects.filter(
-                tenant_id=memory.tenant_id,
-                user_id=memory.user_id,
-                thread_key=memory.thread_key,
-                thread_order__lt=memory.thread_order,
-            )
-            .order_by("-thread_order")
-            .first()
-        ) or (
-            Memory.objects.filter(
-                tenant_id=memory.tenant_id,
-                user_id=memory.user_id,
-                thread_key=memory.thread_key,
-                thread_order__gt=memory.thread_order,
-            )
-            .order_by("thread_order")
-            .first()
-        )
-    memory.delete()
-    if neighbour is not None:
-        refresh_thread_window(neighbour)
-
-
-def memory_record_access(*, memory_ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:
-    """Count a read of every memory a search or read returned, off the request path:
-    buffered in Valkey and flushed by a periodic task (`memory_app.services.access`)."""
-    return memory_access_record(memory_ids=memory_ids, now=now)
-
-
-def memory_set_pinned(*, memory: Memory, pinned: bool) -> Memory:
-    """Pin or unpin. Not a new version: the text is unchanged, and a version row per
-    click would bury the real edits in the history."""
-    Memory.objects.filter(pk=memory.pk).update(pinned=pinned)
-    memory.pinned = pinned
-    return memory
-
-
-def memory_reembed(*, memory: Memory) -> Memory:
-    """Recompute the vector and the passages' with the configured embedder (after a
-    model change, or to repair a bad vector). Not a new version: the text is unchanged."""
-    embedded = embed_documents([memory.content])
-    vector = embedded.vectors[0]
-    model_name = embedder().model_name
-    with transaction.atomic():
-        Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=model_name)
-        passages_replace([(memory.pk, embedded.passages[0])])
-    memory.embedding = vector
-    memory.embedding_model = model_name
-    return memory
