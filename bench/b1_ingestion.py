@@ -222,6 +222,21 @@ def _all_recorded(payload: bytes) -> None:
         raise RuntimeError(f"{len(failed)} of {len(results)} items failed: {failed[0]}")
 
 
+class ServerCpu:
+    """The server processes' CPU from a start (`run_load` calls it between the warm-up
+    and the measured requests, so the warm-up is not charged to them) to `since()`."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.start = _cpu_seconds(pids)
+
+    def __call__(self) -> None:
+        self.start = _cpu_seconds(self.pids)
+
+    def since(self) -> float:
+        return _cpu_seconds(self.pids) - self.start
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
@@ -293,23 +308,28 @@ def run(ctx: BenchContext) -> BenchResult:
             for round_number in range(1, size.rounds + 1):
                 for phase in PHASES:
                     pids = server.worker_pids() if phase != "floor" else []
-                    cpu_before = _cpu_seconds(pids)
                     per_request = BATCH_SIZES.get(phase, 1)
                     warmup = 0 if round_number > 1 else 5 if per_request == 1 else 1
+                    at_start = ServerCpu(pids)
                     result = run_load(
                         name=phase,
                         operations=pollers[phase],
                         max_requests=max(size.turns_per_phase // per_request, 2 * size.threads),
                         max_seconds=size.seconds_per_phase,
                         warmup_per_thread=warmup,
+                        at_start=at_start,
                     )
-                    server_cpu[phase] += _cpu_seconds(pids) - cpu_before
+                    spent = at_start.since()
+                    server_cpu[phase] += spent
+                    turns = result.requests * per_request
+                    per_turn = spent / turns * 1000 if pids and turns else None
+                    cpu_note = f", server CPU {per_turn:.2f} ms/turn" if per_turn else ""
                     ctx.log(
                         f"[B1] round {round_number}/{size.rounds} {phase:>22}: "
-                        f"{result.requests * per_request:>6} turns in {result.seconds:5.1f}s = "
+                        f"{turns:>6} turns in {result.seconds:5.1f}s = "
                         f"{result.throughput * per_request:7.1f}/s, "
                         f"p50 {result.percentile(50):6.1f} ms, "
-                        f"p99 {result.percentile(99):6.1f} ms, errors {result.errors}"
+                        f"p99 {result.percentile(99):6.1f} ms, errors {result.errors}" + cpu_note
                     )
                     results[phase] = results[phase].merged(result) if phase in results else result
         finally:
@@ -355,7 +375,8 @@ steps. Server: `gunicorn {" ".join(server.argv[3:])}` with `config.settings.prod
 (DEBUG off, persistent connections). A turn is the body of seed 000: three steps, priced.
 Batch phases send {", ".join(str(n) for n in BATCH_SIZES.values())} of those turns per
 `POST /api/v1/turns/batch` (no keys); their latencies are per request, their turns and
-server CPU per turn.
+server CPU per turn. Server CPU is the gunicorn workers' user + system time from the end
+of a phase's warm-up requests (5 a thread in the first round) to its last answer.
 
 {TABLE_HEAD}
 {chr(10).join(rows)}

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     with django_on_data_services(log) as env:
         from django.db import connection
 
-        from bench.b1_ingestion import TURN_BODY, _cpu_seconds, _sessions
+        from bench.b1_ingestion import TURN_BODY, ServerCpu, _sessions
         from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
 
         tenant = tenant_get_or_create(name="b1-versus")
@@ -66,16 +66,16 @@ def main(argv: list[str] | None = None) -> int:
                         )
                         for i, ids in enumerate(sessions[side])
                     ]
-                    pids = server.worker_pids()
-                    before = _cpu_seconds(pids)
+                    at_start = ServerCpu(server.worker_pids())
                     result = run_load(
                         name=side,
                         operations=posters,
                         max_requests=3000,
                         max_seconds=args.seconds,
                         warmup_per_thread=5 if round_number < 2 else 0,
+                        at_start=at_start,
                     )
-                    per_turn = (_cpu_seconds(pids) - before) / max(result.requests, 1) * 1000
+                    per_turn = at_start.since() / max(result.requests, 1) * 1000
                     cpu[side].append(per_turn)
                     log(
                         f"[versus] round {round_number + 1}/{args.rounds} {side:>5}: "

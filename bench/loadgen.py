@@ -80,10 +80,13 @@ def run_load(
     max_requests: int,
     max_seconds: float,
     warmup_per_thread: int = 5,
+    at_start: Callable[[], None] | None = None,
 ) -> LoadResult:
     """One thread per operation in `operations`. Each first runs `warmup_per_thread`
     uncounted operations (connections, caches, gunicorn workers' first imports), then all
-    start together and run until `max_requests` in total or `max_seconds` have passed."""
+    start together and run until `max_requests` in total or `max_seconds` have passed.
+    `at_start` runs once between the warm-up and the measured operations: where a caller
+    reads the server's CPU, so the warm-up is not charged to the measured requests."""
     threads = len(operations)
     tickets = itertools.count()  # next() on it is atomic under the GIL
     deadline = [0.0]
@@ -93,6 +96,8 @@ def run_load(
     def open_the_gate() -> None:
         # Run by the last thread to arrive, before any is released: no worker can read
         # the deadline before it is set (one that did would stop at once, unmeasured).
+        if at_start is not None:
+            at_start()
         cpu_before[0] = time.process_time()
         began[0] = time.perf_counter()
         deadline[0] = began[0] + max_seconds
