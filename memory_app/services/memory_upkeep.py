@@ -24,25 +24,12 @@ def memory_delete(*, memory: Memory) -> None:
     neighbours' lexical windows close over the gap."""
     neighbour = None
     if memory.thread_key and memory.thread_order is not None:
-        neighbour = (
-            Memory.objects.filter(
-                tenant_id=memory.tenant_id,
-                user_id=memory.user_id,
-                thread_key=memory.thread_key,
-                thread_order__lt=memory.thread_order,
-            )
-            .order_by("-thread_order")
-            .first()
-        ) or (
-            Memory.objects.filter(
-                tenant_id=memory.tenant_id,
-                user_id=memory.user_id,
-                thread_key=memory.thread_key,
-                thread_order__gt=memory.thread_order,
-            )
-            .order_by("thread_order")
-            .first()
+        thread = Memory.objects.filter(
+            tenant_id=memory.tenant_id, user_id=memory.user_id, thread_key=memory.thread_key
         )
+        before = thread.filter(thread_order__lt=memory.thread_order).order_by("-thread_order")
+        after = thread.filter(thread_order__gt=memory.thread_order).order_by("thread_order")
+        neighbour = before.first() or after.first()
     memory.delete()
     if neighbour is not None:
         refresh_thread_window(neighbour)
