@@ -104,8 +104,9 @@ def _lexical_document() -> CombinedExpression:
 
 class OwnerLexemes(models.Func):
     """`memory_owner_lexemes(tenant, user, lexical_vector)` (SQL function of migration
-    0258): the row's lexemes, each prefixed with its owner, as the keys of the lexical
-    index a search of one user's memories reads (`memory_lexical_owner`)."""
+    0001): the row's lexemes, each prefixed with its owner, as the keys of the lexical
+    index a search of one user's memories reads (`memory_lexical_owner`) and, with the
+    empty owner, of the tenant's public memories (`memory_lexical_public`)."""
 
     function = "memory_owner_lexemes"
     output_field = ArrayField(models.TextField())
@@ -260,9 +261,11 @@ class Memory(models.Model):
                 fastupdate=False,
             ),
             # The lexical step's branch of public memories (`lexical_hits_sql`): only
-            # public rows, not every row of the tenant holding the term.
+            # public rows, each lexeme keyed by its tenant as an owner index's are by
+            # the empty owner, so a word's postings are this tenant's public rows; no
+            # tenant btree is read beside it (docs/decisions/lexical-search-indexes.md).
             GinIndex(
-                fields=["tenant", "lexical_vector"],
+                OwnerLexemes(F("tenant"), Value(""), F("lexical_vector")),
                 condition=Q(scope="public"),
                 name="memory_lexical_public",
                 fastupdate=False,

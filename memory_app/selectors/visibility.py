@@ -89,10 +89,12 @@ class AnyOf:
 class Branch:
     """One branch of the rule: an AND of tests (TRUE when it has none). `own`: the
     branch of the actor's own memories, which the search reads by the actor's own term
-    statistics and, for its lexical step, through the owner's index."""
+    statistics and, for its lexical step, through the owner's index. `public`: the
+    branch of public memories, whose lexical step reads the tenant's public index."""
 
     tests: tuple[ColumnTest | AnyOf, ...]
     own: bool = False
+    public: bool = False  # the tenant's public memories, read through their own indexes
 
     def q(self) -> Q:
         out = Q()
@@ -111,7 +113,7 @@ class Branch:
         """The branch for rows already known to be the owner's: its `user_id` test
         dropped (the owner's index keys name tenant and user)."""
         kept = tuple(t for t in self.tests if not _tests_owner(t))
-        return Branch(kept, own=self.own)
+        return Branch(kept, own=self.own, public=self.public)
 
 
 def _tests_owner(test: ColumnTest | AnyOf) -> bool:
@@ -125,7 +127,7 @@ def visibility_branches(actor: Actor) -> list[Branch]:
     if actor.operator:
         return [Branch(())]
     public = MemoryScope.PUBLIC.value
-    branches = [Branch((ColumnTest("scope", "=", public),))]
+    branches = [Branch((ColumnTest("scope", "=", public),), public=True)]
     user = ActorValue("acting_user", actor.user_id)
     if actor.user_id:
         own = (ColumnTest("user_id", "=", user), ColumnTest("scope", "<>", public))

@@ -2,16 +2,19 @@
 through ts_rank) against the definition, computed here in Python from the tsvector's own
 positions (`unnest`): the same number for every document and term, from tf 1 to the 256
 positions a tsvector keeps, in both fields, and for lexemes that need quoting. And the
-HNSW settings, sent with the statement they are for. And the keys of the lexical index
-of one user's memories, written alike by its SQL function and by the search."""
+HNSW settings, sent with the statement they are for. And the keys of the lexical indexes
+of one user's memories and of a tenant's public ones, written alike by their SQL
+function and by the search."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from django.db import connection, transaction
 from psycopg import sql
 
-from memory_app.models import Memory
+from memory_app.models import Memory, MemoryScope
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import LexicalQuery, lexical_query, memory_search, search_where
 from memory_app.selectors.search.bm25 import BM25_B, BM25_K1, bm25_params, bm25_sql
@@ -20,6 +23,7 @@ from memory_app.selectors.search.lexical_hits import (
     lexical_hits_params,
     lexical_hits_sql,
     owner_lexeme_keys,
+    public_lexeme_keys,
 )
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
@@ -238,6 +242,65 @@ def test_a_users_lexical_hits_are_read_through_the_owner_index(
     assert "Index Scan using memory_pkey" in plan
     assert "memory_tenant_user" not in plan
     assert len(contents) == 1  # ana's, not ben's
+
+
+def test_the_public_index_keys_are_those_the_search_looks_up(tenant: Tenant) -> None:
+    # `memory_lexical_public` indexes a public row under its tenant and the empty owner:
+    # the keys `public_lexeme_keys` writes, and none that an owner's lookup could hit.
+    (result,) = memory_add_many(
+        tenant=tenant,
+        drafts=[
+            MemoryDraft(user_id="ana", type="fact", content="Kayak trips", scope=MemoryScope.PUBLIC)
+        ],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT memory_owner_lexemes(o.tenant_id, '', o.lexical_vector),"
+            " tsvector_to_array(o.lexical_vector) FROM memory o WHERE o.id = %s",
+            [result.memory.pk],
+        )
+        stored, lexemes = cursor.fetchone()
+    assert sorted(stored) == sorted(public_lexeme_keys(tenant.pk, lexemes))
+    assert not set(stored) & set(owner_lexeme_keys(tenant.pk, "ana", lexemes))
+
+
+def test_a_tenant_wide_search_reads_public_hits_through_the_tenants_public_keys(
+    tenant: Tenant,
+) -> None:
+    # The public branch looks its terms up in `memory_lexical_public` by keys that name
+    # the tenant: no btree of the tenant's rows is read beside it (PostgreSQL ANDed one
+    # with the term's postings when the tenant was a filter: a bitmap of every row of
+    # the tenant, whatever the term). And it finds this tenant's public row only: not
+    # another tenant's public row, not another user's private one.
+    other = Tenant.objects.create(name="other")
+    for owner, scope, where in [
+        ("ben", MemoryScope.PUBLIC, tenant),
+        ("cy", MemoryScope.PRIVATE, tenant),
+        ("ben", MemoryScope.PUBLIC, other),
+    ]:
+        memory_add_many(
+            tenant=where,
+            drafts=[MemoryDraft(user_id=owner, type="fact", content="kayak", scope=scope)],
+        )
+    where, params = search_where(
+        tenant=tenant, actor=Actor(user_id="ana"), user_id=None, agent_id=None, types=None,
+        tags=None,
+    )  # fmt: skip
+    lexical = LexicalQuery(["kayak"], [1.0], 1.0, ["kayak"])
+    params |= lexical_hits_params(where, lexical)
+    assert where.public_branch is not None
+    public_only = replace(where, branches=(where.public_branch,))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(sql.SQL("EXPLAIN {}").format(lexical_hits_sql(public_only, lexical)), params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(lexical_hits_sql(where, lexical), params)  # every branch
+        found = [row[0] for row in cursor.fetchall()]
+    assert "memory_lexical_public" in plan
+    assert "BitmapAnd" not in plan
+    assert "Index Cond: (tenant_id" not in plan
+    public = Memory.objects.get(tenant=tenant, user_id="ben")
+    assert found == [public.pk]
 
 
 def test_the_indexes_a_search_reads_keep_no_pending_list() -> None:

@@ -106,6 +106,12 @@ class SearchWhere:
     # planner reads the user's rows from the (tenant, user) btree and hashes them instead
     # of fetching the dozen ids.
     owned: sql.Composable = field(default_factory=lambda: sql.SQL("TRUE"))
+    # The branch of public memories in a tenant-wide search (one of `branches`), whose
+    # lexical step reads the tenant's public rows by their index keys
+    # (`memory_lexical_public`), and what such a row must still pass: the caller's
+    # filters and the branch, without the tenant test the keys already made.
+    public_branch: sql.Composable | None = None
+    public_owned: sql.Composable = field(default_factory=lambda: sql.SQL("TRUE"))
 
     def branch_owner(self, branch: sql.Composable) -> str | None:
         """Whose memories `branch` holds when they are all one user's, else None."""
@@ -180,6 +186,7 @@ def search_where(
         return where, params | {"owner": user_id}
     own = own_branch(actor)
     owned = own.without_owner().sql() if own is not None else sql.SQL("TRUE")
+    public = next((b for b in branches if b.public), None)
     where = SearchWhere(
         scope=scope,
         visible=visible,
@@ -188,6 +195,8 @@ def search_where(
         own_branch=own.sql() if own is not None else None,
         owner=actor.user_id if own is not None else None,
         owned=_and([*clauses, owned]),
+        public_branch=public.sql() if public is not None else None,
+        public_owned=_and([*clauses, public.sql()]) if public is not None else sql.SQL("TRUE"),
     )
     return where, params | {"owner": where.owner}
 

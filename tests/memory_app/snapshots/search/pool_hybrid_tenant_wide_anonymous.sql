@@ -5,7 +5,7 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200;
                 SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
                 FROM nearest
             ), 
-            hits AS MATERIALIZED (SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE m.tenant_id = %(tenant)s AND "m"."scope" = 'public' AND m.lexical_vector @@ %(tsquery)s::tsquery LIMIT %(cap)s),
+            hits AS MATERIALIZED (SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE memory_owner_lexemes(m.tenant_id, '', m.lexical_vector) && %(public_keys)s::text[] AND "m"."scope" = 'public' LIMIT %(cap)s),
             lexical_ranked AS MATERIALIZED (
                 SELECT id, score, rank FROM (
                     SELECT m.id, bm25.score, row_number() OVER (
