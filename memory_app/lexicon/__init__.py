@@ -1,0 +1,1 @@
+"""BM25's per-user term statistics (`models`)."""
