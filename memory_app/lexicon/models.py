@@ -4,13 +4,13 @@ memories and each user's document count and total length.
 Part of the `memory_app.lexicon` package; `memory_app/models.py` re-exports it so Django
 registers it with the app. Both tables are kept by a trigger on `memory`
 (`memory_lexicon_sync`, migration 0003) in the writing transaction, and erased with the
-user's memories (`memory_app.services.erasure`)."""
+user's memories (`memory_app.services.erasure`). The tenant is named by its app label,
+not imported: only `memory_app.models` may import sessions_app's models (the import
+contracts in pyproject.toml)."""
 
 from __future__ import annotations
 
 from django.db import models
-
-from sessions_app.models import Tenant
 
 __all__ = ["MemoryLexiconStat", "MemoryTermStat"]
 
@@ -21,7 +21,7 @@ class MemoryTermStat(models.Model):
     transaction, so every path that inserts, re-indexes or deletes memories keeps it
     exact; searches across users sum the rows of the users they cover."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("sessions_app.Tenant", on_delete=models.CASCADE, related_name="+")
     user_id = models.CharField(max_length=255)
     lexeme = models.TextField()
     df = models.IntegerField(default=0)
@@ -49,7 +49,7 @@ class MemoryLexiconStat(models.Model):
     """Per user: how many memories are indexed and their total length in lexemes, for
     BM25's N and average document length. Maintained by the same trigger."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey("sessions_app.Tenant", on_delete=models.CASCADE, related_name="+")
     user_id = models.CharField(max_length=255)
     documents = models.BigIntegerField(default=0)
     lexemes = models.BigIntegerField(default=0)
