@@ -1,4 +1,4 @@
-"""Recording turns and rolling them back.
+"""Recording turns.
 
 `turn_record` writes the turn, its steps and the session's totals in one transaction.
 The session row is locked (`SELECT … FOR NO KEY UPDATE`, which also reads the cart for
@@ -20,33 +20,33 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import Conflict, InvalidInput, NotFound
+from sessions_app.errors import InvalidInput
 from sessions_app.fastpaths import (
     instance_new,
     rows_copy,
     rows_insert,
     sessions_save_counters,
-    sessions_select_for_turns,
     turn_steps_preloaded,
 )
-from sessions_app.hooks import turn_recorded, turns_withdrawn
+from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.selectors.sessions import NEWEST_STEP_MODEL, session_ensure_writable
-from sessions_app.selectors.turns import turn_get
 from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.capture import capture_enabled
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.rotation import rotation_due, session_rotate
-from sessions_app.services.snapshots import (
-    EMPTY_WORKSPACE,
-    session_workspace_restore,
-    session_workspace_snapshot,
-)
-from sessions_app.services.spend_budgets import period_budgets_spend
 
-# The step input and the pricing of a turn live in turn_totals; the names imported "as"
-# themselves are re-exported, so callers import the turn services from this module.
+# The names imported "as" themselves are re-exported, so callers import the turn services
+# from this module: the session locks (session_locks), the rollback (turn_rollback), the
+# step input and the pricing of a turn (turn_totals).
+from sessions_app.services.session_locks import LockedSession as LockedSession
+from sessions_app.services.session_locks import session_lock_for_turn
+from sessions_app.services.session_locks import sessions_lock_for_turns as sessions_lock_for_turns
+from sessions_app.services.snapshots import session_workspace_snapshot
+from sessions_app.services.spend_budgets import period_budgets_spend
+from sessions_app.services.turn_rollback import RollbackResult as RollbackResult
+from sessions_app.services.turn_rollback import turn_rollback as turn_rollback
 from sessions_app.services.turn_totals import COST_PRECISION as COST_PRECISION
 from sessions_app.services.turn_totals import SESSION_TOTALS as SESSION_TOTALS
 from sessions_app.services.turn_totals import StepInput as StepInput
@@ -68,41 +68,6 @@ class TurnRecorded:
     turn: ChatTurn
     session: ChatSession
     warnings: list[TurnWarning] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class LockedSession:
-    """A session locked for recording turns, with its cart as read under the lock and
-    whether it had budget reservations then."""
-
-    session: ChatSession
-    cart: list[dict[str, Any]]
-    reservations_held: bool = True
-
-
-def sessions_lock_for_turns(
-    *, tenant: Tenant, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, LockedSession]:
-    """Lock the tenant's sessions among `ids`, in id order (so that two writers sharing
-    sessions queue instead of deadlocking), each with its cart. Unknown or foreign ids
-    are absent from the answer."""
-    return {
-        read.session.pk: LockedSession(
-            session=read.session, cart=read.cart, reservations_held=read.reservations_held
-        )
-        for read in sessions_select_for_turns(tenant_id=tenant.pk, ids=ids)
-    }
-
-
-def _lock_session(*, tenant: Tenant, session_id: Any) -> LockedSession:
-    try:
-        pk = uuid.UUID(str(session_id))
-    except ValueError as exc:
-        raise NotFound("Session not found.") from exc
-    locked = sessions_lock_for_turns(tenant=tenant, ids=[pk]).get(pk)
-    if locked is None:
-        raise NotFound("Session not found.")
-    return locked
 
 
 def session_apply_turn(
@@ -340,7 +305,7 @@ def turn_record(
     decided for the turn is `turn_draft`'s, shared with the batch route. Receivers of
     `turn_recorded` hear of the turn after commit."""
     now = now or timezone.now()
-    locked = _lock_session(tenant=tenant, session_id=session_id)
+    locked = session_lock_for_turn(tenant=tenant, session_id=session_id)
     draft = turn_draft(
         tenant=tenant,
         session=locked.session,
@@ -369,47 +334,3 @@ def turn_record(
     turn, session = draft.turn, draft.session
     transaction.on_commit(lambda: turn_announce(turn=turn, session=session))
     return TurnRecorded(turn=turn, session=session, warnings=draft.warnings)
-
-
-@dataclass(frozen=True)
-class RollbackResult:
-    session: ChatSession
-    restored_from_turn: int
-    rolled_back_turns: list[int]
-
-
-@transaction.atomic
-def turn_rollback(
-    *, tenant: Tenant, session_id: uuid.UUID | str, turn_number: int, now: datetime | None = None
-) -> RollbackResult:
-    """Put the session back as it was before turn n: state and workspace (focus, results,
-    cart). Turns n and later are marked rolled back, never deleted; totals stay, since
-    their money was spent. Later turns continue numbering after the last recorded one."""
-    now = now or timezone.now()
-    session = _lock_session(tenant=tenant, session_id=session_id).session
-    session_ensure_writable(session=session, now=now)
-    turn = turn_get(session=session, turn_number=turn_number)
-    if turn.rolled_back:
-        raise Conflict(f"Turn {turn_number} is already rolled back.")
-    session.state = turn.state_before
-    changed = ["state", *session_touch(session=session, now=now), "updated_at"]
-    session.save(update_fields=changed)
-    previous = (
-        ChatTurn.objects.filter(session=session, turn_number__lt=turn_number, rolled_back=False)
-        .order_by("-turn_number")
-        .values_list("context_after", flat=True)
-        .first()
-    )
-    session_workspace_restore(session=session, snapshot=previous or EMPTY_WORKSPACE)
-    later = ChatTurn.objects.filter(
-        session=session, turn_number__gte=turn_number, rolled_back=False
-    )
-    numbers = sorted(later.values_list("turn_number", flat=True))
-    later.update(rolled_back=True, rolled_back_at=now)
-    turns_withdrawn.send(
-        sender=ChatTurn, tenant_id=session.tenant_id, session_ids=[session.pk], turn_numbers=numbers
-    )
-    session.refresh_from_db()
-    return RollbackResult(
-        session=session, restored_from_turn=turn_number, rolled_back_turns=numbers
-    )
