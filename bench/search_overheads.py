@@ -46,7 +46,7 @@ def _pair(rounds: int, before: Callable[[], Any], after: Callable[[], Any]) -> d
 def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str, Any]:
     from django.db import connection
 
-    from memory_app.api.serializers import memory_data
+    from memory_app.api.serializers_memory import memory_data
     from memory_app.api.serializers_search import SearchResultSerializer
     from memory_app.embedding import LocalEmbedder, _cached_query_vector, embed_query, embedder
     from memory_app.selectors.memories import Actor

@@ -16,8 +16,9 @@ from rest_framework.exceptions import ValidationError
 
 from analytics_app.api.serializers import UsageQuerySerializer, UsageReportSerializer
 from analytics_app.selectors.usage import usage_report
-from memory_app.api.serializers import MemoryAddResultSerializer, MemoryCreateSerializer
+from memory_app.api.serializers import MemoryCreateSerializer
 from memory_app.api.serializers_context import ContextQuerySerializer, ContextSerializer
+from memory_app.api.serializers_memory import MemoryAddResultSerializer
 from memory_app.api.serializers_search import MemorySearchSerializer, search_result_data
 from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add

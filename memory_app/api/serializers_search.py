@@ -10,14 +10,13 @@ from rest_framework import serializers
 
 from memory_app.api.serializers import (
     MAX_QUERY_CHARS,
-    MemorySerializer,
     MetadataField,
     TextField,
     _identifiers_field,
     _tags_field,
     _unit_field,
-    memory_data,
 )
+from memory_app.api.serializers_memory import MemorySerializer, memory_data
 from memory_app.api.serializers_time import (
     TimeScopeSerializer,
     as_of_data,

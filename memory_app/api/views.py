@@ -28,10 +28,7 @@ from rest_framework.response import Response
 from memory_app.api.serializers import (
     MAX_BULK_ITEMS,
     ActorQuerySerializer,
-    MemoryAddResultSerializer,
-    MemoryBulkResultSerializer,
     MemoryCreateSerializer,
-    MemorySerializer,
     MemoryUpdateSerializer,
     MetadataField,
     memory_bulk_serializer,
@@ -43,6 +40,11 @@ from memory_app.api.serializers_history import (
     RelationCreateSerializer,
     RelationListSerializer,
     RelationSerializer,
+)
+from memory_app.api.serializers_memory import (
+    MemoryAddResultSerializer,
+    MemoryBulkResultSerializer,
+    MemorySerializer,
 )
 from memory_app.api.serializers_search import (
     MemorySearchSerializer,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory_app.api.serializers import MemorySerializer, memory_data
+from memory_app.api.serializers_memory import MemorySerializer, memory_data
 from memory_app.models import Memory
 from memory_app.services.memories import (
     MemoryDraft,

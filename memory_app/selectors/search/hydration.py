@@ -21,7 +21,7 @@ HIT_COLUMNS = sql.SQL(", ").join(
 
 # Each row brings its edges to other memories (`search_edges`: [type, target id] pairs,
 # by edge id; not its version edges), which the response lists
-# (memory_app.api.serializers, `memory_edges`): a prefetch of `relations` would be one
+# (memory_app.api.serializers_memory, `memory_edges`): a prefetch of `relations` would be one
 # more round trip and Django's per-instance bookkeeping for every hit.
 HIT_ROWS_SQL = sql.SQL(
     "SELECT {columns}, coalesce(("
