@@ -20,6 +20,7 @@ from memory_app.selectors.search import LexicalQuery, lexical_query, memory_sear
 from memory_app.selectors.search.bm25 import BM25_B, BM25_K1, bm25_params, bm25_sql
 from memory_app.selectors.search.lexical_hits import (
     OWNER_LEXEMES_SQL,
+    PUBLIC_LEXEMES_SQL,
     lexical_hits_params,
     lexical_hits_sql,
     owner_lexeme_keys,
@@ -255,8 +256,9 @@ def test_the_public_index_keys_are_those_the_search_looks_up(tenant: Tenant) -> 
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT memory_owner_lexemes(o.tenant_id, '', o.lexical_vector),"
-            " tsvector_to_array(o.lexical_vector) FROM memory o WHERE o.id = %s",
+            sql.SQL(
+                "SELECT {}, tsvector_to_array(m.lexical_vector) FROM memory m WHERE m.id = %s"
+            ).format(PUBLIC_LEXEMES_SQL),
             [result.memory.pk],
         )
         stored, lexemes = cursor.fetchone()

@@ -186,7 +186,7 @@ def search_where(
         return where, params | {"owner": user_id}
     own = own_branch(actor)
     owned = own.without_owner().sql() if own is not None else sql.SQL("TRUE")
-    public = next((b for b in branches if b.public), None)
+    public = next((b.sql() for b in branches if b.public), None)
     where = SearchWhere(
         scope=scope,
         visible=visible,
@@ -195,8 +195,8 @@ def search_where(
         own_branch=own.sql() if own is not None else None,
         owner=actor.user_id if own is not None else None,
         owned=_and([*clauses, owned]),
-        public_branch=public.sql() if public is not None else None,
-        public_owned=_and([*clauses, public.sql()]) if public is not None else sql.SQL("TRUE"),
+        public_branch=public,
+        public_owned=_and([*clauses, public]) if public is not None else sql.SQL("TRUE"),
     )
     return where, params | {"owner": where.owner}
 

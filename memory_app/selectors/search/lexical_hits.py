@@ -44,10 +44,10 @@ _OWNER_HITS = sql.SQL(
 # this tenant's public rows. The keys name the tenant, so the statement does not: with a
 # tenant test among the filters, PostgreSQL ANDed the term's postings with a bitmap of
 # every row of the tenant from a btree, whatever the term.
+PUBLIC_LEXEMES_SQL = sql.SQL("memory_owner_lexemes(m.tenant_id, '', m.lexical_vector)")
 _PUBLIC_BRANCH = sql.SQL(
     "SELECT m.id, m.lexical_vector, m.created_at FROM memory m"
-    " WHERE memory_owner_lexemes(m.tenant_id, '', m.lexical_vector) && %(public_keys)s::text[]"
-    " AND {public} LIMIT %(cap)s"
+    " WHERE {keys} && %(public_keys)s::text[] AND {public} LIMIT %(cap)s"
 )
 
 _OWNER_BRANCH = sql.SQL(
@@ -97,7 +97,9 @@ def lexical_hits_sql(where: SearchWhere, lexical: LexicalQuery | None = None) ->
         if where.branch_owner(branch) is not None:
             selects.append(_OWNER_BRANCH.format(hits=_OWNER_HITS, owned=where.owned))
         elif branch == where.public_branch:
-            selects.append(_PUBLIC_BRANCH.format(public=where.public_owned))
+            selects.append(
+                _PUBLIC_BRANCH.format(keys=PUBLIC_LEXEMES_SQL, public=where.public_owned)
+            )
         else:
             selects.append(_TSQUERY_BRANCH.format(scope=where.scope, branch=branch))
     return merged_branches(selects)
