@@ -1,6 +1,6 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
-functions: fusion (`fuse_scores`), the final score's weights, the time and superseded
+functions: fusion (`fuse_scores`), the final score's weights, the time, speaker and superseded
 parts as the dump recorded them, the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
@@ -43,6 +43,7 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     from memory_app.selectors.search.fusion import WEIGHTS, fuse_scores
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
+    from memory_app.selectors.search.speaker import SPEAKER_WEIGHT
     from memory_app.selectors.search_time import TIME_WEIGHT
 
     pool = {uuid.UUID(m["id"]): m for m in members(row, per_side)}
@@ -55,6 +56,7 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
             + WEIGHTS["importance"] * m.get("importance", 0.5)
             + WEIGHTS["access"] * m.get("access", 0.0)
             + TIME_WEIGHT * m["time"]
+            + SPEAKER_WEIGHT * m.get("speaker", 0.0)
         )
         scored.append((pk, score, {"relevance": relevance[pk]}))
     candidates = {

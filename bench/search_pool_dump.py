@@ -73,6 +73,7 @@ def pool_features(
     from memory_app.selectors.search.filters import search_where
     from memory_app.selectors.search.fusion import score_pool
     from memory_app.selectors.search.lexical import lexical_query
+    from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
     from memory_app.selectors.search_time import apply_time_scope, query_time_scope
 
     actor = Actor(user_id=user)
@@ -82,13 +83,16 @@ def pool_features(
         filters=None,
     )  # fmt: skip
     params["q"] = vector_literal(embed_query(query))
+    if speakers := query_speaker_names(query):
+        params["speakers"] = speakers
     with connection.cursor() as cursor:
         own = actor.user_id if where.own_branch is not None else None
         lexical = lexical_query(cursor, tenant=tenant, user_id=user, text=query, own_user_id=own)
         pool = _pool(cursor, where, params, lexical, candidates=candidates)
         scored = score_pool(pool, mode="hybrid", now=now)
         scope = query_time_scope(query, as_of)
-        scored = apply_currency(cursor, query, now, apply_time_scope(cursor, scope, scored))
+        scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)
+        scored = apply_currency(cursor, query, now, scored)
     rows = Memory.objects.in_bulk([pk for pk, _, _ in scored])
     vrank = {pk: i + 1 for i, pk in enumerate(pool.vector_ranking)}
     lrank = {pk: i + 1 for i, pk in enumerate(pool.lexical_ranking)}
@@ -107,6 +111,7 @@ def pool_features(
                 "recency": parts["recency"],
                 "time": parts.get("time", 0.0),
                 "superseded": parts.get("superseded", 0.0),
+                "speaker": parts.get("speaker", 0.0),
                 "thread": memory.thread_key,
                 "order": memory.thread_order,
                 "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,

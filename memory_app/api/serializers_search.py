@@ -144,6 +144,10 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         "longer holds (superseded, or outside its validity interval): its score is halved "
         "and kept below its successor's. Else 0."
     )
+    speaker = serializers.FloatField(
+        help_text="1 when the memory's text opens with its speaker ('Caroline: …') and the "
+        "query names that speaker (one of its capitalised words), else 0."
+    )
     after_question = serializers.FloatField(
         help_text="1 when the question is asked in the past (as_of more than a day ago) and "
         "the memory occurred (occurred_at) more than a day after as_of: it had not happened "
@@ -158,10 +162,10 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
-        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; "
-        "halved for a memory dated after as_of (part after_question); plus the length "
-        "prior (part length); halved for a memory no longer current when the query asks "
-        "about now (part superseded)."
+        help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
+        "+ 0.2 speaker; halved for a memory dated after as_of (part after_question); plus "
+        "the length prior (part length); halved for a memory no longer current when the "
+        "query asks about now (part superseded)."
     )
     parts = ScorePartsSerializer(help_text="The score's parts.")
     memory = MemorySerializer(help_text="The memory.")

@@ -58,6 +58,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "access",
         "time",
         "superseded",
+        "speaker",
         "after_question",
         "length",
     }

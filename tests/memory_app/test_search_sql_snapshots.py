@@ -96,13 +96,19 @@ def _pool(
     user_id: str | None = None,
     filters: MemoryFilters | None = None,
     narrowed: bool = False,
+    speakers: bool = False,
 ) -> Callable[[Tenant], sql.Composable]:
-    """The pool's statement (with its HNSW settings when the vector step runs)."""
+    """The pool's statement (with its HNSW settings when the vector step runs);
+    `speakers`: the query names someone, so each member says whether it is its speaker."""
 
     def build(tenant: Tenant) -> sql.Composable:
         where = _where(tenant, actor, user_id, filters, narrowed)
         return pool_statement(
-            where, vector=vector, lexical=LEXICAL if lexical else None, candidates=30
+            where,
+            vector=vector,
+            lexical=LEXICAL if lexical else None,
+            candidates=30,
+            speakers=speakers,
         )
 
     return build
@@ -120,6 +126,9 @@ CASES: dict[str, Callable[[Tenant], sql.Composable]] = {
         True, True, actor=USER, user_id="alice", filters=ALL_FILTERS, narrowed=True
     ),
     "pool_hybrid_time_filters": _pool(True, True, actor=USER, filters=TIME_FILTERS),
+    "pool_hybrid_own_memories_speakers": _pool(
+        True, True, actor=USER, user_id="alice", speakers=True
+    ),
     "pool_vector_tenant_wide_user": _pool(True, False, actor=USER),
     "pool_vector_own_memories": _pool(True, False, actor=USER, user_id="alice"),
     "pool_lexical_tenant_wide_user": _pool(False, True, actor=USER),

@@ -196,7 +196,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -2228,6 +2228,11 @@ export interface components {
             superseded: number;
             /**
              * Format: double
+             * @description 1 when the memory's text opens with its speaker ('Caroline: …') and the query names that speaker (one of its capitalised words), else 0.
+             */
+            speaker: number;
+            /**
+             * Format: double
              * @description 1 when the question is asked in the past (as_of more than a day ago) and the memory occurred (occurred_at) more than a day after as_of: it had not happened yet, and its score is halved. Else 0 (a memory dated later than a question asked now is a plan).
              */
             after_question: number;
@@ -2240,7 +2245,7 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time; halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded).
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded).
              */
             score: number;
             /** @description The score's parts. */

@@ -10,7 +10,9 @@
    relevance, then relevance, recency, importance and access into the score.
 5. Time (memory_app.selectors.search_time): given `as_of`, a time phrase of the query
    boosts the candidates that occurred in its interval.
-6. The current state (memory_app.selectors.currency): a query about "now" down-weights
+6. The speaker (`speaker`): a memory whose speaker ("Name: …") the query names ranks
+   higher.
+7. The current state (memory_app.selectors.currency): a query about "now" down-weights
    the candidates that no longer hold.
 
 The hard filters and the visibility branches every step shares are `filters`

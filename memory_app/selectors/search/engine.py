@@ -4,7 +4,8 @@ The round trips of a search: the query's lexical terms (`lexical_query`), the po
 (`read_pool`: both steps and their union in one statement), then the hits' rows with
 their edges (`hit_rows`); the time boost and the current-state weighting each add one
 when the query has a time phrase or asks about now. The memories dated after the
-question and the length prior are read from the pool's own rows (no round trip).
+question, the speaker the query names and the length prior are read from the pool's
+own rows (no round trip).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from memory_app.selectors.search.length_prior import apply_length_prior
 from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
 from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
+from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
 from memory_app.selectors.search_time import apply_time_scope, query_time_scope
 
 if TYPE_CHECKING:
@@ -83,6 +85,9 @@ def memory_search(
     if mode in ("hybrid", "vector"):
         vector = query_embedding if query_embedding is not None else embed_query(query)
         params["q"] = vector_literal(vector)
+    speakers = query_speaker_names(query)
+    if speakers:
+        params["speakers"] = speakers
     with connection.cursor() as cursor:
         lexical = None
         if mode in ("hybrid", "lexical"):
@@ -114,10 +119,11 @@ def _ranked(
     scope: TimeScope | None,
 ) -> list[Scored]:
     """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
-    the query's time phrase, the memories dated after the question, the length prior,
-    then the current-state weighting, which keeps each stale memory below its successor
-    and so comes last."""
+    the query's time phrase, the speaker it names, the memories dated after the
+    question, the length prior, then the current-state weighting, which keeps each stale
+    memory below its successor and so comes last."""
     scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
+    scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)
     return apply_currency(cursor, query, now, scored)
@@ -132,10 +138,13 @@ def _pool(
     candidates: int,
 ) -> Pool:
     """The candidate pool of a search whose vector step runs when `params` holds the
-    query's vector (`q`), its lexical step when `lexical` is given."""
+    query's vector (`q`), its lexical step when `lexical` is given; its members say
+    whether the query names their speaker when `params` holds the names (`speakers`)."""
     vector = "q" in params
     params = params | {"k": candidates}
     if lexical is not None:
         params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
-    statement = pool_statement(where, vector=vector, lexical=lexical, candidates=candidates)
+    statement = pool_statement(
+        where, vector=vector, lexical=lexical, candidates=candidates, speakers="speakers" in params
+    )
     return read_pool(cursor, statement, params, vector=vector)

@@ -17,6 +17,7 @@ from memory_app.selectors.search.bm25 import bm25_sql
 from memory_app.selectors.search.filters import SearchWhere
 from memory_app.selectors.search.lexical import LexicalQuery
 from memory_app.selectors.search.lexical_hits import lexical_hits_sql
+from memory_app.selectors.search.speaker import speaker_sql
 from memory_app.selectors.search.vector import (
     EF_SEARCH,
     cosine_sql,
@@ -37,6 +38,7 @@ class Candidate:
     access_count: int
     occurred_at: datetime | None = None
     size: int = 0  # the content's length in bytes (octet_length: no detoasting)
+    speaker_named: bool = False  # the query names its speaker (search.speaker)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ _POOL = sql.SQL("""
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
         SELECT m.id, v.rank, l.rank, {semantic}, {bm25},
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content)
+               octet_length(m.content), {speaker}
         FROM pool JOIN memory m ON m.id = pool.id
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id
@@ -96,7 +98,9 @@ _HNSW_SETTINGS = sql.SQL(
 )
 
 
-def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) -> sql.Composed:
+def pool_sql(
+    where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None, speakers: bool = False
+) -> sql.Composed:
     """The pool's SELECT. The lexical step reads the rows that hold a candidate term in
     each visibility branch (`lexical_hits_sql`), so only rows the actor may see; the
     vector step's branches bring their full-precision cosine along (`nearest_sql`), so
@@ -122,16 +126,25 @@ def pool_sql(where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None) 
         else sql.SQL("0")
     )
     return _POOL.format(
-        vector_ranked=vector_ranked, lexical_ranked=lexical_ranked, semantic=semantic, bm25=bm25
+        vector_ranked=vector_ranked,
+        lexical_ranked=lexical_ranked,
+        semantic=semantic,
+        bm25=bm25,
+        speaker=speaker_sql("m") if speakers else sql.SQL("false"),
     )
 
 
 def pool_statement(
-    where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None, candidates: int
+    where: SearchWhere,
+    *,
+    vector: bool,
+    lexical: LexicalQuery | None,
+    candidates: int,
+    speakers: bool = False,
 ) -> sql.Composed:
     """What the search sends: the pool's SELECT, after the HNSW settings when the vector
     step runs (the list at least `candidates` long)."""
-    select = pool_sql(where, vector=vector, lexical=lexical)
+    select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
     if not vector:
         return select
     return _HNSW_SETTINGS.format(sql.Literal(max(EF_SEARCH, candidates))) + select
@@ -153,7 +166,14 @@ def read_pool(
     )]  # fmt: skip
     candidates = {
         row[0]: Candidate(
-            float(row[3]), float(row[4]), row[5], float(row[6]), int(row[7]), row[8], int(row[9])
+            float(row[3]),
+            float(row[4]),
+            row[5],
+            float(row[6]),
+            int(row[7]),
+            row[8],
+            int(row[9]),
+            bool(row[10]),
         )
         for row in rows
     }

@@ -11,7 +11,7 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200;
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
         SELECT m.id, v.rank, l.rank, greatest(coalesce(v.semantic, 1 - ("m"."embedding" <=> %(q)s::vector)), (SELECT max(1 - (p.embedding <=> %(q)s::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(l.score, 0::float8),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content)
+               octet_length(m.content), false
         FROM pool JOIN memory m ON m.id = pool.id
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id
