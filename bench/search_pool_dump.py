@@ -73,7 +73,7 @@ def pool_features(
     from memory_app.selectors.search.filters import search_where
     from memory_app.selectors.search.fusion import score_pool
     from memory_app.selectors.search.lexical import lexical_query
-    from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
+    from memory_app.selectors.search.speaker import apply_speaker_match
     from memory_app.selectors.search_time import apply_time_scope, query_time_scope
 
     actor = Actor(user_id=user)
@@ -83,12 +83,10 @@ def pool_features(
         filters=None,
     )  # fmt: skip
     params["q"] = vector_literal(embed_query(query))
-    if speakers := query_speaker_names(query):
-        params["speakers"] = speakers
     with connection.cursor() as cursor:
         own = actor.user_id if where.own_branch is not None else None
         lexical = lexical_query(cursor, tenant=tenant, user_id=user, text=query, own_user_id=own)
-        pool = _pool(cursor, where, params, lexical, candidates=candidates)
+        pool = _pool(cursor, where, params, lexical, query, candidates=candidates)
         scored = score_pool(pool, mode="hybrid", now=now)
         scope = query_time_scope(query, as_of)
         scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)

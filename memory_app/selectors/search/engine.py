@@ -85,9 +85,6 @@ def memory_search(
     if mode in ("hybrid", "vector"):
         vector = query_embedding if query_embedding is not None else embed_query(query)
         params["q"] = vector_literal(vector)
-    speakers = query_speaker_names(query)
-    if speakers:
-        params["speakers"] = speakers
     with connection.cursor() as cursor:
         lexical = None
         if mode in ("hybrid", "lexical"):
@@ -97,7 +94,7 @@ def memory_search(
             )
         if "q" not in params and lexical is None:
             return SearchOutcome([], [], [], time_scope)
-        pool = _pool(cursor, where, params, lexical, candidates=max(3 * limit, 30))
+        pool = _pool(cursor, where, params, lexical, query, candidates=max(3 * limit, 30))
         if not pool.candidates:
             return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, time_scope)
         scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=time_scope)
@@ -134,17 +131,21 @@ def _pool(
     where: SearchWhere,
     params: dict[str, Any],
     lexical: LexicalQuery | None,
+    query: str,
     *,
     candidates: int,
 ) -> Pool:
     """The candidate pool of a search whose vector step runs when `params` holds the
     query's vector (`q`), its lexical step when `lexical` is given; its members say
-    whether the query names their speaker when `params` holds the names (`speakers`)."""
+    whether `query` names their speaker when it names someone (`query_speaker_names`)."""
     vector = "q" in params
     params = params | {"k": candidates}
+    speakers = query_speaker_names(query)
+    if speakers:
+        params["speakers"] = speakers
     if lexical is not None:
         params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
     statement = pool_statement(
-        where, vector=vector, lexical=lexical, candidates=candidates, speakers="speakers" in params
+        where, vector=vector, lexical=lexical, candidates=candidates, speakers=bool(speakers)
     )
     return read_pool(cursor, statement, params, vector=vector)
