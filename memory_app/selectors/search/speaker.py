@@ -7,11 +7,11 @@ lines hold their plans, tastes and news, while the other speaker's lines mostly 
 The words of the question rarely tell the two apart (the name is in every window of
 the conversation, so BM25 gives it almost nothing, and the cosine of a short line barely
 moves with it), so a candidate whose speaker the query names gets SPEAKER_WEIGHT added
-to its score (part `speaker` = 1). Against the 0.6 weight of relevance that reorders
-the lines that already compete, never lifts one that matches nothing else.
+to its score (part `speaker` = 1). It reorders the candidates the two signals found;
+it brings none into the pool.
 
 The speaker is the head of the memory's text up to the first colon, when that head is
-one to three words that start with a capital letter, within the text's first
+one to three words, the first starting with a capital letter, within the text's first
 SPEAKER_LABEL_CHARS characters ("Caroline", "Dr. Ruiz"); a query names it when one of
 the query's capitalised words (not a contraction such as "I'm") is one of the head's
 words. A memory without such a head (most of them: a fact, a message on its
