@@ -23,8 +23,6 @@ did not exist when the check began.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,6 +33,7 @@ from django.conf import settings
 from django.db import connection
 from psycopg import sql
 
+from config.prepared_statements import prepared_statement
 from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, SpendBudget
 from sessions_app.selectors.spend_budgets import (
     APPLIES_SQL,
@@ -86,46 +85,28 @@ PARAMETERS = (
     ("usd", "numeric"), ("usd_estimate", "numeric"), ("expires", "timestamptz"),
     ("session_ok", "boolean"),
 )  # fmt: skip
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
-def _prepared(statement: sql.Composable) -> tuple[str, str]:
-    """A name for `statement` (its text's digest: a changed statement is a new one) and
-    the PREPARE of it, its `%(name)s` parameters numbered as in PARAMETERS."""
-    numbers = {name: number for number, (name, _) in enumerate(PARAMETERS, start=1)}
-    text = _PLACEHOLDER.sub(lambda m: f"${numbers[m.group(1)]}", statement.as_string(None))
-    name = "engram_budget_reserve_" + hashlib.sha1(text.encode()).hexdigest()[:12]  # noqa: S324 - a name, not a secret
-    types = ", ".join(kind for _, kind in PARAMETERS)
-    return name, f"PREPARE {name}({types}) AS {text}"
-
-
-_NAME, _PREPARE = _prepared(RESERVE_STATEMENT)
+_PREPARED = prepared_statement(RESERVE_STATEMENT, prefix="engram_budget_reserve_", types=PARAMETERS)
 
 
 def prepared_name() -> str:
     """The name the reserving statement is prepared under on every connection."""
-    return _NAME
+    return _PREPARED.name
 
 
 # The message. The statement that reads and reserves runs under the budgets' locks, so it
-# is a prepared statement of the connection: planned ahead, not while others wait (its
-# planning costs more than its run). The DO block prepares it on a connection that has
-# not yet; it runs before any lock is taken.
+# is a prepared statement of the connection (config.prepared_statements): planned ahead,
+# not while others wait (its planning costs more than its run). The DO block that
+# prepares it on a connection that has not yet runs before any lock is taken.
 RESERVE_SQL = sql.SQL(
-    "DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = {name})"
-    " THEN EXECUTE {prepare}; END IF; END$prepare$;"
-    " SET LOCAL synchronous_commit TO off;"
+    "{prepare} SET LOCAL synchronous_commit TO off;"
     " SELECT b.id FROM {budget} AS b WHERE {applies} AND b.action = {refuse} ORDER BY b.id"
-    " FOR NO KEY UPDATE;"
-    " EXECUTE {statement}({arguments})"
+    " FOR NO KEY UPDATE; {execute}"
 ).format(
-    name=sql.Literal(_NAME),
-    prepare=sql.Literal(_PREPARE),
+    prepare=_PREPARED.prepare_if_missing(),
     budget=_BUDGET,
     applies=APPLIES_SQL,
     refuse=_REFUSE,
-    statement=sql.Identifier(_NAME),
-    arguments=sql.SQL(", ").join([sql.Placeholder(name) for name, _ in PARAMETERS]),
+    execute=_PREPARED.execute(),
 )
 
 

@@ -148,4 +148,4 @@ def _pool(
     statement = pool_statement(
         where, vector=vector, lexical=lexical, candidates=candidates, speakers=bool(speakers)
     )
-    return read_pool(cursor, statement, params, vector=vector)
+    return read_pool(cursor, statement, params)

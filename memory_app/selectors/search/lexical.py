@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from psycopg import sql
+
+from config.prepared_statements import prepared_statement
 
 if TYPE_CHECKING:
     from memory_app.selectors.search.filters import SearchWhere
@@ -108,6 +111,14 @@ def terms_sql(*, user: bool, own: bool) -> sql.Composed:
     )
 
 
+@cache
+def _prepared_terms(*, user: bool, own: bool) -> sql.Composed:
+    """`terms_sql` as a prepared statement of the connection (config.prepared_statements):
+    its planning costs about what its run does."""
+    statement = terms_sql(user=user, own=own)
+    return prepared_statement(statement, prefix="engram_search_terms_").message()
+
+
 def lexical_query(
     cursor: Any, *, tenant: Tenant, user_id: str | None, text: str, own_user_id: str | None = None
 ) -> LexicalQuery | None:
@@ -123,9 +134,10 @@ def lexical_query(
     though the branch reads only theirs."""
     own = own_user_id is not None
     cursor.execute(
-        terms_sql(user=bool(user_id), own=own),
+        _prepared_terms(user=bool(user_id), own=own),
         {"text": text, "tenant": tenant.pk, "user_id": user_id, "own": own_user_id},
     )
+    cursor.nextset()  # past the DO's result
     rows = cursor.fetchall()
     if not rows:
         return None

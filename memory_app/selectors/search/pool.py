@@ -13,6 +13,7 @@ from typing import Any
 
 from psycopg import sql
 
+from config.prepared_statements import prepared_statement
 from memory_app.selectors.search.bm25 import bm25_sql
 from memory_app.selectors.search.filters import SearchWhere
 from memory_app.selectors.search.lexical import LexicalQuery
@@ -134,6 +135,14 @@ def pool_sql(
     )
 
 
+# The pool's SELECT is a prepared statement of the connection (config.prepared_statements):
+# its planning cost as much as its run, and its text depends on the search's shape only
+# (the visibility branches, the filters given, the number of query terms, whether the
+# query names someone), never on a value. A query of more terms than this is planned
+# each time: it keeps the statements a connection holds bounded, and its run is long.
+PREPARED_MAX_TERMS = 16
+
+
 def pool_statement(
     where: SearchWhere,
     *,
@@ -142,21 +151,26 @@ def pool_statement(
     candidates: int,
     speakers: bool = False,
 ) -> sql.Composed:
-    """What the search sends: the pool's SELECT, after the HNSW settings when the vector
-    step runs (the list at least `candidates` long)."""
+    """What the search sends: the HNSW settings when the vector step runs (the list at
+    least `candidates` long), then the pool's SELECT, as a prepared statement of the
+    connection when the query has at most PREPARED_MAX_TERMS terms. `read_pool` reads
+    the last result."""
     select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
+    if len(lexical.lexemes if lexical is not None else ()) <= PREPARED_MAX_TERMS:
+        # The query vector is declared full-precision: PostgreSQL would infer its type
+        # from the first cast it parses, which may be the vector step's halfvec.
+        types = (("q", "vector"),) if vector else ()
+        select = prepared_statement(select, prefix="engram_search_pool_", types=types).message()
     if not vector:
         return select
     return _HNSW_SETTINGS.format(sql.Literal(max(EF_SEARCH, candidates))) + select
 
 
-def read_pool(
-    cursor: Any, statement: sql.Composed, params: dict[str, Any], *, vector: bool
-) -> Pool:
+def read_pool(cursor: Any, statement: sql.Composed, params: dict[str, Any]) -> Pool:
     """Run the pool's statement and read its members and rankings."""
     cursor.execute(statement, params)
-    for _ in range(2 if vector else 0):
-        cursor.nextset()  # past the SETs' results, to the SELECT's
+    while cursor.nextset():  # past the SETs' and the DO's results, to the SELECT's
+        pass
     rows = cursor.fetchall()
     vector_ranking = [row[0] for row in sorted(
         (row for row in rows if row[1] is not None), key=lambda row: row[1]

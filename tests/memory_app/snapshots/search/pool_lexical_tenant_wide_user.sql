@@ -1,25 +1,25 @@
-
+DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_8a5adb22087e') THEN EXECUTE $statement$PREPARE engram_search_pool_8a5adb22087e AS 
         WITH 
             vector_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
                 WHERE false
             ), 
-            hits AS MATERIALIZED ((SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE memory_owner_lexemes(m.tenant_id, '', m.lexical_vector) && %(public_keys)s::text[] AND "m"."scope" = 'public' LIMIT %(cap)s) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM unnest(ARRAY(SELECT o.id FROM memory o WHERE memory_owner_lexemes(o.tenant_id, o.user_id, o.lexical_vector) && %(owner_keys)s::text[] LIMIT %(cap)s)) AS owned (id) JOIN memory m ON m.id = owned.id WHERE "m"."scope" <> 'public' LIMIT %(cap)s) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE m.tenant_id = %(tenant)s AND ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM %(acting_user)s AND ("m"."allowed_users" @> ARRAY[%(acting_user)s]::varchar[] OR "m"."allowed_roles" && %(acting_roles)s::varchar[])) AND m.lexical_vector @@ %(tsquery)s::tsquery LIMIT %(cap)s)),
+            hits AS MATERIALIZED ((SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE memory_owner_lexemes(m.tenant_id, '', m.lexical_vector) && $1::text[] AND "m"."scope" = 'public' LIMIT $2) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM unnest(ARRAY(SELECT o.id FROM memory o WHERE memory_owner_lexemes(o.tenant_id, o.user_id, o.lexical_vector) && $3::text[] LIMIT $2)) AS owned (id) JOIN memory m ON m.id = owned.id WHERE "m"."scope" <> 'public' LIMIT $2) UNION ALL (SELECT m.id, m.lexical_vector, m.created_at FROM memory m WHERE m.tenant_id = $4 AND ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM $5 AND ("m"."allowed_users" @> ARRAY[$5]::varchar[] OR "m"."allowed_roles" && $6::varchar[])) AND m.lexical_vector @@ $7::tsquery LIMIT $2)),
             lexical_ranked AS MATERIALIZED (
                 SELECT id, score, rank FROM (
                     SELECT m.id, bm25.score, row_number() OVER (
                         ORDER BY bm25.score DESC, m.created_at DESC, m.id
                     ) AS rank
                     FROM hits m
-                    CROSS JOIN LATERAL (SELECT (coalesce(%(bm25_idf0)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q0)s::tsquery)::float8) - 0.5), 0)), 0) + coalesce(%(bm25_idf1)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q1)s::tsquery)::float8) - 0.5), 0)), 0)) AS score) AS bm25
+                    CROSS JOIN LATERAL (SELECT (coalesce($8::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $13::tsquery)::float8) - 0.5), 0)), 0) + coalesce($14::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $15::tsquery)::float8) - 0.5), 0)), 0)) AS score) AS bm25
                 ) AS scored
-                WHERE rank <= %(k)s
+                WHERE rank <= $16
             ),
         pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
-        SELECT m.id, v.rank, l.rank, 0, coalesce(l.score, (coalesce(%(bm25_idf0)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q0)s::tsquery)::float8) - 0.5), 0)), 0) + coalesce(%(bm25_idf1)s::float8 * %(k1_plus_one)s::float8 / (1 + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * length("m"."lexical_vector") / %(avgdl)s::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", %(bm25_q1)s::tsquery)::float8) - 0.5), 0)), 0))),
+        SELECT m.id, v.rank, l.rank, 0, coalesce(l.score, (coalesce($8::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $13::tsquery)::float8) - 0.5), 0)), 0) + coalesce($14::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $15::tsquery)::float8) - 0.5), 0)), 0))),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), false
         FROM pool JOIN memory m ON m.id = pool.id
         LEFT JOIN vector_ranked v ON v.id = m.id
         LEFT JOIN lexical_ranked l ON l.id = m.id
-    
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_8a5adb22087e"(%(public_keys)s, %(cap)s, %(owner_keys)s, %(tenant)s, %(acting_user)s, %(acting_roles)s, %(tsquery)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(k)s)
