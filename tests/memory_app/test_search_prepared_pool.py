@@ -48,6 +48,11 @@ def _prepared_pools() -> list[str]:
         return sorted(row[0] for row in cursor.fetchall())
 
 
+def _drop_prepared() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "lexical"])
 @pytest.mark.parametrize("user_id", [None, "alice"])
 def test_the_prepared_pool_finds_what_the_planned_one_finds(
@@ -70,15 +75,13 @@ def test_a_connection_prepares_a_shape_once(
     tenant: Tenant,
     memories: dict[uuid.UUID, str],  # noqa: F811
 ) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")
+    _drop_prepared()
     actor = Actor(user_id="alice")
     # Three queries of three terms each ("bike", "lent", "summer" …): one shape.
     for query in ("lent road bike", "fed sourdough starter", "closes office early"):
         memory_search(tenant=tenant, actor=actor, query=query, user_id="alice")
         assert len(_prepared_pools()) == 1
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # as a pooler's DISCARD ALL would
+    _drop_prepared()  # as a pooler's DISCARD ALL would
     again = memory_search(tenant=tenant, actor=actor, query="lent road bike", user_id="alice")
     assert again.hits and len(_prepared_pools()) == 1
 
@@ -87,8 +90,7 @@ def test_a_query_of_more_terms_than_the_bound_is_not_prepared(
     tenant: Tenant,
     memories: dict[uuid.UUID, str],  # noqa: F811
 ) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")
+    _drop_prepared()
     # Twenty words of Alice's own memories: twenty of her terms.
     words = [
         "passport", "blue", "drawer", "sourdough", "starter", "fed", "sunday", "morning",
