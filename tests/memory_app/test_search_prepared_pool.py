@@ -86,6 +86,32 @@ def test_a_connection_prepares_a_shape_once(
     assert again.hits and len(_prepared_pools()) == 1
 
 
+def test_the_pool_is_planned_for_each_run_s_values(
+    tenant: Tenant,
+    memories: dict[uuid.UUID, str],  # noqa: F811
+) -> None:
+    # A generic plan, made once for any owner, may read an owner's rows through the HNSW
+    # graph instead of their exact order: the pool's message asks for a custom plan even
+    # on a connection whose setting prefers generic ones.
+    _drop_prepared()
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        for actor, user_id in ((Actor(user_id="alice"), "alice"), (Actor(user_id="bob"), None)):
+            for _ in range(6):
+                memory_search(tenant=tenant, actor=actor, query="road bike", user_id=user_id)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements"
+                " WHERE name LIKE 'engram_search_pool%%'"
+            )
+            generic, custom = cursor.fetchone()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET plan_cache_mode")
+    assert (generic, custom) == (0, 12)
+
+
 def test_a_query_of_more_terms_than_the_bound_is_not_prepared(
     tenant: Tenant,
     memories: dict[uuid.UUID, str],  # noqa: F811

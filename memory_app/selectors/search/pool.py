@@ -136,11 +136,17 @@ def pool_sql(
 
 
 # The pool's SELECT is a prepared statement of the connection (config.prepared_statements):
-# its planning cost as much as its run, and its text depends on the search's shape only
-# (the visibility branches, the filters given, the number of query terms, whether the
-# query names someone), never on a value. A query of more terms than this is planned
-# each time: it keeps the statements a connection holds bounded, and its run is long.
+# parsed once, and the query vector sent once instead of four times in its text. Its text
+# depends on the search's shape only (the visibility branches, the filters given, the
+# number of query terms, whether the query names someone), never on a value. A query of
+# more terms than this is sent as it is: it keeps the statements a connection holds
+# bounded, and its run is long.
 PREPARED_MAX_TERMS = 16
+# It is still planned at every run, with its values: a generic plan, made once for any
+# owner and any filter, may read a branch of one owner's or of shared rows through the
+# HNSW graph instead of their exact order, and so return other rows than the plan of the
+# same statement for these values (docs/decisions/search-prepared-statements.md).
+_CUSTOM_PLAN = sql.SQL("SET LOCAL plan_cache_mode = force_custom_plan; ")
 
 
 def pool_statement(
@@ -153,14 +159,15 @@ def pool_statement(
 ) -> sql.Composed:
     """What the search sends: the HNSW settings when the vector step runs (the list at
     least `candidates` long), then the pool's SELECT, as a prepared statement of the
-    connection when the query has at most PREPARED_MAX_TERMS terms. `read_pool` reads
-    the last result."""
+    connection planned for this run's values when the query has at most
+    PREPARED_MAX_TERMS terms. `read_pool` reads the last result."""
     select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
     if len(lexical.lexemes if lexical is not None else ()) <= PREPARED_MAX_TERMS:
         # The query vector is declared full-precision: PostgreSQL would infer its type
         # from the first cast it parses, which may be the vector step's halfvec.
         types = (("q", "vector"),) if vector else ()
-        select = prepared_statement(select, prefix="engram_search_pool_", types=types).message()
+        prepared = prepared_statement(select, prefix="engram_search_pool_", types=types)
+        select = _CUSTOM_PLAN + prepared.message()
     if not vector:
         return select
     return _HNSW_SETTINGS.format(sql.Literal(max(EF_SEARCH, candidates))) + select

@@ -1,4 +1,4 @@
-DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_13f0f528acda') THEN EXECUTE $statement$PREPARE engram_search_pool_13f0f528acda AS 
+SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_13f0f528acda') THEN EXECUTE $statement$PREPARE engram_search_pool_13f0f528acda AS 
         WITH 
             vector_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
