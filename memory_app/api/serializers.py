@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from rest_framework import serializers
 
-from memory_app.models import MemoryScope, MemorySource, MemoryType, RelationType
+from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
 from memory_app.services.memories import MemoryDraft
 from memory_app.subjects import MAX_SUBJECT_CHARS
 from sessions_app.api.fields import identifier_field
@@ -59,10 +59,17 @@ def _tags_field(**kwargs: Any) -> serializers.ListField:
     )
 
 
-def _identifiers_field(**kwargs: Any) -> serializers.ListField:
-    return serializers.ListField(
-        child=serializers.CharField(max_length=255, allow_blank=False), max_length=200, **kwargs
-    )
+# The longest role a memory stores (its column). Longer is refused at the edge: the
+# response's schema promises no longer, and PostgreSQL does not check the length of an
+# array's elements.
+_ROLE_COLUMN = Memory._meta.get_field("allowed_roles").base_field  # type: ignore[attr-defined]  # an ArrayField
+ROLE_MAX_LENGTH = cast(int, _ROLE_COLUMN.max_length)
+
+
+def _identifiers_field(max_length: int = 255, **kwargs: Any) -> serializers.ListField:
+    """A list of user ids or roles, each 1 to `max_length` characters."""
+    child = serializers.CharField(max_length=max_length, allow_blank=False)
+    return serializers.ListField(child=child, max_length=200, **kwargs)
 
 
 def _unit_field(**kwargs: Any) -> serializers.FloatField:
@@ -153,7 +160,10 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg] 
         required=False, default=list, help_text="For scope 'shared': users who may read it."
     )
     allowed_roles = _identifiers_field(
-        required=False, default=list, help_text="For scope 'shared': roles that may read it."
+        ROLE_MAX_LENGTH,
+        required=False,
+        default=list,
+        help_text="For scope 'shared': roles that may read it.",
     )
     pinned = serializers.BooleanField(
         required=False, default=False, help_text="Pinned memories never decay away."
@@ -240,7 +250,9 @@ class MemoryUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg] 
         choices=MemoryScope.choices, required=False, help_text="New visibility."
     )
     allowed_users = _identifiers_field(required=False, help_text="Replaces allowed_users.")
-    allowed_roles = _identifiers_field(required=False, help_text="Replaces allowed_roles.")
+    allowed_roles = _identifiers_field(
+        ROLE_MAX_LENGTH, required=False, help_text="Replaces allowed_roles."
+    )
     pinned = serializers.BooleanField(required=False, help_text="Pin or unpin.")
     valid_from = _valid_from_field(required=False)
     valid_to = _valid_to_field(required=False)

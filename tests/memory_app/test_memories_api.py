@@ -329,3 +329,25 @@ def test_bulk_add_reports_an_action_per_item(api: APIClient) -> None:
     assert Memory.objects.count() == 3
     hits = search(api, "Initech", user_id="alice")
     assert hits[0]["memory"]["content"] == "I work at Initech"
+
+
+def test_a_role_longer_than_a_memory_stores_is_refused(api: APIClient) -> None:
+    # The column holds roles of 64 characters and the response's schema says so; a
+    # longer one (PostgreSQL would store it: it does not check an array's elements) is
+    # a 400 naming the field, on create and on update. A character outside the BMP
+    # counts as one.
+    longest = "\U0001a07c" * 64
+    created = add(api, content="Shared with the support team", scope="shared",
+                  allowed_roles=[longest])  # fmt: skip
+    assert created.status_code == 201, created.content
+    memory = created.json()["memory"]
+    assert memory["allowed_roles"] == [longest]
+    too_long = longest + "x"
+    assert_error(
+        add(api, content="Another", scope="shared", allowed_roles=[too_long]),
+        400, "invalid", "allowed_roles.0",
+    )  # fmt: skip
+    url = f"{MEMORIES}/{memory['id']}?acting_user_id=alice"
+    assert_error(api.patch(url, {"allowed_roles": ["ok", too_long]}, format="json"), 400,
+                 "invalid", "allowed_roles.1")  # fmt: skip
+    assert api.get(url).json()["allowed_roles"] == [longest]
