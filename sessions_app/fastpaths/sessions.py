@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple
 
 from django.db import connection
 from psycopg import sql
 
+from config.model_rows import RowReader, row_reader
 from sessions_app.models import BudgetReservation, ChatSession
 
 # --- 3. The session lock read ------------------------------------------------------
@@ -49,22 +49,12 @@ SELECT {columns}, ARRAY(
     )
 
 
-Converter = Callable[[Any, Any, Any], Any]
-
-
 @cache
-def _session_reader() -> tuple[str, list[tuple[int, list[Converter], Any]]]:
-    """The lock statement and, per column needing one, the converters the ORM would
-    apply (JSON text to Python, …), worked out once instead of per query as a raw
-    queryset does."""
-    fields = ChatSession._meta.concrete_fields
-    converters = []
-    for position, model_field in enumerate(fields):
-        column = model_field.get_col("s")
-        found = connection.ops.get_db_converters(column) + model_field.get_db_converters(connection)
-        if found:
-            converters.append((position, found, column))
-    return session_lock_statement().as_string(), converters
+def _session_reader() -> tuple[str, RowReader]:
+    """The lock statement and how its rows become instances (config.model_rows), worked
+    out once."""
+    reader = row_reader(ChatSession, ChatSession._meta.concrete_fields, "s")
+    return session_lock_statement().as_string(), reader
 
 
 class SessionRead(NamedTuple):
@@ -79,19 +69,14 @@ class SessionRead(NamedTuple):
 def sessions_select_for_turns(*, tenant_id: int, ids: list[uuid.UUID]) -> list[SessionRead]:
     """Lock the tenant's sessions among `ids` in id order and read each one with its cart
     and reservation flag: instances equal to what `ChatSession.objects.get` gives."""
-    sql, converters = _session_reader()
+    sql, reader = _session_reader()
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant_id, ids])
         rows = cursor.fetchall()
-    out = []
-    for row in rows:
-        values = list(row[:-2])
-        for position, functions, column in converters:
-            for convert in functions:
-                values[position] = convert(values[position], column, connection)
-        session = ChatSession.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
-        out.append(SessionRead(session, [json.loads(item) for item in row[-2]], bool(row[-1])))
-    return out
+    return [
+        SessionRead(reader.instance(row), [json.loads(item) for item in row[-2]], bool(row[-1]))
+        for row in rows
+    ]
 
 
 # --- 4. The session counters -------------------------------------------------------

@@ -1,22 +1,21 @@
 """The hits' rows: whole Memory instances for the hits returned only, not for the pool
 (three times larger), in one hand-written SELECT, prepared on the connection
 (config.prepared_statements: planning it took about three times its run), read into
-instances by `Model.from_db` with the fields' own converters. The ORM's in_bulk()
-compiles its query for a model of 30 fields at every call, and raw() resolves its
-columns to fields at every call: each cost more than running the statement.
+instances by `Model.from_db` with the fields' own converters (config.model_rows). The
+ORM's in_bulk() compiles its query for a model of 30 fields at every call, and raw()
+resolves its columns to fields at every call: each cost more than running the statement.
 tests/memory_app/test_search_hydration.py holds the instances to the ORM's.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from functools import cache
-from typing import Any
 
 from django.db import connection
 from psycopg import sql
 
+from config.model_rows import RowReader, row_reader
 from config.prepared_statements import prepared_statement
 from memory_app.models import Memory
 
@@ -40,8 +39,6 @@ HIT_ROWS_SQL = sql.SQL(
     "), '[]') AS search_edges FROM memory WHERE id = ANY(%(ids)s::uuid[])"
 ).format(columns=HIT_COLUMNS)
 
-Converter = Callable[[Any], Any]
-
 
 @cache
 def _hit_message() -> sql.Composed:
@@ -49,24 +46,8 @@ def _hit_message() -> sql.Composed:
 
 
 @cache
-def _converters() -> tuple[Converter | None, ...]:
-    """Per hit column, what turns the value read into the field's (a JSON field's
-    text into its object), or None where the value is the field's as read."""
-    return tuple(_converter(field) for field in HIT_FIELDS)
-
-
-def _converter(field: Any) -> Converter | None:
-    column = field.get_col(Memory._meta.db_table)
-    steps = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-    if not steps:
-        return None
-
-    def convert(value: Any) -> Any:
-        for step in steps:
-            value = step(value, column, connection)
-        return value
-
-    return convert
+def _reader() -> RowReader:
+    return row_reader(Memory, HIT_FIELDS, Memory._meta.db_table)
 
 
 def hit_rows(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
@@ -75,15 +56,10 @@ def hit_rows(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
         cursor.execute(_hit_message(), {"ids": ids})
         cursor.nextset()  # past the DO's result
         rows = cursor.fetchall()
-    names = [field.attname for field in HIT_FIELDS]
-    converters = _converters()
+    reader = _reader()
     memories = {}
     for row in rows:
-        values = [
-            value if convert is None else convert(value)
-            for convert, value in zip(converters, row, strict=False)
-        ]
-        memory = Memory.from_db(connection.alias, names, values)
-        memory.search_edges = row[-1]  # type: ignore[attr-defined]  # read by the serializer
+        memory = reader.instance(row)
+        memory.search_edges = row[-1]  # read by the serializer
         memories[memory.pk] = memory
     return memories
