@@ -43,7 +43,10 @@ def test_hit_rows_are_the_orm_s_memories(tenant: Tenant) -> None:
     for pk, hit in hits.items():
         stored = Memory.objects.get(pk=pk)
         for field in HIT_FIELDS:
-            assert getattr(hit, field.attname) == getattr(stored, field.attname), field.name
+            value, orm_value = getattr(hit, field.attname), getattr(stored, field.attname)
+            assert value == orm_value, field.name
+            if isinstance(orm_value, datetime):  # the same zone, not only the same instant
+                assert value.tzinfo is orm_value.tzinfo, field.name
         assert hit.embedding is not None and list(hit.embedding) == list(stored.embedding)
         assert not hit._state.adding and hit._state.db == "default"
     assert hits[second.pk].structured == {"drink": "tea", "strength": 2}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.utils import timezone
 
+from config.model_rows import load_timestamps_compiled
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory
 from memory_app.selectors.currency import apply_currency
@@ -86,6 +87,7 @@ def memory_search(
         vector = query_embedding if query_embedding is not None else embed_query(query)
         params["q"] = vector_literal(vector)
     with connection.cursor() as cursor:
+        load_timestamps_compiled(cursor)  # the pool's two dates a candidate
         lexical = None
         if mode in ("hybrid", "lexical"):
             own_user_id = actor.user_id if where.own_branch is not None else None

@@ -1,10 +1,11 @@
 """The hits' rows: whole Memory instances for the hits returned only, not for the pool
 (three times larger), in one hand-written SELECT, prepared on the connection
 (config.prepared_statements: planning it took about three times its run), read into
-instances by `Model.from_db` with the fields' own converters (config.model_rows). The
-ORM's in_bulk() compiles its query for a model of 30 fields at every call, and raw()
-resolves its columns to fields at every call: each cost more than running the statement.
-tests/memory_app/test_search_hydration.py holds the instances to the ORM's.
+instances by `Model.from_db` with the fields' own converters, their dates by psycopg's
+compiled loader (config.model_rows). The ORM's in_bulk() compiles its query for a model
+of 30 fields at every call, and raw() resolves its columns to fields at every call: each
+cost more than running the statement. tests/memory_app/test_search_hydration.py holds
+the instances to the ORM's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import cache
 from django.db import connection
 from psycopg import sql
 
-from config.model_rows import RowReader, row_reader
+from config.model_rows import RowReader, load_timestamps_compiled, row_reader
 from config.prepared_statements import prepared_statement
 from memory_app.models import Memory
 
@@ -53,6 +54,7 @@ def _reader() -> RowReader:
 def hit_rows(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
     """The memories of `ids` by id, each with `search_edges`."""
     with connection.cursor() as cursor:
+        load_timestamps_compiled(cursor)
         cursor.execute(_hit_message(), {"ids": ids})
         cursor.nextset()  # past the DO's result
         rows = cursor.fetchall()
