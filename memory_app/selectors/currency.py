@@ -51,13 +51,12 @@ def asks_current_state(query: str) -> bool:
     return _CURRENT_STATE.search(query) is not None
 
 
-def valid_at_clause(params: dict[str, Any], valid_at: datetime) -> sql.Composable:
-    """The WHERE clause of the `valid_at` filter, its parameter put in `params`."""
-    params["f_valid_at"] = valid_at
-    return sql.SQL(
-        "(m.valid_from IS NULL OR m.valid_from <= %(f_valid_at)s)"
-        " AND (m.valid_to IS NULL OR m.valid_to > %(f_valid_at)s)"
-    )
+# The WHERE clause of a search's `valid_at` filter: the memories whose validity interval
+# holds the moment `%(f_valid_at)s`.
+VALID_AT_SQL = sql.SQL(
+    "(m.valid_from IS NULL OR m.valid_from <= %(f_valid_at)s)"
+    " AND (m.valid_to IS NULL OR m.valid_to > %(f_valid_at)s)"
+)
 
 
 def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored]) -> list[Scored]:

@@ -93,7 +93,8 @@ _POOL = sql.SQL("""
 # the SELECT after it and ends with it (inside a caller's transaction, with that). No
 # BEGIN and COMMIT round trips of an atomic() block around it. Django's psycopg cursors
 # bind client-side (DATABASES' server_side_binding is off), which is what lets one
-# execute() carry the three statements.
+# execute() carry the settings and the statement after them (the plan setting, the
+# prepared statement's DO and EXECUTE).
 _HNSW_SETTINGS = sql.SQL(
     "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {}; "
 )
@@ -160,7 +161,55 @@ def pool_statement(
     """What the search sends: the HNSW settings when the vector step runs (the list at
     least `candidates` long), then the pool's SELECT, as a prepared statement of the
     connection planned for this run's values when the query has at most
-    PREPARED_MAX_TERMS terms. `read_pool` reads the last result."""
+    PREPARED_MAX_TERMS terms. `read_pool` reads the last result.
+
+    Composed once per process and shape (`_statement_shape`) when `where` has one."""
+    shape = _statement_shape(where, vector, lexical, candidates, speakers)
+    statement = _STATEMENTS.get(shape) if shape is not None else None
+    if statement is None:
+        statement = _compose_statement(where, vector, lexical, candidates, speakers)
+        if shape is not None:
+            if len(_STATEMENTS) >= _STATEMENTS_KEPT:
+                _STATEMENTS.clear()
+            _STATEMENTS[shape] = statement
+    return statement
+
+
+# The statements composed, by shape: composing one (its SQL objects, then its text for
+# the prepared statement's name) took most of a millisecond, several times its lookup.
+# A tenant's searches come in a few dozen shapes; past the bound, all are dropped.
+_STATEMENTS: dict[tuple[Any, ...], sql.Composed] = {}
+_STATEMENTS_KEPT = 512
+
+
+def _statement_shape(
+    where: SearchWhere, vector: bool, lexical: LexicalQuery | None, candidates: int, speakers: bool
+) -> tuple[Any, ...] | None:
+    """Everything the statement's text depends on, no value: the filters' shape (None,
+    and so no shape, for filters written by hand), whether they name an owner, the
+    steps that run, the number of query terms and which branches have candidate terms
+    to read rows by, the HNSW list, whether the query names a speaker, whether it is
+    prepared."""
+    if where.shape is None:
+        return None
+    terms = len(lexical.lexemes) if lexical is not None else 0
+    reading = (
+        tuple(
+            bool(lexical.branch_candidates(own=branch == where.own_branch))
+            for branch in where.branches
+        )
+        if lexical is not None
+        else None
+    )
+    ef_search = max(EF_SEARCH, candidates)
+    prepared = terms <= PREPARED_MAX_TERMS
+    owner = where.owner is not None
+    return (where.shape, owner, vector, terms, reading, ef_search, speakers, prepared)
+
+
+def _compose_statement(
+    where: SearchWhere, vector: bool, lexical: LexicalQuery | None, candidates: int, speakers: bool
+) -> sql.Composed:
     select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
     if len(lexical.lexemes if lexical is not None else ()) <= PREPARED_MAX_TERMS:
         # The query vector is declared full-precision: PostgreSQL would infer its type
