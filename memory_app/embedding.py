@@ -21,6 +21,7 @@ import threading
 import urllib.request
 from array import array
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -190,7 +191,8 @@ def embed_query(text: str) -> list[float]:
     search and to context, retries, polling), and the embedding is nearly all of a
     search's CPU time (~3-4 ms of MiniLM on ONNX Runtime, ~10 on PyTorch). Two levels: a
     per-process LRU, then Valkey (ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS), so a query embedded by one
-    gunicorn worker is not embedded again by the others."""
+    gunicorn worker is not embedded again by the others; a vector computed here is
+    stored there by a thread of its own (`_shared_set`)."""
     current = embedder()
     return list(_cached_query_vector(current.model_name, text))
 
@@ -229,10 +231,37 @@ def _shared_get(key: str) -> tuple[float, ...] | None:
 
 
 def _shared_set(key: str, vector: tuple[float, ...]) -> None:
+    """Hand the vector to this process's writer thread (`_shared_writer`): sharing it is
+    a bonus the request need not wait for, and a round trip to Valkey after a pause
+    costs the request about a millisecond on a busy machine (the server's thread has to
+    be woken and scheduled)."""
     ttl = int(settings.ENGRAM_QUERY_EMBEDDING_CACHE_SECONDS)
     if ttl <= 0:
         return
+    payload = array("f", vector).tobytes()
+    _shared_writer().submit(_store_shared, settings.REDIS_URL, key, payload, ttl)
+
+
+def _store_shared(url: str, key: str, payload: bytes, ttl: int) -> None:
     try:
-        valkey().set(key, array("f", vector).tobytes(), ex=ttl)
+        valkey(url).set(key, payload, ex=ttl)
     except redis.RedisError as exc:  # the vector is computed; sharing it is a bonus
         logger.warning("query vector cache unavailable (%s)", exc)
+
+
+def _shared_writer() -> ThreadPoolExecutor:
+    """This process's writer of shared query vectors: one thread, in order, started on
+    first use. Keyed by the process id, so a process forked after the thread started
+    gets its own. At exit the interpreter waits for what it was handed."""
+    return _writer_of_process(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _writer_of_process(pid: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"query-vectors-{pid}")
+
+
+def wait_for_shared_vectors() -> None:
+    """Return once every vector handed to this process's writer so far is stored (or
+    failed to be)."""
+    _shared_writer().submit(lambda: None).result()

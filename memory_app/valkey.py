@@ -16,5 +16,6 @@ def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
 
 
-def valkey() -> redis.Redis:
-    return _client(settings.REDIS_URL)
+def valkey(url: str | None = None) -> redis.Redis:
+    """The client of `url`, by default the configured REDIS_URL."""
+    return _client(url or settings.REDIS_URL)

@@ -4,6 +4,7 @@ even across a flusher that died, and without Valkey the request writes them itse
 
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 from typing import Any
@@ -13,7 +14,14 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from config.schedules import SCHEDULE
-from memory_app.embedding import _cached_query_vector, embed_query, embedder, shared_query_key
+from memory_app.embedding import (
+    _cached_query_vector,
+    _shared_writer,
+    embed_query,
+    embedder,
+    shared_query_key,
+    wait_for_shared_vectors,
+)
 from memory_app.models import Memory
 from memory_app.services.access import BUFFER_KEY, CLAIMED_PREFIX, memory_access_flush
 from memory_app.services.memories import memory_record_access
@@ -126,6 +134,7 @@ def test_query_vectors_are_shared_between_processes_through_valkey() -> None:
     text = f"which shoes did I return? {time.time()}"
     vector = embed_query(text)
     key = shared_query_key(model, text)
+    wait_for_shared_vectors()  # stored off the request's thread
     assert list(array("f", valkey().get(key))) == vector  # exact float32 round trip
     assert 0 < valkey().ttl(key) <= 86400
 
@@ -140,4 +149,22 @@ def test_query_vectors_are_shared_between_processes_through_valkey() -> None:
     _cached_query_vector.cache_clear()
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
         assert embed_query(text) == vector
+    _cached_query_vector.cache_clear()
+
+
+def test_a_query_does_not_wait_for_its_vector_to_be_shared() -> None:
+    # The writer thread is held: the query is embedded and answered all the same, and
+    # its vector reaches Valkey once the writer goes on.
+    model = embedder().model_name
+    text = f"when is the dentist? {time.time()}"
+    key = shared_query_key(model, text)
+    held = threading.Event()
+    _shared_writer().submit(held.wait, 30)
+    try:
+        vector = embed_query(text)
+        assert len(vector) == 384 and valkey().get(key) is None
+    finally:
+        held.set()
+    wait_for_shared_vectors()
+    assert list(array("f", valkey().get(key))) == vector
     _cached_query_vector.cache_clear()
