@@ -20,8 +20,9 @@ import os
 import threading
 import urllib.request
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -239,7 +240,8 @@ def _shared_set(key: str, vector: tuple[float, ...]) -> None:
     if ttl <= 0:
         return
     payload = array("f", vector).tobytes()
-    _shared_writer().submit(_store_shared, settings.REDIS_URL, key, payload, ttl)
+    if not _shared_writer().submit(_store_shared, settings.REDIS_URL, key, payload, ttl):
+        logger.debug("query vector not shared: the writer is behind")
 
 
 def _store_shared(url: str, key: str, payload: bytes, ttl: int) -> None:
@@ -249,19 +251,46 @@ def _store_shared(url: str, key: str, payload: bytes, ttl: int) -> None:
         logger.warning("query vector cache unavailable (%s)", exc)
 
 
-def _shared_writer() -> ThreadPoolExecutor:
-    """This process's writer of shared query vectors: one thread, in order, started on
-    first use. Keyed by the process id, so a process forked after the thread started
-    gets its own. At exit the interpreter waits for what it was handed."""
+# A writer this many vectors behind (Valkey slow or down: each attempt may wait out its
+# timeout) drops the next ones rather than queue them without bound.
+SHARED_WRITES_PENDING_MAX = 64
+
+
+@dataclass
+class _Writer:
+    """One thread that runs what it is handed, in order, at most
+    SHARED_WRITES_PENDING_MAX waiting or running."""
+
+    executor: ThreadPoolExecutor
+    slots: threading.BoundedSemaphore
+
+    def submit(self, function: Callable[..., None], *args: object) -> bool:
+        """Hand `function(*args)` over; False, and nothing handed, when it is full."""
+        if not self.slots.acquire(blocking=False):
+            return False
+        try:
+            future = self.executor.submit(function, *args)
+        except RuntimeError:  # the interpreter is shutting down: nothing is handed over
+            self.slots.release()
+            return False
+        future.add_done_callback(lambda _: self.slots.release())
+        return True
+
+
+def _shared_writer() -> _Writer:
+    """This process's writer of shared query vectors, its thread started on first use.
+    Keyed by the process id, so a process forked after the thread started gets its own.
+    At exit the interpreter waits for what it was handed."""
     return _writer_of_process(os.getpid())
 
 
 @lru_cache(maxsize=1)
-def _writer_of_process(pid: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"query-vectors-{pid}")
+def _writer_of_process(pid: int) -> _Writer:
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"query-vectors-{pid}")
+    return _Writer(executor, threading.BoundedSemaphore(SHARED_WRITES_PENDING_MAX))
 
 
 def wait_for_shared_vectors() -> None:
     """Return once every vector handed to this process's writer so far is stored (or
     failed to be)."""
-    _shared_writer().submit(lambda: None).result()
+    _shared_writer().executor.submit(lambda: None).result()

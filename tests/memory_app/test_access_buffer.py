@@ -15,7 +15,9 @@ from rest_framework.test import APIClient
 
 from config.schedules import SCHEDULE
 from memory_app.embedding import (
+    SHARED_WRITES_PENDING_MAX,
     _cached_query_vector,
+    _shared_set,
     _shared_writer,
     embed_query,
     embedder,
@@ -159,7 +161,7 @@ def test_a_query_does_not_wait_for_its_vector_to_be_shared() -> None:
     text = f"when is the dentist? {time.time()}"
     key = shared_query_key(model, text)
     held = threading.Event()
-    _shared_writer().submit(held.wait, 30)
+    _shared_writer().executor.submit(held.wait, 30)
     try:
         vector = embed_query(text)
         assert len(vector) == 384 and valkey().get(key) is None
@@ -168,3 +170,26 @@ def test_a_query_does_not_wait_for_its_vector_to_be_shared() -> None:
     wait_for_shared_vectors()
     assert list(array("f", valkey().get(key))) == vector
     _cached_query_vector.cache_clear()
+
+
+def test_a_writer_behind_drops_vectors_instead_of_queueing_them() -> None:
+    # Valkey slow or down: the writer falls behind. Past SHARED_WRITES_PENDING_MAX
+    # waiting, a vector is not shared (the query still has it), so nothing piles up.
+    stamp = time.time()
+    keys = [f"engram:test-pending:{stamp}:{n}" for n in range(SHARED_WRITES_PENDING_MAX + 10)]
+    held = threading.Event()
+    _shared_writer().executor.submit(held.wait, 30)
+    try:
+        for key in keys:
+            _shared_set(key, (0.5,) * 384)
+    finally:
+        held.set()
+    wait_for_shared_vectors()
+    stored = [key for key in keys if valkey().get(key) is not None]
+    assert stored == keys[:SHARED_WRITES_PENDING_MAX]
+    valkey().delete(*keys)
+    # The slots are free again once the writer caught up.
+    _shared_set(keys[-1], (0.5,) * 384)
+    wait_for_shared_vectors()
+    assert valkey().get(keys[-1]) is not None
+    valkey().delete(keys[-1])
