@@ -53,12 +53,11 @@ def row_reader(model: type[Model], fields: Sequence[Field[Any, Any]], alias: str
 def load_timestamps_compiled(cursor: Any) -> None:
     """Load `cursor`'s timestamptz columns with psycopg's own loader, which psycopg swaps
     for its compiled one, instead of Django's: Django's subclasses the pure-Python
-    loader to set each value's tzinfo to the connection's time zone, about 10 us a value,
-    a millisecond for a search (its pool's two dates a row, then its hits'). Where
-    Django's zone is `datetime.timezone.utc` (USE_TZ and no database TIME_ZONE: the
-    session's TimeZone is UTC) psycopg's gives the same instants with the same tzinfo;
-    otherwise Django's stays. `cursor`: a cursor of `connection` (Django's wrapper or
-    psycopg's)."""
+    loader to set each value's tzinfo to the connection's time zone, and a search reads
+    many dates (two a pool candidate, several a hit). Where Django's zone is
+    `datetime.timezone.utc` (USE_TZ and no database TIME_ZONE: the session's TimeZone is
+    UTC) psycopg's gives the same instants with the same tzinfo; otherwise Django's
+    stays. `cursor`: a cursor of `connection` (Django's wrapper or psycopg's)."""
     if connection.timezone is not datetime.UTC:
         return
     getattr(cursor, "cursor", cursor).adapters.register_loader("timestamptz", TimestamptzLoader)

@@ -10,10 +10,9 @@ latency and in the CPU a load test charges to them.
   cycles): `memory_app.services.turn_queue` compiles the extraction patterns on import.
 
 Then what it loaded is moved out of the garbage collector's reach (`gc.freeze()`): the
-modules, classes and patterns live as long as the worker, and a full collection walked
-every one of them (~210,000 objects, ~140 ms with the worker's every thread stopped),
-which under load put a request or two of each worker at that much more, once every few
-hundred. It now walks what requests have left behind.
+modules, classes and patterns live as long as the worker, and a full collection would
+walk every one of them (~210,000 objects, ~140 ms with every thread of the worker
+stopped). It walks only what requests leave behind.
 """
 
 from __future__ import annotations

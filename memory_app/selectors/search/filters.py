@@ -5,8 +5,8 @@
 A filter is applied in both rankings' WHERE, not to the fused list, so a filtered search
 still returns `limit` hits if they exist. Values are always query parameters; the SQL
 text is composed from the search's shape alone (`WhereShape`: which filters are set,
-which of the actor's fields), once per shape and process: composing it took a third of
-a millisecond a search.
+which of the actor's fields), once per shape and process: composing it costs about a
+third of a millisecond, many times the lookup.
 """
 
 from __future__ import annotations

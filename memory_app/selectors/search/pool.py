@@ -176,7 +176,7 @@ def pool_statement(
 
 
 # The statements composed, by shape: composing one (its SQL objects, then its text for
-# the prepared statement's name) took most of a millisecond, several times its lookup.
+# the prepared statement's name) costs most of a millisecond, many times the lookup.
 # A tenant's searches come in a few dozen shapes; past the bound, all are dropped.
 _STATEMENTS: dict[tuple[Any, ...], sql.Composed] = {}
 _STATEMENTS_KEPT = 512
