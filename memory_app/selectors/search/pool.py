@@ -144,9 +144,11 @@ def pool_sql(
 # bounded, and its run is long.
 PREPARED_MAX_TERMS = 16
 # It is still planned at every run, with its values: a generic plan, made once for any
-# owner and any filter, may read a branch of one owner's or of shared rows through the
-# HNSW graph instead of their exact order, and so return other rows than the plan of the
-# same statement for these values (docs/decisions/search-prepared-statements.md).
+# tenant, owner and filter, may read a branch of one owner's or of shared rows through
+# the HNSW graph instead of their exact order, and choose the graph or an exact order for
+# the public rows without knowing the tenant's size; so it may return other rows than
+# the plan of the same statement for these values
+# (docs/decisions/search-prepared-statements.md).
 _CUSTOM_PLAN = sql.SQL("SET LOCAL plan_cache_mode = force_custom_plan; ")
 
 
@@ -201,17 +203,29 @@ def _statement_shape(
         if lexical is not None
         else None
     )
-    ef_search = max(EF_SEARCH, candidates)
-    prepared = terms <= PREPARED_MAX_TERMS
     owner = where.owner is not None
-    return (where.shape, owner, vector, terms, reading, ef_search, speakers, prepared)
+    return (
+        where.shape, owner, vector, terms, reading, _ef_search(candidates), speakers,
+        _prepared(lexical),
+    )  # fmt: skip
+
+
+def _prepared(lexical: LexicalQuery | None) -> bool:
+    """Whether the pool's SELECT is sent as a prepared statement: the query has at most
+    PREPARED_MAX_TERMS terms."""
+    return len(lexical.lexemes if lexical is not None else ()) <= PREPARED_MAX_TERMS
+
+
+def _ef_search(candidates: int) -> int:
+    """The HNSW candidate list for a vector step that must return `candidates` rows."""
+    return max(EF_SEARCH, candidates)
 
 
 def _compose_statement(
     where: SearchWhere, vector: bool, lexical: LexicalQuery | None, candidates: int, speakers: bool
 ) -> sql.Composed:
     select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
-    if len(lexical.lexemes if lexical is not None else ()) <= PREPARED_MAX_TERMS:
+    if _prepared(lexical):
         # The query vector is declared full-precision: PostgreSQL would infer its type
         # from the first cast it parses, which may be the vector step's halfvec.
         types = (("q", "vector"),) if vector else ()
@@ -219,7 +233,7 @@ def _compose_statement(
         select = _CUSTOM_PLAN + prepared.message()
     if not vector:
         return select
-    return _HNSW_SETTINGS.format(sql.Literal(max(EF_SEARCH, candidates))) + select
+    return _HNSW_SETTINGS.format(sql.Literal(_ef_search(candidates))) + select
 
 
 def read_pool(cursor: Any, statement: sql.Composed, params: dict[str, Any]) -> Pool:
