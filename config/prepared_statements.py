@@ -10,7 +10,9 @@ reservation under its locks) is sent as two statements of one message:
 The `DO` block prepares the statement on a connection that lacks it (a new one, or one
 whose statements a pooler dropped with DISCARD ALL / DEALLOCATE ALL), so no state kept
 in Python can disagree with the server's; `EXECUTE` then runs it with PostgreSQL's plan
-cache (its own choice between a custom and a generic plan). It works with Django's
+cache: its own choice between a custom and a generic plan, or the one the message names
+(`SET LOCAL plan_cache_mode` first: several statements of one message are one implicit
+transaction, so the setting ends with it, or with the caller's transaction). It works with Django's
 client-side binding (DATABASES' server_side_binding is off): the message's `%(name)s`
 parameters are its arguments, each sent once however often the statement reads it.
 
@@ -27,8 +29,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from psycopg import sql
+
+# PostgreSQL's `plan_cache_mode`: a plan made for each run's values, or one made once.
+PlanCacheMode = Literal["force_custom_plan", "force_generic_plan"]
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 _BODY_TAG = "$statement$"
@@ -43,10 +49,13 @@ class PreparedStatement:
     prepare: str
     parameters: tuple[str, ...]
 
-    def message(self) -> sql.Composed:
-        """`prepare_if_missing()` then `execute()`: two results, the second the
-        statement's."""
-        return self.prepare_if_missing() + sql.SQL(" ") + self.execute()
+    def message(self, *, plan: PlanCacheMode | None = None) -> sql.Composed:
+        """`prepare_if_missing()` then `execute()`, after `plan` as the plan cache's
+        mode when given: the last result is the statement's."""
+        message = self.prepare_if_missing() + sql.SQL(" ") + self.execute()
+        if plan is None:
+            return message
+        return sql.SQL("SET LOCAL plan_cache_mode = {}; ").format(sql.SQL(plan)) + message
 
     def prepare_if_missing(self) -> sql.Composed:
         """The `DO` block that prepares it where the connection lacks it."""

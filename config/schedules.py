@@ -98,4 +98,13 @@ SCHEDULE: list[Periodic] = [
         description="Move the read counts that searches and contexts buffered in Valkey into "
         "memory.access_count / last_accessed_at (one UPDATE per batch).",
     ),
+    Periodic(
+        name="memory: fold lexical statistics",
+        task="memory_app.fold_lexicon_stats",
+        every=30,
+        expires=25,
+        description="Add what the users' BM25 statistics gained or lost since the last run "
+        "to their tenant's sums, which tenant-wide searches read (exact either way; "
+        "unfolded rows only cost those searches time).",
+    ),
 ]

@@ -8,6 +8,7 @@ from typing import Any
 from celery import shared_task
 
 from config.celery_app import TASK_DEFAULTS
+from memory_app.lexicon.fold import lexicon_fold
 from memory_app.services.access import memory_access_flush
 from memory_app.services.decay import memories_decay
 from memory_app.services.episodes import session_episode_write
@@ -82,3 +83,14 @@ def flush_memory_access() -> dict[str, int]:
     """Safe to re-run and to overlap: each run claims what the buffer holds by RENAME."""
     report = memory_access_flush()
     return {"buffers": report.buffers, "memories": report.memories, "reads": report.reads}
+
+
+@shared_task(name="memory_app.fold_lexicon_stats", **TASK_DEFAULTS)
+def fold_lexicon_stats() -> dict[str, int]:
+    """Safe to re-run and to overlap: each run takes the rows no other holds."""
+    report = lexicon_fold()
+    return {
+        "term_rows": report.term_rows,
+        "lexicon_rows": report.lexicon_rows,
+        "batches": report.batches,
+    }

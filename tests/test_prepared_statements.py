@@ -1,6 +1,7 @@
 """Statements prepared by the message that runs them (config.prepared_statements): the
 PREPARE they send, and on real PostgreSQL what one message returns, that a connection
-prepares a statement once, and again after its statements were dropped."""
+prepares a statement once, and again after its statements were dropped, and that a
+plan cache mode named by the message holds for its statement and ends with it."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def test_a_statement_holding_the_body_tag_is_refused() -> None:
 def _run(message: sql.Composable, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(message, params)
-        cursor.nextset()  # past the DO's result
+        while cursor.nextset():  # past the SET's and the DO's results
+            pass
         return list(cursor.fetchall())
 
 
@@ -79,3 +81,38 @@ def test_a_connection_prepares_once_and_again_after_its_statements_are_dropped()
             ("a%a", round_ + 1, "none")
         ]
         assert _prepared("t_once_") == [prepared.name]
+
+
+def _plans(name: str) -> tuple[int, int]:
+    """How often this connection ran the statement `name` with its generic plan and with
+    a custom plan."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = %s",
+            [name],
+        )
+        generic, custom = cursor.fetchone()
+        return int(generic), int(custom)
+
+
+def _plan_cache_mode() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        return str(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit: each message its own transaction
+def test_the_plan_mode_a_message_names_holds_for_its_statement_and_ends_with_it() -> None:
+    prepared = prepared_statement(STATEMENT, prefix="t_plan_", types=[("maybe", "text")])
+    params = {"word": "a", "n": 1, "maybe": None}
+    for _ in range(3):
+        assert _run(prepared.message(plan="force_generic_plan"), params) == [("a%a", 2, "none")]
+    assert _plans(prepared.name) == (3, 0)
+    assert _plan_cache_mode() == "auto"
+    for _ in range(2):
+        assert _run(prepared.message(plan="force_custom_plan"), params) == [("a%a", 2, "none")]
+    assert _plans(prepared.name) == (3, 2)
+    assert _plan_cache_mode() == "auto"
+    assert _run(prepared.message(), params) == [("a%a", 2, "none")]
+    generic, custom = _plans(prepared.name)
+    assert generic + custom == 6 and _plan_cache_mode() == "auto"

@@ -15,13 +15,8 @@ from collections.abc import Sequence
 from django.db import connection, transaction
 from django.db.models import Q
 
-from memory_app.models import (
-    Memory,
-    MemoryLexiconStat,
-    MemoryRelation,
-    MemoryTermStat,
-    MemoryVersion,
-)
+from memory_app.lexicon.fold import user_statistics_delete
+from memory_app.models import Memory, MemoryRelation, MemoryVersion
 from memory_app.services.conversation import conversation_lock
 
 
@@ -42,9 +37,6 @@ def memories_erase_user(
         ).count(),
     }
     memories.delete()
-    # The BM25 statistics of the user's memories hold their words: they go too.
-    MemoryTermStat.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
-    MemoryLexiconStat.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memory SET allowed_users = array_remove(allowed_users, %s) "
@@ -52,4 +44,7 @@ def memories_erase_user(
             [user_id, tenant_id, user_id],
         )
         counts["memories_unshared"] = cursor.rowcount
+    # The BM25 statistics of the user's memories hold their words: they go too, and the
+    # tenant's sums lose what they held of them.
+    user_statistics_delete(tenant_id=tenant_id, user_id=user_id)
     return counts

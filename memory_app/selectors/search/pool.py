@@ -143,13 +143,12 @@ def pool_sql(
 # more terms than this is sent as it is: it keeps the statements a connection holds
 # bounded, and its run is long.
 PREPARED_MAX_TERMS = 16
-# It is still planned at every run, with its values: a generic plan, made once for any
-# tenant, owner and filter, may read a branch of one owner's or of shared rows through
-# the HNSW graph instead of their exact order, and choose the graph or an exact order for
-# the public rows without knowing the tenant's size; so it may return other rows than
-# the plan of the same statement for these values
+# It is still planned at every run, with its values (`force_custom_plan`): a generic
+# plan, made once for any tenant, owner and filter, may read a branch of one owner's or
+# of shared rows through the HNSW graph instead of their exact order, and choose the
+# graph or an exact order for the public rows without knowing the tenant's size; so it
+# may return other rows than the plan of the same statement for these values
 # (docs/decisions/search-prepared-statements.md).
-_CUSTOM_PLAN = sql.SQL("SET LOCAL plan_cache_mode = force_custom_plan; ")
 
 
 def pool_statement(
@@ -230,7 +229,7 @@ def _compose_statement(
         # from the first cast it parses, which may be the vector step's halfvec.
         types = (("q", "vector"),) if vector else ()
         prepared = prepared_statement(select, prefix="engram_search_pool_", types=types)
-        select = _CUSTOM_PLAN + prepared.message()
+        select = prepared.message(plan="force_custom_plan")
     if not vector:
         return select
     return _HNSW_SETTINGS.format(sql.Literal(_ef_search(candidates))) + select

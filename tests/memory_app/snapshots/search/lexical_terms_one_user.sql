@@ -9,7 +9,8 @@
         )
         SELECT q.lexeme,
                (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
-                WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme AND s.user_id = %(user_id)s),
+                WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme
+                  AND s.user_id = %(user_id)s),
                totals.documents, totals.lexemes
         FROM q CROSS JOIN totals
         

@@ -3,13 +3,22 @@
             SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
         ),
         totals AS (
-            SELECT coalesce(sum(s.documents), 0) AS documents,
-                   coalesce(sum(s.lexemes), 0) AS lexemes
-            FROM memory_lexicon_stat s WHERE s.tenant_id = %(tenant)s
+            SELECT coalesce((SELECT t.documents FROM memory_tenant_lexicon_stat t
+                             WHERE t.tenant_id = %(tenant)s), 0)
+                   + coalesce(sum(s.documents - s.folded_documents), 0) AS documents,
+                   coalesce((SELECT t.lexemes FROM memory_tenant_lexicon_stat t
+                             WHERE t.tenant_id = %(tenant)s), 0)
+                   + coalesce(sum(s.lexemes - s.folded_lexemes), 0) AS lexemes
+            FROM memory_lexicon_stat s
+            WHERE s.tenant_id = %(tenant)s
+              AND (s.documents <> s.folded_documents OR s.lexemes <> s.folded_lexemes)
         )
         SELECT q.lexeme,
-               (SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
-                WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme),
+               (SELECT coalesce(sum(t.df), 0) FROM memory_tenant_term_stat t
+                WHERE t.tenant_id = %(tenant)s AND t.lexeme = q.lexeme)
+               + (SELECT coalesce(sum(s.df - s.folded_df), 0) FROM memory_term_stat s
+                  WHERE s.tenant_id = %(tenant)s AND s.lexeme = q.lexeme
+                    AND s.df <> s.folded_df),
                totals.documents, totals.lexemes
         FROM q CROSS JOIN totals
         
