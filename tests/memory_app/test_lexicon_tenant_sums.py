@@ -191,6 +191,51 @@ def test_a_fold_skips_a_row_a_writer_holds_and_takes_it_next_time(tenant: Tenant
     assert _read(tenant) == _truth(tenant)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_writers_and_folds_at_once_end_exact_and_never_deadlock(tenant: Tenant) -> None:
+    # Writers of four users (two memories per transaction, words shared across users)
+    # while two folds loop: no error (a deadlock would raise in one of them), and the
+    # figures equal a recount once everyone is done.
+    words = WORDS.split()
+    errors: list[BaseException] = []
+    writing = threading.Event()
+
+    def write(user: str) -> None:
+        try:
+            for round_ in range(4):
+                picked = [words[(round_ + i) % len(words)] for i in range(4)]
+                _add(tenant, {user: [" ".join(picked), " ".join(reversed(picked)) + " now"]})
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def fold() -> None:
+        try:
+            while writing.is_set():
+                lexicon_fold(batch_size=3)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    writing.set()
+    folds = [threading.Thread(target=fold) for _ in range(2)]
+    writers = [threading.Thread(target=write, args=(f"user-{n}",)) for n in range(4)]
+    for thread in folds + writers:
+        thread.start()
+    for thread in writers:
+        thread.join(120)
+    writing.clear()
+    for thread in folds:
+        thread.join(120)
+    assert errors == []
+    assert _read(tenant) == _truth(tenant)
+    lexicon_fold()
+    assert _unfolded(tenant) == 0
+    assert _read(tenant) == _truth(tenant)
+
+
 @pytest.mark.parametrize(
     ("name", "statement"),
     [
