@@ -205,7 +205,7 @@ def test_writers_and_folds_at_once_end_exact_and_never_deadlock(tenant: Tenant) 
             for round_ in range(4):
                 picked = [words[(round_ + i) % len(words)] for i in range(4)]
                 _add(tenant, {user: [" ".join(picked), " ".join(reversed(picked)) + " now"]})
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:  # reported below
             errors.append(error)
         finally:
             connection.close()
@@ -214,7 +214,7 @@ def test_writers_and_folds_at_once_end_exact_and_never_deadlock(tenant: Tenant) 
         try:
             while writing.is_set():
                 lexicon_fold(batch_size=3)
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:  # reported below
             errors.append(error)
         finally:
             connection.close()
