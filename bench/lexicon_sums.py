@@ -53,11 +53,6 @@ SELECT lexeme FROM (
 """)
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[round(fraction * (len(ordered) - 1))]
-
-
 def _vocabulary() -> list[str]:
     from django.db import connection
 
@@ -150,6 +145,7 @@ def _fold() -> tuple[int, float]:
 def measure(
     sizes: list[int], lexemes: int, queries: int, rounds: int, log: Callable[[str], None]
 ) -> dict[str, Any]:
+    from bench.locomo_eval import percentile
     from bench.memory_data import query_texts
 
     vocabulary = _vocabulary()
@@ -167,11 +163,11 @@ def measure(
         size = {
             "rows": {
                 "p50": round(statistics.median(rows_before), 3),
-                "p95": round(_percentile(rows_before, 0.95), 3),
+                "p95": round(percentile(rows_before, 95), 3),
             },
             "sums": {
                 "p50": round(statistics.median(rows_after), 3),
-                "p95": round(_percentile(rows_after, 0.95), 3),
+                "p95": round(percentile(rows_after, 95), 3),
             },
             "folded_rows": folded,
             "fold_rows_per_s": round(folded / seconds) if seconds else None,
