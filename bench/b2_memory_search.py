@@ -37,7 +37,8 @@ from typing import Any
 from bench.generate import GenerateSpec
 from bench.harness import BenchContext, BenchResult
 from bench.loadgen import HttpPoster, LoadResult, run_load
-from bench.memory_data import prewarm_memory, query_texts
+from bench.memory_data import query_texts
+from bench.memory_upkeep import prewarm_memory
 from bench.servers import Gunicorn
 
 ID = "B2"

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from bench.generate_cli import main as generate_main
-from bench.memory_data import CHUNK, chunk_vectors, distinct_texts, prewarm_memory
+from bench.memory_data import CHUNK, chunk_vectors, distinct_texts
+from bench.memory_upkeep import prewarm_memory
 from memory_app.models import Memory
 
 pytestmark = pytest.mark.django_db
