@@ -12,9 +12,10 @@ whose statements a pooler dropped with DISCARD ALL / DEALLOCATE ALL), so no stat
 in Python can disagree with the server's; `EXECUTE` then runs it with PostgreSQL's plan
 cache: its own choice between a custom and a generic plan, or the one the message names
 (`SET LOCAL plan_cache_mode` first: several statements of one message are one implicit
-transaction, so the setting ends with it, or with the caller's transaction). It works with Django's
-client-side binding (DATABASES' server_side_binding is off): the message's `%(name)s`
-parameters are its arguments, each sent once however often the statement reads it.
+transaction, so the setting ends with it, or with the caller's transaction). It works
+with Django's client-side binding (DATABASES' server_side_binding is off): the
+message's `%(name)s` parameters are its arguments, each sent once however often the
+statement reads it.
 
 The name is the digest of the statement's text, so a changed statement is a new one and
 each text is prepared once per connection: a caller must keep the number of texts it

@@ -92,7 +92,7 @@ _USER_DF = sql.SQL("""(SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
                   AND s.user_id = %(user_id)s)""")
 # The tenant's figures: its folded sums (memory_app.lexicon.models) plus what the users'
 # rows hold that is not folded yet, read from the index of those rows only. Exact
-# whatever the fold has done, and as cheap for a tenant of a million users as of ten.
+# whatever the fold has done; once it has, as cheap for a tenant of many users as of one.
 _TENANT_TOTALS = sql.SQL("""
             SELECT coalesce((SELECT t.documents FROM memory_tenant_lexicon_stat t
                              WHERE t.tenant_id = %(tenant)s), 0)
