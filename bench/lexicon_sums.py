@@ -30,7 +30,8 @@ TITLE = "Tenant-wide BM25 figures: per-user rows against the tenant's folded sum
 SEED = 21
 
 # One user's rows: `draws` lexemes drawn by rank r = floor(V ** random()) (a 1/r law over
-# the vocabulary), kept once each, with df 1-4; and the user's totals.
+# the vocabulary), kept once each, with df 1-4; and the user's totals. The draw names
+# `u` (`WHERE u > 0`) so that PostgreSQL draws again for each user instead of once.
 _USERS_SQL = sql.SQL("""
 INSERT INTO memory_term_stat (tenant_id, user_id, lexeme, df)
 SELECT %(tenant)s, 'u-' || u, drawn.lexeme, 1 + floor(random() * 4)::int

@@ -94,15 +94,16 @@ _USER_DF = sql.SQL("""(SELECT coalesce(sum(s.df), 0) FROM memory_term_stat s
 # rows hold that is not folded yet, read from the index of those rows only. Exact
 # whatever the fold has done; once it has, as cheap for a tenant of many users as of one.
 _TENANT_TOTALS = sql.SQL("""
-            SELECT coalesce((SELECT t.documents FROM memory_tenant_lexicon_stat t
-                             WHERE t.tenant_id = %(tenant)s), 0)
-                   + coalesce(sum(s.documents - s.folded_documents), 0) AS documents,
-                   coalesce((SELECT t.lexemes FROM memory_tenant_lexicon_stat t
-                             WHERE t.tenant_id = %(tenant)s), 0)
-                   + coalesce(sum(s.lexemes - s.folded_lexemes), 0) AS lexemes
-            FROM memory_lexicon_stat s
-            WHERE s.tenant_id = %(tenant)s
-              AND (s.documents <> s.folded_documents OR s.lexemes <> s.folded_lexemes)
+            SELECT coalesce(t.documents, 0) + unfolded.documents AS documents,
+                   coalesce(t.lexemes, 0) + unfolded.lexemes AS lexemes
+            FROM (
+                SELECT coalesce(sum(s.documents - s.folded_documents), 0) AS documents,
+                       coalesce(sum(s.lexemes - s.folded_lexemes), 0) AS lexemes
+                FROM memory_lexicon_stat s
+                WHERE s.tenant_id = %(tenant)s
+                  AND (s.documents <> s.folded_documents OR s.lexemes <> s.folded_lexemes)
+            ) AS unfolded
+            LEFT JOIN memory_tenant_lexicon_stat t ON t.tenant_id = %(tenant)s
         """)
 _TENANT_DF = sql.SQL("""(SELECT coalesce(sum(t.df), 0) FROM memory_tenant_term_stat t
                 WHERE t.tenant_id = %(tenant)s AND t.lexeme = q.lexeme)

@@ -3,15 +3,16 @@
             SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
         ),
         totals AS (
-            SELECT coalesce((SELECT t.documents FROM memory_tenant_lexicon_stat t
-                             WHERE t.tenant_id = %(tenant)s), 0)
-                   + coalesce(sum(s.documents - s.folded_documents), 0) AS documents,
-                   coalesce((SELECT t.lexemes FROM memory_tenant_lexicon_stat t
-                             WHERE t.tenant_id = %(tenant)s), 0)
-                   + coalesce(sum(s.lexemes - s.folded_lexemes), 0) AS lexemes
-            FROM memory_lexicon_stat s
-            WHERE s.tenant_id = %(tenant)s
-              AND (s.documents <> s.folded_documents OR s.lexemes <> s.folded_lexemes)
+            SELECT coalesce(t.documents, 0) + unfolded.documents AS documents,
+                   coalesce(t.lexemes, 0) + unfolded.lexemes AS lexemes
+            FROM (
+                SELECT coalesce(sum(s.documents - s.folded_documents), 0) AS documents,
+                       coalesce(sum(s.lexemes - s.folded_lexemes), 0) AS lexemes
+                FROM memory_lexicon_stat s
+                WHERE s.tenant_id = %(tenant)s
+                  AND (s.documents <> s.folded_documents OR s.lexemes <> s.folded_lexemes)
+            ) AS unfolded
+            LEFT JOIN memory_tenant_lexicon_stat t ON t.tenant_id = %(tenant)s
         ),
         own AS (
             SELECT coalesce(sum(s.documents), 0) AS documents,
