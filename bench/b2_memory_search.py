@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bench.b2_context import context_session, measure_context
+from bench.b2_vector_checks import K, explain_vector_step, vector_recall
 from bench.generate import GenerateSpec
 from bench.harness import BenchContext, BenchResult
 from bench.loadgen import HttpPoster, LoadResult, run_load
@@ -47,7 +49,6 @@ TARGET_P95_RATIO = 1.5
 TARGET_RECALL = 0.95
 SHAPES = ["user", "tenant"]
 REPEAT = "user, repeated"  # the "user" bodies again: the query vectors are cached
-K = 10
 TARGET_P95_AT_100K_MS = 40.0
 
 
@@ -134,108 +135,6 @@ def _median_round(rounds: list[LoadResult]) -> dict[str, Any]:
     }
 
 
-# --- Recall --------------------------------------------------------------------------
-
-
-def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[Any]:
-    from django.db import connection, transaction
-    from psycopg import sql
-
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import search_where  # the search's own filters
-
-    filters, params = search_where(
-        tenant=tenant,
-        actor=Actor(user_id=user),
-        user_id=user if shape == "user" else None,
-        agent_id=None,
-        types=None,
-        tags=None,
-    )
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_indexscan = off")  # belt and braces: no HNSW
-        exact = sql.SQL(
-            "SELECT m.id FROM memory m WHERE {} ORDER BY m.embedding <=> %(q)s::vector, m.id"
-            " LIMIT %(k)s"
-        ).format(filters.sql)
-        cursor.execute(exact, {**params, "q": str(vector), "k": K})
-        return [row[0] for row in cursor.fetchall()]
-
-
-def _recall(tenant: Any, queries: list[str], users: list[str], vectors: list[list[float]]):  # type: ignore[no-untyped-def]
-    """recall@10 per shape, with the vector step's in-process time (median ms)."""
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import memory_search
-
-    out: dict[str, dict[str, float]] = {}
-    for shape in SHAPES:
-        hits = 0
-        total = 0
-        step_ms = []
-        exact_ms = []
-        for query, user, vector in zip(queries, users, vectors, strict=True):
-            began = time.perf_counter()
-            outcome = memory_search(
-                tenant=tenant,
-                actor=Actor(user_id=user),
-                query=query,
-                user_id=user if shape == "user" else None,
-                limit=K,
-                mode="vector",
-                query_embedding=vector,
-            )
-            step_ms.append((time.perf_counter() - began) * 1000)
-            began = time.perf_counter()
-            exact = _exact_top(tenant, user, shape, vector)
-            exact_ms.append((time.perf_counter() - began) * 1000)
-            found = set(outcome.vector_ranking[:K])
-            hits += len(found & set(exact))
-            total += len(exact)
-        out[shape] = {
-            "recall_at_10": hits / total if total else float("nan"),
-            "vector_search_ms_p50": statistics.median(step_ms),
-            "exact_scan_ms_p50": statistics.median(exact_ms),
-        }
-    return out
-
-
-def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float]) -> dict[str, Any]:
-    """The plan of the search's vector step (same SQL and SET LOCALs), summarised."""
-    from django.db import connection, transaction
-    from psycopg import sql
-
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import search_where
-    from memory_app.selectors.search.vector import EF_SEARCH, nearest_sql
-
-    filters, params = search_where(
-        tenant=tenant,
-        actor=Actor(user_id=user),
-        user_id=user if shape == "user" else None,
-        agent_id=None,
-        types=None,
-        tags=None,
-    )
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
-        cursor.execute(
-            sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) {}").format(nearest_sql(filters)),
-            {**params, "q": str(vector), "k": 30},
-        )
-        plan = cursor.fetchone()[0][0]
-
-    def render(node: dict[str, Any]) -> str:
-        """A node and what is under it: `A → B`, and `Append [x; y]` for branches."""
-        name = node["Node Type"] + (f" on {node['Index Name']}" if "Index Name" in node else "")
-        children = [render(child) for child in node.get("Plans", [])]
-        if len(children) > 1:
-            return f"{name} [{'; '.join(children)}]"
-        return f"{name} → {children[0]}" if children else name
-
-    return {"nodes": [render(plan["Plan"])], "execution_ms": round(plan["Execution Time"], 2)}
-
-
 # --- Warm-up -------------------------------------------------------------------------
 
 
@@ -268,56 +167,6 @@ def _search_every_user_once(*, tenant: Any, users: int, log: Any) -> None:
         if (index + 1) % 250 == 0:
             log(f"[B2] warm-up: {index + 1:,}/{users:,} users searched once")
     log(f"[B2] warm-up: {users:,} users x 2 shapes in {time.monotonic() - started:.1f}s")
-
-
-# --- Context assembly ------------------------------------------------------------------
-
-
-def context_session(tenant: Any) -> Any:
-    """A session of user-0 with 12 recorded turns (compaction folds the oldest into a
-    summary), whose context the benchmark asks for at every memory size."""
-    from sessions_app.services.sessions import session_create
-    from sessions_app.services.turns import StepInput, turn_record
-    from sessions_app.usage import TokenCounts
-
-    session = session_create(tenant=tenant, user_id="user-0", agent_id="bench")
-    step_input = StepInput(
-        step_type="response",
-        model="gpt-4o-mini",
-        counts=TokenCounts(input_tokens=700, output_tokens=90),
-    )
-    for number in range(1, 13):
-        turn_record(
-            tenant=tenant,
-            session_id=session.pk,
-            user_message=f"Question {number}: what about order A-{7000 + number}?",
-            assistant_response=f"Order A-{7000 + number} ships on day {number}.",
-            steps=[step_input],
-        )
-    return session
-
-
-def measure_context(server: Gunicorn, secret: str, session: Any, size: Any) -> dict:
-    """`GET /sessions/{id}/context` with a query (so the query is embedded and memories
-    are searched in the request) and a 2,000-token budget."""
-    getter = HttpPoster(
-        port=server.port,
-        paths=[
-            f"/api/v1/sessions/{session.pk}/context?query=when%20does%20my%20order%20ship"
-            "&budget=2000"
-        ],
-        headers={"Authorization": f"Bearer {secret}"},
-        expect=200,
-        method="GET",
-    )
-    result = run_load(
-        name="context",
-        operations=[getter],
-        max_requests=size.requests_per_shape,
-        max_seconds=size.seconds_per_shape,
-        warmup_per_thread=2,
-    )
-    return result.summary()
 
 
 # --- The run -------------------------------------------------------------------------
@@ -362,7 +211,7 @@ def run(ctx: BenchContext) -> BenchResult:
         tenant = Tenant.objects.get(name=spec.tenant_name(0))
         prewarm_memory(ctx.log)  # every size measured with its data in memory
         _search_every_user_once(tenant=tenant, users=spec.memory_users, log=ctx.log)
-        recall = _recall(tenant, queries, users, vectors)
+        recall = vector_recall(tenant, queries, users, vectors, SHAPES)
         plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
         secret = api_key_create(tenant=tenant, name=f"b2-{memories}").secret
         connection.close()
