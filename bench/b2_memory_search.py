@@ -188,6 +188,45 @@ def _warm_every_worker(server: Gunicorn, secret: str, body: bytes, connections: 
         poster()
 
 
+def _measure_shapes(
+    ctx: BenchContext, server: Gunicorn, secret: str, size: B2Size, memories: int
+) -> tuple[dict[str, list[LoadResult]], dict[str, list[float]]]:
+    """Every shape's rounds at one size, the shapes in turn within a round: each round's
+    load result and the load average before it, by shape."""
+    loads: dict[str, list[LoadResult]] = {shape: [] for shape in [*SHAPES, REPEAT]}
+    load: dict[str, list[float]] = {shape: [] for shape in [*SHAPES, REPEAT]}
+    for round_ in range(size.rounds):
+        bodies = {s: _cold_bodies(size, memories, s, round_) for s in SHAPES}
+        bodies[REPEAT] = bodies["user"]  # sent by this round's "user" just before
+        for shape in [*SHAPES, REPEAT]:
+            posters = [
+                HttpPoster(
+                    port=server.port,
+                    paths=["/api/v1/memories/search"],
+                    bodies=bodies[shape][t :: size.threads],
+                    headers={"Authorization": f"Bearer {secret}"},
+                    expect=200,
+                )
+                for t in range(size.threads)
+            ]
+            load[shape].append(_load_average())
+            r = run_load(
+                name=f"{shape}@{memories}#{round_ + 1}",
+                operations=posters,
+                max_requests=size.requests_per_shape,
+                max_seconds=size.seconds_per_shape,
+                warmup_per_thread=5,
+            )
+            loads[shape].append(r)
+            ctx.log(
+                f"[B2] {memories:>9,} memories, {shape:>6}, round {round_ + 1}/"
+                f"{size.rounds}: {r.requests} requests, p50 {r.percentile(50):.1f} ms, "
+                f"p95 {r.percentile(95):.1f} ms, errors {r.errors}, "
+                f"load {load[shape][-1]:.1f}"
+            )
+    return loads, load
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from django.db import connection
 
@@ -215,39 +254,9 @@ def run(ctx: BenchContext) -> BenchResult:
         plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
         secret = api_key_create(tenant=tenant, name=f"b2-{memories}").secret
         connection.close()
-        loads: dict[str, list[LoadResult]] = {shape: [] for shape in [*SHAPES, REPEAT]}
-        load: dict[str, list[float]] = {shape: [] for shape in [*SHAPES, REPEAT]}
         with server:  # a fresh server per size: no cache carries over from the smaller one
             _warm_every_worker(server, secret, _bodies(queries, users, "user")[0])
-            for round_ in range(size.rounds):
-                bodies = {s: _cold_bodies(size, memories, s, round_) for s in SHAPES}
-                bodies[REPEAT] = bodies["user"]  # sent by this round's "user" just before
-                for shape in [*SHAPES, REPEAT]:
-                    posters = [
-                        HttpPoster(
-                            port=server.port,
-                            paths=["/api/v1/memories/search"],
-                            bodies=bodies[shape][t :: size.threads],
-                            headers={"Authorization": f"Bearer {secret}"},
-                            expect=200,
-                        )
-                        for t in range(size.threads)
-                    ]
-                    load[shape].append(_load_average())
-                    r = run_load(
-                        name=f"{shape}@{memories}#{round_ + 1}",
-                        operations=posters,
-                        max_requests=size.requests_per_shape,
-                        max_seconds=size.seconds_per_shape,
-                        warmup_per_thread=5,
-                    )
-                    loads[shape].append(r)
-                    ctx.log(
-                        f"[B2] {memories:>9,} memories, {shape:>6}, round {round_ + 1}/"
-                        f"{size.rounds}: {r.requests} requests, p50 {r.percentile(50):.1f} ms, "
-                        f"p95 {r.percentile(95):.1f} ms, errors {r.errors}, "
-                        f"load {load[shape][-1]:.1f}"
-                    )
+            loads, load = _measure_shapes(ctx, server, secret, size, memories)
             if session is None:
                 session = context_session(tenant)
             context[memories] = measure_context(server, secret, session, size)
@@ -300,6 +309,54 @@ def _rounds(http: dict[str, Any]) -> str:
     return " / ".join(_fmt(r["p95_ms"]) for r in http["rounds"])
 
 
+def _table_rows(per_size: dict[int, dict[str, Any]], smallest: int) -> list[str]:
+    """The table's rows: a size's shapes, each with its p95 against the smallest size's."""
+    rows = []
+    for memories, figures in per_size.items():
+        for shape in [*SHAPES, REPEAT]:
+            http = figures["http"][shape]
+            base = per_size[smallest]["http"][shape]["p95_ms"]
+            load = figures["load_average_1min"][shape]
+            row = (
+                f"| {memories:,} | {shape} | {http['requests']} | {http['errors']} | "
+                f"{_fmt(http['p50_ms'])} | {_fmt(http['p95_ms'])} | {_rounds(http)} | "
+                f"{http['p95_ms'] / base:.2f}x | {load:.1f} |"
+            )
+            if shape == REPEAT:  # same queries as "user": the recall columns are its
+                rows.append(row + " | | | |")
+                continue
+            recall = figures["recall"][shape]
+            plan = " → ".join(figures["plans"][shape]["nodes"])
+            rows.append(
+                f"{row} {recall['recall_at_10']:.3f} | {recall['vector_search_ms_p50']:.1f} | "
+                f"{recall['exact_scan_ms_p50']:.1f} | {plan} |"
+            )
+    return rows
+
+
+def _verdict_100k(per_size: dict[int, dict[str, Any]]) -> str:
+    """Each shape's p95 at 100,000 memories against the target; "" without that size."""
+    at_100k = per_size.get(100_000)
+    if at_100k is None:
+        return ""
+    p95s = {shape: at_100k["http"][shape]["p95_ms"] for shape in [*SHAPES, REPEAT]}
+    worst_100k = max(p95s[shape] for shape in SHAPES)
+    return (
+        "p95 at 100,000 memories: "
+        + ", ".join(f"{shape} {p95:.1f} ms" for shape, p95 in p95s.items())
+        + f" — cold queries {'meet' if worst_100k <= TARGET_P95_AT_100K_MS else 'miss'}"
+        f" the ≤ {TARGET_P95_AT_100K_MS:g} ms target."
+    )
+
+
+def _context_line(context: dict[int, dict[str, Any]], smallest: int, largest: int) -> str:
+    ratio = context[largest]["p95_ms"] / context[smallest]["p95_ms"]
+    sizes = "; ".join(
+        f"{m:,} memories: p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms" for m, c in context.items()
+    )
+    return f"{sizes} (p95 ratio {ratio:.2f}x)"
+
+
 def _report(
     ctx: BenchContext,
     size: B2Size,
@@ -308,58 +365,18 @@ def _report(
     context: dict[int, dict[str, Any]],
 ) -> BenchResult:
     smallest, largest = size.sizes[0], size.sizes[-1]
-    rows = []
-    for memories, figures in per_size.items():
-        for shape in [*SHAPES, REPEAT]:
-            http = figures["http"][shape]
-            base = per_size[smallest]["http"][shape]["p95_ms"]
-            load = figures["load_average_1min"][shape]
-            if shape == REPEAT:  # same queries as "user": the recall columns are its
-                rows.append(
-                    f"| {memories:,} | {shape} | {http['requests']} | {http['errors']} | "
-                    f"{_fmt(http['p50_ms'])} | {_fmt(http['p95_ms'])} | {_rounds(http)} | "
-                    f"{http['p95_ms'] / base:.2f}x | {load:.1f} | | | | |"
-                )
-                continue
-            recall = figures["recall"][shape]
-            plan = " → ".join(figures["plans"][shape]["nodes"])
-            rows.append(
-                f"| {memories:,} | {shape} | {http['requests']} | {http['errors']} | "
-                f"{_fmt(http['p50_ms'])} | {_fmt(http['p95_ms'])} | {_rounds(http)} | "
-                f"{http['p95_ms'] / base:.2f}x | {load:.1f} | {recall['recall_at_10']:.3f} | "
-                f"{recall['vector_search_ms_p50']:.1f} | {recall['exact_scan_ms_p50']:.1f} | "
-                f"{plan} |"
-            )
+    rows = _table_rows(per_size, smallest)
     ratios = {
         shape: per_size[largest]["http"][shape]["p95_ms"]
         / per_size[smallest]["http"][shape]["p95_ms"]
         for shape in SHAPES
     }
     worst_recall = min(per_size[m]["recall"][s]["recall_at_10"] for m in per_size for s in SHAPES)
-    worst_ratio = max(ratios.values())
-    verdict_latency = "meets" if worst_ratio <= TARGET_P95_RATIO else "misses"
+    verdict_latency = "meets" if max(ratios.values()) <= TARGET_P95_RATIO else "misses"
     verdict_recall = "meets" if worst_recall >= TARGET_RECALL else "misses"
-    at_100k = per_size.get(100_000)
-    if at_100k is not None:
-        p95s = {shape: at_100k["http"][shape]["p95_ms"] for shape in [*SHAPES, REPEAT]}
-        worst_100k = max(p95s[shape] for shape in SHAPES)
-        verdict_100k = (
-            "p95 at 100,000 memories: "
-            + ", ".join(f"{shape} {p95:.1f} ms" for shape, p95 in p95s.items())
-            + f" — cold queries {'meet' if worst_100k <= TARGET_P95_AT_100K_MS else 'miss'}"
-            f" the ≤ {TARGET_P95_AT_100K_MS:g} ms target."
-        )
-    else:
-        verdict_100k = ""
+    verdict_100k = _verdict_100k(per_size)
     generated = ", ".join(f"{m:,}: {per_size[m]['generate_seconds']:.0f} s" for m in per_size)
-    context_ratio = context[largest]["p95_ms"] / context[smallest]["p95_ms"]
-    context_line = (
-        "; ".join(
-            f"{m:,} memories: p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms"
-            for m, c in context.items()
-        )
-        + f" (p95 ratio {context_ratio:.2f}x)"
-    )
+    context_line = _context_line(context, smallest, largest)
     markdown = f"""
 Data: {largest:,} memories at most, over 2 tenants x 1,000 users (10% public, 5% shared,
 the rest private). The first {size.memory_texts:,} are distinct sentences embedded with
