@@ -11,14 +11,13 @@ from typing import Any
 K = 10
 
 
-def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[Any]:
-    from django.db import connection, transaction
-    from psycopg import sql
-
+def _shape_where(tenant: Any, user: str, shape: str) -> tuple[Any, dict[str, Any]]:
+    """The search's own filters (and their parameters) for `user` in `shape`: one user's
+    memories ("user") or what the user sees in the tenant ("tenant")."""
     from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import search_where  # the search's own filters
+    from memory_app.selectors.search import search_where
 
-    filters, params = search_where(
+    return search_where(
         tenant=tenant,
         actor=Actor(user_id=user),
         user_id=user if shape == "user" else None,
@@ -26,6 +25,13 @@ def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[
         types=None,
         tags=None,
     )
+
+
+def _exact_top(tenant: Any, user: str, shape: str, vector: list[float]) -> list[Any]:
+    from django.db import connection, transaction
+    from psycopg import sql
+
+    filters, params = _shape_where(tenant, user, shape)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")  # belt and braces: no HNSW
         exact = sql.SQL(
@@ -84,18 +90,9 @@ def explain_vector_step(tenant: Any, user: str, shape: str, vector: list[float])
     from django.db import connection, transaction
     from psycopg import sql
 
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import search_where
     from memory_app.selectors.search.vector import EF_SEARCH, nearest_sql
 
-    filters, params = search_where(
-        tenant=tenant,
-        actor=Actor(user_id=user),
-        user_id=user if shape == "user" else None,
-        agent_id=None,
-        types=None,
-        tags=None,
-    )
+    filters, params = _shape_where(tenant, user, shape)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH)))
