@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.harness import BenchResult, log, record
     from bench.run import _production_env
-    from bench.servers import Gunicorn, data_services
+    from bench.servers import data_services
 
     python = ensure_mem0_venv(log)
     load_before = os.getloadavg()[0]
@@ -223,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         from django.core.management import call_command
 
         django.setup()
+        from django.db import connections
+
         from sessions_app.models import Tenant
         from sessions_app.services.api_keys import api_key_create
 
@@ -230,51 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         run_id = time.strftime("%H%M%S")
         tenant = Tenant.objects.create(name=f"mem0-side-{run_id}")
         secret = api_key_create(tenant=tenant, name="mem0-side").secret
-        server = Gunicorn(env={**os.environ, **server_env}, workers=os.cpu_count() or 1, threads=2)
-        with (
-            server,
-            httpx.Client(
-                base_url=f"http://127.0.0.1:{server.port}",
-                headers={"Authorization": f"Bearer {secret}"},
-                timeout=120,
-            ) as client,
-        ):
-            log(
-                f"[mem0] Engram memory protocol (HTTP): {len(convs)} conversations, "
-                f"{sum(len(c.turns) for c in convs)} turns, "
-                f"{sum(len(c.questions) for c in convs)} questions"
-            )
-            began = time.monotonic()
-            engram = memory_protocol(client, convs, run_id)
-            log(f"[mem0] Engram done in {time.monotonic() - began:.0f} s")
-        log(f"[mem0] {args.rounds} rounds of both in process, alternating")
-        engram_rounds: list[list[dict[str, Any]]] = []
-        mem0_rounds: list[list[dict[str, Any]]] = []
-        from django.db import connection, connections
-
-        with Mem0Worker(python, database_url, convs, 10) as worker:
-            # Both sides' rows vacuumed and analysed, as autovacuum would leave them after
-            # the load (else it may start during a round), and one round of each not
-            # counted: the first reads of either side's tables and indexes.
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
-            engram_round(tenant, convs, run_id, 10)
-            worker.search_round()
-            for round_ in range(args.rounds):
-                # Who goes first alternates too: neither side always follows the other.
-                for side in ("engram", "mem0") if round_ % 2 == 0 else ("mem0", "engram"):
-                    if side == "engram":
-                        engram_rounds.append(engram_round(tenant, convs, run_id, 10))
-                    else:
-                        mem0_rounds.append(worker.search_round())
-                log(
-                    f"[mem0] round {round_ + 1}/{args.rounds}: p95 Engram "
-                    f"{percentile([a['ms'] for a in engram_rounds[-1]], 95):.1f} ms, mem0 "
-                    f"{percentile([a['ms'] for a in mem0_rounds[-1]], 95):.1f} ms"
-                )
-            mem0_ingest = round(sum(worker.ingest_seconds), 1)
+        engram = _engram_over_http(server_env, secret, convs, run_id, log)
+        engram_rounds, mem0_rounds, mem0_ingest = _rounds_in_process(
+            python, database_url, tenant, convs, run_id, args.rounds, log
+        )
         all_questions = [question for conv in convs for question in conv.questions]
-        questions = len(all_questions)
         engram_local = side_summary(
             all_questions,
             [[a["ms"] for a in answers] for answers in engram_rounds],
@@ -285,38 +247,16 @@ def main(argv: list[str] | None = None) -> int:
             [[a["ms"] for a in answers] for answers in mem0_rounds],
             mem0_found(convs, mem0_rounds[0]),
         ) | {"ingest_seconds": mem0_ingest}
-        below = sum(
-            e < m
-            for e, m in zip(engram_local["p95_by_round_ms"], mem0["p95_by_round_ms"], strict=True)
-        )
         log(f"[mem0] engram {engram}; in process {engram_local}; mem0 {mem0}")
-        markdown = "\n".join(
-            [
-                f"{questions} questions over {sum(len(c.turns) for c in convs)} turns "
-                f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
-                "PostgreSQL, one client thread, one search at a time. In process, "
-                f"{args.rounds} rounds of every question for each side, alternating (who goes "
-                "first alternates too); p50 / p95 over every round's searches. Load average "
-                f"(1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f}.",
-                "",
-                "| | R@10 | search p50 / p95 | p95 of each round | ingest |",
-                "|---|---|---|---|---|",
-                f"| Engram (HTTP, gunicorn, production settings; one round) | "
-                f"{engram['engram_r@10']:.3f} | "
-                f"{engram['search_p50_ms']} / {engram['search_p95_ms']} ms | | "
-                f"{engram['ingest_seconds']} s |",
-                f"| Engram (in process: the route's selector, limit 10) | "
-                f"{engram_local['r@10']:.3f} | {engram_local['search_p50_ms']} / "
-                f"{engram_local['search_p95_ms']} ms | {_rounds(engram_local)} | |",
-                f"| mem0 OSS {_mem0_version(python)} (in process, pgvector, infer=False) | "
-                f"{mem0['r@10']:.3f} | {mem0['search_p50_ms']} / {mem0['search_p95_ms']} ms | "
-                f"{_rounds(mem0)} | {mem0['ingest_seconds']} s |",
-                f"| plain BM25 (same run) | {engram['bm25_r@10']:.3f} | | | |",
-                "",
-                f"Engram's p95 below mem0's in {below} of {args.rounds} rounds.",
-                "",
-            ]
+        heading = (
+            f"{len(all_questions)} questions over {sum(len(c.turns) for c in convs)} turns "
+            f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
+            "PostgreSQL, one client thread, one search at a time. In process, "
+            f"{args.rounds} rounds of every question for each side, alternating (who goes "
+            "first alternates too); p50 / p95 over every round's searches. Load average "
+            f"(1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f}."
         )
+        markdown = _markdown(heading, engram, engram_local, mem0, _mem0_version(python))
         result = BenchResult(
             ID, TITLE, markdown, {"engram": engram, "engram_in_process": engram_local, "mem0": mem0}
         )
@@ -324,6 +264,110 @@ def main(argv: list[str] | None = None) -> int:
         log(f"[mem0] raw: {path}")
         connections.close_all()
     return 0
+
+
+def _engram_over_http(
+    server_env: dict[str, str], secret: str, convs: list[Any], run_id: str, log: Any
+) -> dict[str, Any]:
+    """The LoCoMo memory protocol through Engram's HTTP API, gunicorn with production
+    settings: ingest and one round of searches."""
+    from bench.servers import Gunicorn
+
+    server = Gunicorn(env={**os.environ, **server_env}, workers=os.cpu_count() or 1, threads=2)
+    with (
+        server,
+        httpx.Client(
+            base_url=f"http://127.0.0.1:{server.port}",
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=120,
+        ) as client,
+    ):
+        log(
+            f"[mem0] Engram memory protocol (HTTP): {len(convs)} conversations, "
+            f"{sum(len(c.turns) for c in convs)} turns, "
+            f"{sum(len(c.questions) for c in convs)} questions"
+        )
+        began = time.monotonic()
+        engram = memory_protocol(client, convs, run_id)
+        log(f"[mem0] Engram done in {time.monotonic() - began:.0f} s")
+    return engram
+
+
+def _rounds_in_process(
+    python: Path,
+    database_url: str,
+    tenant: Any,
+    convs: list[Any],
+    run_id: str,
+    rounds: int,
+    log: Any,
+) -> tuple[list[list[dict[str, Any]]], list[list[dict[str, Any]]], float]:
+    """Both sides searched in process, `rounds` rounds of every question each, the sides
+    alternating: Engram's rounds, mem0's rounds and mem0's ingest seconds."""
+    from django.db import connection
+
+    log(f"[mem0] {rounds} rounds of both in process, alternating")
+    engram_rounds: list[list[dict[str, Any]]] = []
+    mem0_rounds: list[list[dict[str, Any]]] = []
+    with Mem0Worker(python, database_url, convs, 10) as worker:
+        # Both sides' rows vacuumed and analysed, as autovacuum would leave them after
+        # the load (else it may start during a round), and one round of each not
+        # counted: the first reads of either side's tables and indexes.
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        engram_round(tenant, convs, run_id, 10)
+        worker.search_round()
+        for round_ in range(rounds):
+            # Who goes first alternates too: neither side always follows the other.
+            for side in ("engram", "mem0") if round_ % 2 == 0 else ("mem0", "engram"):
+                if side == "engram":
+                    engram_rounds.append(engram_round(tenant, convs, run_id, 10))
+                else:
+                    mem0_rounds.append(worker.search_round())
+            log(
+                f"[mem0] round {round_ + 1}/{rounds}: p95 Engram "
+                f"{percentile([a['ms'] for a in engram_rounds[-1]], 95):.1f} ms, mem0 "
+                f"{percentile([a['ms'] for a in mem0_rounds[-1]], 95):.1f} ms"
+            )
+        mem0_ingest = round(sum(worker.ingest_seconds), 1)
+    return engram_rounds, mem0_rounds, mem0_ingest
+
+
+def _markdown(
+    heading: str,
+    engram: dict[str, Any],
+    engram_local: dict[str, Any],
+    mem0: dict[str, Any],
+    mem0_version: str,
+) -> str:
+    """The section: the run's description, the table, and in how many rounds Engram's
+    p95 was below mem0's."""
+    below = sum(
+        e < m for e, m in zip(engram_local["p95_by_round_ms"], mem0["p95_by_round_ms"], strict=True)
+    )
+    rounds = len(engram_local["p95_by_round_ms"])
+    return "\n".join(
+        [
+            heading,
+            "",
+            "| | R@10 | search p50 / p95 | p95 of each round | ingest |",
+            "|---|---|---|---|---|",
+            f"| Engram (HTTP, gunicorn, production settings; one round) | "
+            f"{engram['engram_r@10']:.3f} | "
+            f"{engram['search_p50_ms']} / {engram['search_p95_ms']} ms | | "
+            f"{engram['ingest_seconds']} s |",
+            f"| Engram (in process: the route's selector, limit 10) | "
+            f"{engram_local['r@10']:.3f} | {engram_local['search_p50_ms']} / "
+            f"{engram_local['search_p95_ms']} ms | {_rounds(engram_local)} | |",
+            f"| mem0 OSS {mem0_version} (in process, pgvector, infer=False) | "
+            f"{mem0['r@10']:.3f} | {mem0['search_p50_ms']} / {mem0['search_p95_ms']} ms | "
+            f"{_rounds(mem0)} | {mem0['ingest_seconds']} s |",
+            f"| plain BM25 (same run) | {engram['bm25_r@10']:.3f} | | | |",
+            "",
+            f"Engram's p95 below mem0's in {below} of {rounds} rounds.",
+            "",
+        ]
+    )
 
 
 def _rounds(side: dict[str, Any]) -> str:
