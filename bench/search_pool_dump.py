@@ -121,6 +121,78 @@ def pool_features(
     return out
 
 
+def _dump_longmemeval(
+    client: Any, tenant: Any, path: Path, candidates: int, out: Any, began: float
+) -> None:
+    """LongMemEval's pooled user turns stored in one user's memory, then every
+    question's pool, asked at the question's date."""
+    from bench.harness import log
+
+    pool = load_pool(path)
+    items = [
+        {"user_id": "lme", "type": "episodic", "content": text,
+         "thread_key": f"session:{sid}", "thread_order": order, "occurred_at": date}
+        for order, ((sid, _), text, date) in enumerate(
+            zip(pool.turns, pool.texts, pool.dates, strict=True))
+    ]  # fmt: skip
+    held: dict[str, list[list[Any]]] = {}
+    for index, memory_id in _store(client, items):
+        held.setdefault(memory_id, []).append(list(pool.turns[index]))
+    log(f"[dump] LME stored in {time.monotonic() - began:.0f} s")
+    for question in pool.questions:
+        as_of = datetime.fromisoformat(question["as_of"].replace("Z", "+00:00"))
+        members = pool_features(tenant, question["question"], "lme", as_of, candidates)
+        for member in members:
+            member["turns"] = held.get(member["id"], [])
+        record = {
+            "dataset": "lme", "id": question["id"], "type": question["type"],
+            "question": question["question"], "as_of": question["as_of"],
+            "relevant": sorted(map(list, question["relevant"])), "pool": members,
+        }  # fmt: skip
+        out.write(json.dumps(record) + "\n")
+    log(f"[dump] LME searched at {time.monotonic() - began:.0f} s")
+
+
+def _dump_locomo(
+    client: Any, tenant: Any, path: Path, candidates: int, out: Any, began: float
+) -> None:
+    """Each LoCoMo conversation stored for a user of its own, then each of its
+    questions' pools, asked now (as the API asks a search that sends no `as_of`)."""
+    from django.utils import timezone
+
+    from bench.harness import log
+    from bench.locomo_eval import _date, _evidence, load
+
+    for conv in load(path):
+        user = f"locomo-{conv.index}"
+        items = []
+        for order, turn in enumerate(conv.turns):
+            item: dict[str, Any] = {
+                "user_id": user, "type": "episodic", "content": f"{turn.speaker}: {turn.text}",
+                "tags": [turn.dia_id[:64]],
+                "thread_key": f"conversation-{conv.index}/session-{turn.session}",
+                "thread_order": order,
+            }  # fmt: skip
+            if _date(turn.date):
+                item["occurred_at"] = _date(turn.date)
+            items.append(item)
+        dias: dict[str, list[list[Any]]] = {}
+        for index, memory_id in _store(client, items):
+            dias.setdefault(memory_id, []).append([conv.turns[index].dia_id, 0])
+        now = timezone.now()
+        for n, q in enumerate(conv.questions):
+            members = pool_features(tenant, q["question"], user, now, candidates)
+            for member in members:
+                member["turns"] = dias.get(member["id"], [])
+            record = {
+                "dataset": "locomo", "id": f"{conv.index}-{n}", "type": str(q["category"]),
+                "question": q["question"], "as_of": now.isoformat(),
+                "relevant": sorted([e, 0] for e in _evidence(q)), "pool": members,
+            }  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+        log(f"[dump] LoCoMo conversation {conv.index} at {time.monotonic() - began:.0f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.search_pool_dump", description=__doc__)
     parser.add_argument("--longmemeval", type=Path, required=True)
@@ -135,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with django_on_data_services(log):
         from django.test import Client
-        from django.utils import timezone
 
-        from bench.locomo_eval import _date, _evidence, load
         from sessions_app.models import Tenant
         from sessions_app.services.api_keys import api_key_create
 
@@ -147,58 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(headers={"Authorization": f"Bearer {secret}"}, SERVER_NAME="localhost")
         out = args.out.open("w")
         began = time.monotonic()
-        pool = load_pool(args.longmemeval)
-        items = [
-            {"user_id": "lme", "type": "episodic", "content": text,
-             "thread_key": f"session:{sid}", "thread_order": order, "occurred_at": date}
-            for order, ((sid, _), text, date) in enumerate(
-                zip(pool.turns, pool.texts, pool.dates, strict=True))
-        ]  # fmt: skip
-        held: dict[str, list[list[Any]]] = {}
-        for index, memory_id in _store(client, items):
-            held.setdefault(memory_id, []).append(list(pool.turns[index]))
-        log(f"[dump] LME stored in {time.monotonic() - began:.0f} s")
-        for question in pool.questions:
-            as_of = datetime.fromisoformat(question["as_of"].replace("Z", "+00:00"))
-            members = pool_features(tenant, question["question"], "lme", as_of, args.candidates)
-            for member in members:
-                member["turns"] = held.get(member["id"], [])
-            record = {
-                "dataset": "lme", "id": question["id"], "type": question["type"],
-                "question": question["question"], "as_of": question["as_of"],
-                "relevant": sorted(map(list, question["relevant"])), "pool": members,
-            }  # fmt: skip
-            out.write(json.dumps(record) + "\n")
-        log(f"[dump] LME searched at {time.monotonic() - began:.0f} s")
-        for conv in load(args.locomo):
-            user = f"locomo-{conv.index}"
-            items = []
-            for order, turn in enumerate(conv.turns):
-                item: dict[str, Any] = {
-                    "user_id": user, "type": "episodic", "content": f"{turn.speaker}: {turn.text}",
-                    "tags": [turn.dia_id[:64]],
-                    "thread_key": f"conversation-{conv.index}/session-{turn.session}",
-                    "thread_order": order,
-                }  # fmt: skip
-                if _date(turn.date):
-                    item["occurred_at"] = _date(turn.date)
-                items.append(item)
-            dias: dict[str, list[list[Any]]] = {}
-            for index, memory_id in _store(client, items):
-                dias.setdefault(memory_id, []).append([conv.turns[index].dia_id, 0])
-            now = timezone.now()
-            for n, q in enumerate(conv.questions):
-                # Asked now, as the API asks a search that sends no `as_of`.
-                members = pool_features(tenant, q["question"], user, now, args.candidates)
-                for member in members:
-                    member["turns"] = dias.get(member["id"], [])
-                record = {
-                    "dataset": "locomo", "id": f"{conv.index}-{n}", "type": str(q["category"]),
-                    "question": q["question"], "as_of": now.isoformat(),
-                    "relevant": sorted([e, 0] for e in _evidence(q)), "pool": members,
-                }  # fmt: skip
-                out.write(json.dumps(record) + "\n")
-            log(f"[dump] LoCoMo conversation {conv.index} at {time.monotonic() - began:.0f} s")
+        _dump_longmemeval(client, tenant, args.longmemeval, args.candidates, out, began)
+        _dump_locomo(client, tenant, args.locomo, args.candidates, out, began)
         out.close()
         from django.db import connections
 
