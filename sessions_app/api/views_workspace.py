@@ -138,7 +138,15 @@ class ResolveView(SessionWorkspaceView):
 class FocusView(SessionWorkspaceView):
     @extend_schema(
         request=FocusSetSerializer,
-        responses={200: ResolvedSerializer, **WRITE_ERRORS},
+        responses={
+            200: ResolvedSerializer,
+            **WRITE_ERRORS,
+            404: OpenApiResponse(
+                description="`unresolved` reference (with `candidates`), no fetched item of "
+                "that MPN, or no such session."
+            ),
+            409: OpenApiResponse(description="`ambiguous` reference, with `candidates`."),
+        },
         summary="Set the focus by MPN or reference",
     )
     def put(self, request: Request, session_id: str) -> Response:

@@ -161,6 +161,28 @@ def test_focus_by_mpn_and_by_ref(api: APIClient, sid: str) -> None:
     assert api.get(f"/api/v1/sessions/{sid}").json()["focus_mpn"] == LENOVO
 
 
+@pytest.mark.parametrize(
+    ("method", "route", "field"),
+    [("get", "resolve", "ref"), ("put", "focus", "ref"), ("post", "selections", "ref")],
+)
+def test_every_route_taking_a_reference_answers_and_documents_404_and_409(
+    api: APIClient, sid: str, method: str, route: str, field: str
+) -> None:
+    def send(ref: str):  # type: ignore[no-untyped-def]
+        path = f"/api/v1/sessions/{sid}/{route}"
+        if method == "get":
+            return api.get(path, {field: ref})
+        return getattr(api, method)(path, {field: ref}, format="json")
+
+    assert len(assert_error(send("the laptop"), 409, "ambiguous")["candidates"]) == 5
+    assert len(assert_error(send("the Macbook"), 404, "unresolved")["candidates"]) == 5
+    assert ChatSession.objects.get(pk=sid).focus_mpn is None  # neither moved the focus
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    responses = schema["paths"][f"/api/v1/sessions/{{session_id}}/{route}"][method]["responses"]
+    assert {"404", "409"} <= set(responses)
+    assert "ambiguous" in responses["409"]["description"]
+
+
 # --- the cart --------------------------------------------------------------------------
 
 
