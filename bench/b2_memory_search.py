@@ -23,7 +23,7 @@ The data grows in place (10k ⊂ 100k ⊂ 1M, bench.memory_data), so sizes run i
 cannot alternate; each size's figures are taken right after its load, VACUUM ANALYZE and
 a read of its relations into the page cache (`prewarm_memory`: at 1M, whether a user's
 pages were still in the VM's page cache after the load decided the "user" p95) and one
-search of every user in both shapes (`_search_every_user_once`).
+search of every user in both shapes (`bench.b2_warmup`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.b2_context import context_session, measure_context
 from bench.b2_vector_checks import K, explain_vector_step, vector_recall
+from bench.b2_warmup import search_every_user_once, warm_every_worker
 from bench.generate import GenerateSpec
 from bench.harness import BenchContext, BenchResult
 from bench.loadgen import HttpPoster, LoadResult, run_load
@@ -135,57 +136,7 @@ def _median_round(rounds: list[LoadResult]) -> dict[str, Any]:
     }
 
 
-# --- Warm-up -------------------------------------------------------------------------
-
-
-def _search_every_user_once(*, tenant: Any, users: int, log: Any) -> None:
-    """Each user of the tenant searched once, in both shapes, with queries the measured
-    requests never send: the state of a server that has answered every user before, whose
-    buffer pool holds the pages their searches read. Without it, the 1M "user" shape
-    measured the first search of 600 users (each page copied from the OS page cache into
-    the pool, or read from the disk), and the 10k one a pool that held everything: a
-    comparison of cache states, not of searches. First searches are measured on their
-    own in the notes."""
-    from memory_app.embedding import embed_texts
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import memory_search
-
-    texts = query_texts(SEED * 1_000_000 + 999, 20)
-    vectors = embed_texts(texts)
-    started = time.monotonic()
-    for index in range(users):
-        user = f"user-{index}"
-        for user_id in (user, None):
-            memory_search(
-                tenant=tenant,
-                actor=Actor(user_id=user),
-                query=texts[index % len(texts)],
-                user_id=user_id,
-                limit=K,
-                query_embedding=vectors[index % len(vectors)],
-            )
-        if (index + 1) % 250 == 0:
-            log(f"[B2] warm-up: {index + 1:,}/{users:,} users searched once")
-    log(f"[B2] warm-up: {users:,} users x 2 shapes in {time.monotonic() - started:.1f}s")
-
-
 # --- The run -------------------------------------------------------------------------
-
-
-def _warm_every_worker(server: Gunicorn, secret: str, body: bytes, connections: int = 12) -> None:
-    """Each gunicorn worker loads MiniLM on its first search (seconds). Keep-alive clients
-    may all land on one worker during their warm-up, so a few fresh connections make sure
-    every worker has loaded it before anything is measured."""
-    for _ in range(connections):
-        poster = HttpPoster(
-            port=server.port,
-            paths=["/api/v1/memories/search"],
-            body=body,
-            headers={"Authorization": f"Bearer {secret}", "Connection": "close"},
-            expect=200,
-            timeout=600,  # loading MiniLM took over 30 s on the shared machine under load
-        )
-        poster()
 
 
 def _measure_shapes(
@@ -249,13 +200,13 @@ def run(ctx: BenchContext) -> BenchResult:
         generate_seconds = time.monotonic() - began
         tenant = Tenant.objects.get(name=spec.tenant_name(0))
         prewarm_memory(ctx.log)  # every size measured with its data in memory
-        _search_every_user_once(tenant=tenant, users=spec.memory_users, log=ctx.log)
+        search_every_user_once(tenant=tenant, users=spec.memory_users, log=ctx.log, seed=SEED)
         recall = vector_recall(tenant, queries, users, vectors, SHAPES)
         plans = {s: explain_vector_step(tenant, users[0], s, vectors[0]) for s in SHAPES}
         secret = api_key_create(tenant=tenant, name=f"b2-{memories}").secret
         connection.close()
         with server:  # a fresh server per size: no cache carries over from the smaller one
-            _warm_every_worker(server, secret, _bodies(queries, users, "user")[0])
+            warm_every_worker(server, secret, _bodies(queries, users, "user")[0])
             loads, load = _measure_shapes(ctx, server, secret, size, memories)
             if session is None:
                 session = context_session(tenant)
