@@ -5340,8 +5340,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No such session for this tenant (`not_found`). */
+            /** @description `unresolved` reference (with `candidates`), no fetched item of that MPN, or no such session. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `ambiguous` reference, with `candidates`. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
