@@ -162,17 +162,16 @@ def test_focus_by_mpn_and_by_ref(api: APIClient, sid: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "route", "field"),
-    [("get", "resolve", "ref"), ("put", "focus", "ref"), ("post", "selections", "ref")],
+    ("method", "route"), [("get", "resolve"), ("put", "focus"), ("post", "selections")]
 )
 def test_every_route_taking_a_reference_answers_and_documents_404_and_409(
-    api: APIClient, sid: str, method: str, route: str, field: str
+    api: APIClient, sid: str, method: str, route: str
 ) -> None:
     def send(ref: str):  # type: ignore[no-untyped-def]
         path = f"/api/v1/sessions/{sid}/{route}"
         if method == "get":
-            return api.get(path, {field: ref})
-        return getattr(api, method)(path, {field: ref}, format="json")
+            return api.get(path, {"ref": ref})
+        return getattr(api, method)(path, {"ref": ref}, format="json")
 
     assert len(assert_error(send("the laptop"), 409, "ambiguous")["candidates"]) == 5
     assert len(assert_error(send("the Macbook"), 404, "unresolved")["candidates"]) == 5
