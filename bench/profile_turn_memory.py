@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.core.management import call_command
         from django.db import connection
 
-        from bench.turn_recall import LINES, _word
+        from bench.turn_recall_steady import LINES, unique_word
         from memory_app.embedding import embedder
         from memory_app.services import turn_queue
         from memory_app.services.conversation import conversation_remember_session
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             step = StepInput(step_type="response", counts=TokenCounts(10, 5))
             for n in range(args.turns):
                 for index, session in enumerate(sessions):
-                    line = LINES[(n + index) % len(LINES)].format(w=_word())
+                    line = LINES[(n + index) % len(LINES)].format(w=unique_word())
                     turn_record(
                         tenant=tenant,
                         session_id=session.pk,
