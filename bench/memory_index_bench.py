@@ -50,9 +50,10 @@ INSERT = (
     " summary, structured, content_hash, embedding, embedding_model, importance,"
     " confidence, tags, source, version, created_at, updated_at,"
     " last_accessed_at, access_count, decay_score, pinned, allowed_users,"
-    " allowed_roles) VALUES (%s, %s, %s, '', 'fact', 'private', %s, '', '{}',"
+    " allowed_roles, thread_key, thread_context)"
+    " VALUES (%s, %s, %s, '', 'fact', 'private', %s, '', '{}',"
     " %s, %s::vector, 'bench', 0.5, 1, '{}', 'external_data', 1, now(), now(),"
-    " now(), 0, 1, false, '{}', '{}')"
+    " now(), 0, 1, false, '{}', '{}', '', '')"
 )
 
 # (build seconds, size bytes, p50 query seconds, mean recall@10, rows back by scan mode)
