@@ -12,7 +12,7 @@ import http.client
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +73,83 @@ class LoadResult:
         }
 
 
+@dataclass
+class _Gate:
+    """When the measured operations began and must stop, and this process's CPU time
+    then; set by `open` once every thread has warmed up."""
+
+    max_seconds: float
+    at_start: Callable[[], None] | None
+    began: float = 0.0
+    deadline: float = 0.0
+    cpu_before: float = 0.0
+
+    def open(self) -> None:
+        # Run by the last thread to arrive, before any is released: no worker can read
+        # the deadline before it is set (one that did would stop at once, unmeasured).
+        if self.at_start is not None:
+            self.at_start()
+        self.cpu_before = time.process_time()
+        self.began = time.perf_counter()
+        self.deadline = self.began + self.max_seconds
+
+
+@dataclass
+class _Tally:
+    """One thread's measured operations: successful latencies and the failures."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+def _warm_up(operation: Operation, count: int, errors: list[str]) -> None:
+    for _ in range(count):
+        try:
+            operation()
+        except Exception as exc:
+            errors.append(f"warm-up: {exc}")
+
+
+def _run_measured(
+    operation: Operation,
+    tickets: Iterator[int],
+    max_requests: int,
+    gate: _Gate,
+    tally: _Tally,
+    errors: list[str],
+) -> None:
+    """`operation` again and again while tickets last and the deadline has not passed;
+    a failure's message goes to `errors` while that holds fewer than five."""
+    latencies = tally.latencies_ms
+    clock = time.perf_counter
+    while next(tickets) < max_requests and clock() < gate.deadline:
+        sent_at = clock()
+        try:
+            operation()
+        except Exception as exc:
+            tally.errors += 1
+            if len(errors) < 5:
+                errors.append(str(exc)[:300])
+            continue
+        latencies.append((clock() - sent_at) * 1000)
+
+
+def _result(name: str, gate: _Gate, tallies: list[_Tally], errors: list[str]) -> LoadResult:
+    seconds = time.perf_counter() - gate.began
+    cpu = time.process_time() - gate.cpu_before
+    latencies = [value for tally in tallies for value in tally.latencies_ms]
+    return LoadResult(
+        name=name,
+        threads=len(tallies),
+        requests=len(latencies),
+        errors=sum(tally.errors for tally in tallies),
+        seconds=seconds,
+        latencies_ms=latencies,
+        client_cpu_seconds=cpu,
+        first_errors=errors[:5],
+    )
+
+
 def run_load(
     *,
     name: str,
@@ -89,44 +166,16 @@ def run_load(
     reads the server's CPU, so the warm-up is not charged to the measured requests."""
     threads = len(operations)
     tickets = itertools.count()  # next() on it is atomic under the GIL
-    deadline = [0.0]
-    began = [0.0]
-    cpu_before = [0.0]
-
-    def open_the_gate() -> None:
-        # Run by the last thread to arrive, before any is released: no worker can read
-        # the deadline before it is set (one that did would stop at once, unmeasured).
-        if at_start is not None:
-            at_start()
-        cpu_before[0] = time.process_time()
-        began[0] = time.perf_counter()
-        deadline[0] = began[0] + max_seconds
-
-    start = threading.Barrier(threads + 1, action=open_the_gate)
-    per_thread: list[list[float]] = [[] for _ in range(threads)]
+    gate = _Gate(max_seconds, at_start)
+    start = threading.Barrier(threads + 1, action=gate.open)
+    tallies = [_Tally() for _ in range(threads)]
     errors: list[str] = []
-    error_count = [0] * threads
 
     def worker(index: int) -> None:
         operation = operations[index]
-        for _ in range(warmup_per_thread):
-            try:
-                operation()
-            except Exception as exc:
-                errors.append(f"warm-up: {exc}")
+        _warm_up(operation, warmup_per_thread, errors)
         start.wait()
-        latencies = per_thread[index]
-        clock = time.perf_counter
-        while next(tickets) < max_requests and clock() < deadline[0]:
-            sent_at = clock()
-            try:
-                operation()
-            except Exception as exc:
-                error_count[index] += 1
-                if len(errors) < 5:
-                    errors.append(str(exc)[:300])
-                continue
-            latencies.append((clock() - sent_at) * 1000)
+        _run_measured(operation, tickets, max_requests, gate, tallies[index], errors)
 
     workers = [
         threading.Thread(target=worker, args=(i,), name=f"{name}-{i}", daemon=True)
@@ -137,19 +186,7 @@ def run_load(
     start.wait()
     for thread in workers:
         thread.join(timeout=max_seconds + 60)
-    seconds = time.perf_counter() - began[0]
-    cpu = time.process_time() - cpu_before[0]
-    latencies = [value for chunk in per_thread for value in chunk]
-    return LoadResult(
-        name=name,
-        threads=threads,
-        requests=len(latencies),
-        errors=sum(error_count),
-        seconds=seconds,
-        latencies_ms=latencies,
-        client_cpu_seconds=cpu,
-        first_errors=errors[:5],
-    )
+    return _result(name, gate, tallies, errors)
 
 
 # The server closed a reused keep-alive connection: the request never reached it.
