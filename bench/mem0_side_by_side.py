@@ -3,7 +3,7 @@ and Engram on the same LoCoMo turns and questions, in the same run, on the same
 embedded PostgreSQL: recall@10 and search p50/p95 for both.
 
 mem0 (`mem0ai`, pinned in bench/requirements-mem0.txt, never in requirements.txt) is
-installed by this module into its own virtualenv, bench/.mem0-venv, which sees the
+installed by bench/mem0_oss.py into its own virtualenv, bench/.mem0-venv, which sees the
 project's packages (torch, sentence-transformers, the MiniLM wheel, psycopg) through a
 .pth file, so nothing of the service's environment changes. It runs in process (its
 Python API, as mem0 OSS is used), with the pgvector store, the same all-MiniLM-L6-v2
@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.harness import BenchResult
 from bench.locomo_eval import (
     _evidence,
     load,
@@ -46,92 +44,10 @@ from bench.locomo_eval import (
     percentile,
     recall_at,
 )
+from bench.mem0_oss import Mem0Worker, ensure_mem0_venv, mem0_found, mem0_version
 
 ID = "MEM0"
 TITLE = "mem0 OSS and Engram side by side on LoCoMo (same run, same PostgreSQL)"
-BENCH_DIR = Path(__file__).resolve().parent
-VENV = BENCH_DIR / ".mem0-venv"
-REQUIREMENTS = BENCH_DIR / "requirements-mem0.txt"
-
-
-def ensure_mem0_venv(log: Any) -> Path:
-    """bench/.mem0-venv with mem0ai installed; its interpreter."""
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        log("[mem0] creating bench/.mem0-venv")
-        venv.EnvBuilder(with_pip=True).create(VENV)
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    shared = next(p for p in sys.path if p.endswith("site-packages"))
-    (Path(site) / "engram_project.pth").write_text(shared + "\n")
-    probe = subprocess.run([str(python), "-c", "import mem0"], capture_output=True)
-    if probe.returncode != 0:
-        log("[mem0] installing bench/requirements-mem0.txt")
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)], check=True
-        )
-    return python
-
-
-class Mem0Worker:
-    """bench/mem0_worker.py in the mem0 virtualenv, kept running: it ingests the
-    conversations once, then answers one round of every question per `search_round()`,
-    so that rounds of both sides can alternate."""
-
-    def __init__(self, python: Path, database_url: str, convs: list[Any], k: int) -> None:
-        self.python = python
-        self.job = {
-            "database_url": database_url,
-            "k": k,
-            "conversations": [
-                {
-                    "user": f"mem0-{conv.index}",
-                    "turns": [f"{t.speaker}: {t.text}" for t in conv.turns],
-                    "questions": [q["question"] for q in conv.questions],
-                }
-                for conv in convs
-            ],
-        }
-        self.process: subprocess.Popen[str] | None = None
-
-    def __enter__(self) -> Mem0Worker:
-        self.process = subprocess.Popen(
-            [str(self.python), str(BENCH_DIR / "mem0_worker.py")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,  # the replies; the worker's progress goes to our stderr
-            text=True,
-        )
-        self.ingest_seconds: list[float] = self._ask(json.dumps(self.job))["ingest_seconds"]
-        return self
-
-    def search_round(self) -> list[dict[str, Any]]:
-        """Every question once, in order: the turn indexes found and the latency (ms)."""
-        answers: list[dict[str, Any]] = self._ask("search")["answers"]
-        return answers
-
-    def _ask(self, line: str) -> dict[str, Any]:
-        assert self.process is not None and self.process.stdin and self.process.stdout
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-        reply = self.process.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"mem0 worker ended with exit code {self.process.wait()}")
-        document: dict[str, Any] = json.loads(reply)
-        return document
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            if self.process.stdin:
-                self.process.stdin.close()  # end of input: the worker returns
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 def engram_round(tenant: Any, convs: list[Any], run_id: str, k: int) -> list[dict[str, Any]]:
@@ -162,15 +78,6 @@ def engram_round(tenant: Any, convs: list[Any], run_id: str, k: int) -> list[dic
     return answers
 
 
-def mem0_found(convs: list[Any], answers: list[dict[str, Any]]) -> list[list[set[str]]]:
-    """mem0's answers (stored turn indexes) as the dia ids of those turns."""
-    turns = [conv.turns for conv in convs for _ in conv.questions]
-    return [
-        [{rows[t].dia_id} if isinstance(t, int) else set() for t in answer["turns"]]
-        for rows, answer in zip(turns, answers, strict=True)
-    ]
-
-
 def side_summary(
     questions: list[dict[str, Any]], rounds: list[list[float]], found: list[list[set[str]]]
 ) -> dict[str, Any]:
@@ -190,6 +97,25 @@ def side_summary(
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    command = " ".join(
+        ["python -m bench.mem0_side_by_side", *(argv if argv is not None else sys.argv[1:])]
+    )
+    convs = _conversations(args)
+
+    from bench.harness import log, record
+    from bench.run import django_on_data_services
+
+    python = ensure_mem0_venv(log)
+    load_before = os.getloadavg()[0]
+    with django_on_data_services(log) as server_env:
+        result = _side_by_side(python, server_env, convs, args.rounds, load_before, log)
+        path = record(result, command, update=not args.no_record)
+        log(f"[mem0] raw: {path}")
+    return 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.mem0_side_by_side", description=__doc__)
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--conversations", type=int, default=0, help="first N only; 0 = all")
@@ -200,70 +126,68 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=5, help="in-process rounds of every question, each side"
     )
     parser.add_argument("--no-record", action="store_true")
-    args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.mem0_side_by_side", *(argv if argv is not None else sys.argv[1:])]
-    )
+    return parser.parse_args(argv)
+
+
+def _conversations(args: argparse.Namespace) -> list[Any]:
+    """The LoCoMo conversations of `--data`, bounded by `--conversations` and `--questions`."""
     convs = load(args.data)
     if args.conversations:
         convs = convs[: args.conversations]
     if args.questions:
         convs = [dataclasses.replace(c, questions=c.questions[: args.questions]) for c in convs]
+    return convs
 
-    from bench.harness import BenchResult, log, record
-    from bench.run import _production_env
-    from bench.servers import data_services
 
-    python = ensure_mem0_venv(log)
-    load_before = os.getloadavg()[0]
-    with data_services(log) as (database_url, redis_url):
-        server_env = _production_env(database_url, redis_url)
-        os.environ.update(server_env)
-        import django
-        from django.core.management import call_command
+def _side_by_side(
+    python: Path,
+    server_env: dict[str, str],
+    convs: list[Any],
+    rounds: int,
+    load_before: float,
+    log: Any,
+) -> BenchResult:
+    """Both sides on a new tenant: Engram over HTTP, then both in process, alternating."""
+    from sessions_app.models import Tenant
+    from sessions_app.services.api_keys import api_key_create
 
-        django.setup()
-        from django.db import connections
+    run_id = time.strftime("%H%M%S")
+    tenant = Tenant.objects.create(name=f"mem0-side-{run_id}")
+    secret = api_key_create(tenant=tenant, name="mem0-side").secret
+    engram = _engram_over_http(server_env, secret, convs, run_id, log)
+    engram_rounds, mem0_rounds, mem0_ingest = _rounds_in_process(
+        python, server_env["DATABASE_URL"], tenant, convs, run_id, rounds, log
+    )
+    all_questions = [question for conv in convs for question in conv.questions]
+    engram_local = side_summary(
+        all_questions,
+        [[a["ms"] for a in answers] for answers in engram_rounds],
+        [a["found"] for a in engram_rounds[0]],
+    )
+    mem0 = side_summary(
+        all_questions,
+        [[a["ms"] for a in answers] for answers in mem0_rounds],
+        mem0_found(convs, mem0_rounds[0]),
+    ) | {"ingest_seconds": mem0_ingest}
+    log(f"[mem0] engram {engram}; in process {engram_local}; mem0 {mem0}")
+    heading = _heading(convs, rounds, load_before)
+    markdown = _markdown(heading, engram, engram_local, mem0, mem0_version(python))
+    return BenchResult(
+        ID, TITLE, markdown, {"engram": engram, "engram_in_process": engram_local, "mem0": mem0}
+    )
 
-        from sessions_app.models import Tenant
-        from sessions_app.services.api_keys import api_key_create
 
-        call_command("migrate", verbosity=0, interactive=False)
-        run_id = time.strftime("%H%M%S")
-        tenant = Tenant.objects.create(name=f"mem0-side-{run_id}")
-        secret = api_key_create(tenant=tenant, name="mem0-side").secret
-        engram = _engram_over_http(server_env, secret, convs, run_id, log)
-        engram_rounds, mem0_rounds, mem0_ingest = _rounds_in_process(
-            python, database_url, tenant, convs, run_id, args.rounds, log
-        )
-        all_questions = [question for conv in convs for question in conv.questions]
-        engram_local = side_summary(
-            all_questions,
-            [[a["ms"] for a in answers] for answers in engram_rounds],
-            [a["found"] for a in engram_rounds[0]],
-        )
-        mem0 = side_summary(
-            all_questions,
-            [[a["ms"] for a in answers] for answers in mem0_rounds],
-            mem0_found(convs, mem0_rounds[0]),
-        ) | {"ingest_seconds": mem0_ingest}
-        log(f"[mem0] engram {engram}; in process {engram_local}; mem0 {mem0}")
-        heading = (
-            f"{len(all_questions)} questions over {sum(len(c.turns) for c in convs)} turns "
-            f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
-            "PostgreSQL, one client thread, one search at a time. In process, "
-            f"{args.rounds} rounds of every question for each side, alternating (who goes "
-            "first alternates too); p50 / p95 over every round's searches. Load average "
-            f"(1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f}."
-        )
-        markdown = _markdown(heading, engram, engram_local, mem0, _mem0_version(python))
-        result = BenchResult(
-            ID, TITLE, markdown, {"engram": engram, "engram_in_process": engram_local, "mem0": mem0}
-        )
-        path = record(result, command, update=not args.no_record)
-        log(f"[mem0] raw: {path}")
-        connections.close_all()
-    return 0
+def _heading(convs: list[Any], rounds: int, load_before: float) -> str:
+    """The run's description, with the load average before it and now."""
+    questions = sum(len(conv.questions) for conv in convs)
+    return (
+        f"{questions} questions over {sum(len(c.turns) for c in convs)} turns "
+        f"({len(convs)} conversations); both with all-MiniLM-L6-v2 on the same "
+        "PostgreSQL, one client thread, one search at a time. In process, "
+        f"{rounds} rounds of every question for each side, alternating (who goes "
+        "first alternates too); p50 / p95 over every round's searches. Load average "
+        f"(1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f}."
+    )
 
 
 def _engram_over_http(
@@ -372,15 +296,6 @@ def _markdown(
 
 def _rounds(side: dict[str, Any]) -> str:
     return " / ".join(f"{p95}" for p95 in side["p95_by_round_ms"]) + " ms"
-
-
-def _mem0_version(python: Path) -> str:
-    return subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('mem0ai'))"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
 
 
 if __name__ == "__main__":
