@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import psycopg
 
 from bench.harness import OUT_DIR, BenchContext, BenchResult
 from config.embedded import free_port, port_is_open
-from config.serving import pool_env, web_sizing
+from config.serving import WebSizing, pool_env, web_sizing
 
 ID = "B5"
 TITLE = "Connections: 20,000 requests, a new connection each, against make run's gunicorn"
@@ -122,21 +123,15 @@ def _start_server(ctx: BenchContext, port: int, log_path: Path) -> subprocess.Po
     return process
 
 
-def run(ctx: BenchContext) -> BenchResult:
-    sizing = web_sizing()
-    secret, sessions = _fixtures()
-    port = free_port()
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = OUT_DIR / "b5-gunicorn.log"
-    server = _start_server(ctx, port, log_path)
+def _load(
+    port: int, headers: dict[str, str], work: Iterator[tuple[str, str, str | None]]
+) -> tuple[Counter[int], Counter[str]]:
+    """REQUESTS requests from `work` by THREADS threads, each request on a new
+    connection: (status counts, transport error counts by exception name)."""
     statuses: Counter[int] = Counter()
     errors: Counter[str] = Counter()
     lock = threading.Lock()
-    work = _requests(sessions)
     remaining = [REQUESTS]
-    sampler = _Sampler(ctx.database_url)
-    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json",
-               "Connection": "close"}  # fmt: skip
 
     def client() -> None:
         while True:
@@ -157,47 +152,73 @@ def run(ctx: BenchContext) -> BenchResult:
             finally:
                 conn.close()
 
-    try:
-        sampler.start()
-        started = time.monotonic()
-        threads = [threading.Thread(target=client) for _ in range(THREADS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.monotonic() - started
-    finally:
-        sampler.stop.set()
-        sampler.join(timeout=5)
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-    server_errors = sum(n for status, n in statuses.items() if status >= 500)
-    bound = sizing.max_db_connections
-    data: dict[str, Any] = {
+    threads = [threading.Thread(target=client) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return statuses, errors
+
+
+def _data(
+    sizing: WebSizing,
+    statuses: Counter[int],
+    errors: Counter[str],
+    elapsed: float,
+    sampler: _Sampler,
+) -> dict[str, Any]:
+    return {
         "requests": REQUESTS,
         "threads": THREADS,
         "seconds": round(elapsed, 1),
         "requests_per_second": round(REQUESTS / elapsed, 1),
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "client_errors": dict(errors),
-        "server_errors_5xx": server_errors,
+        "server_errors_5xx": sum(n for status, n in statuses.items() if status >= 500),
         "workers": sizing.workers,
         "threads_per_worker": sizing.threads,
         "pool_max_size_per_worker": sizing.pool_max_size,
-        "pool_bound": bound,
+        "pool_bound": sizing.max_db_connections,
         "max_pg_connections_seen": sampler.max_seen,
         "samples": sampler.samples,
     }
-    status_text = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
-    markdown = f"""| requests | client threads | new connection per request | 5xx | transport errors | max PostgreSQL connections seen | bound: workers x pool | req/s |
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    status_text = ", ".join(f"{k}: {v}" for k, v in data["statuses"].items())
+    return f"""| requests | client threads | new connection per request | 5xx | transport errors | max PostgreSQL connections seen | bound: workers x pool | req/s |
 |---:|---:|:---:|---:|---:|---:|---:|---:|
-| {REQUESTS} | {THREADS} | yes | {server_errors} | {sum(errors.values())} | {sampler.max_seen} | {sizing.workers} x {sizing.pool_max_size} = {bound} | {data["requests_per_second"]} |
+| {REQUESTS} | {THREADS} | yes | {data["server_errors_5xx"]} | {sum(data["client_errors"].values())} | {data["max_pg_connections_seen"]} | {data["workers"]} x {data["pool_max_size_per_worker"]} = {data["pool_bound"]} | {data["requests_per_second"]} |
 
 Statuses: {status_text} (the 404s are the deliberate unknown route). PostgreSQL client
-connections sampled every 100 ms ({sampler.samples} samples) from pg_stat_activity; the
+connections sampled every 100 ms ({data["samples"]} samples) from pg_stat_activity; the
 sampler's own connection is excluded. Server: `gunicorn -c config/gunicorn_conf.py
-config.wsgi:application` ({sizing.workers} gthread workers x {sizing.threads} threads,
-Django psycopg pool max {sizing.pool_max_size} per worker, `config.settings.production`).
+config.wsgi:application` ({data["workers"]} gthread workers x {data["threads_per_worker"]} threads,
+Django psycopg pool max {data["pool_max_size_per_worker"]} per worker, `config.settings.production`).
 Target: 0 5xx and max connections <= workers x pool.
 """  # noqa: E501
-    return BenchResult(id=ID, title=TITLE, markdown=markdown, data=data)
+
+
+def run(ctx: BenchContext) -> BenchResult:
+    sizing = web_sizing()
+    secret, sessions = _fixtures()
+    port = free_port()
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    log_path = OUT_DIR / "b5-gunicorn.log"
+    server = _start_server(ctx, port, log_path)
+    work = _requests(sessions)
+    sampler = _Sampler(ctx.database_url)
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json",
+               "Connection": "close"}  # fmt: skip
+    try:
+        sampler.start()
+        started = time.monotonic()
+        statuses, errors = _load(port, headers, work)
+        elapsed = time.monotonic() - started
+    finally:
+        sampler.stop.set()
+        sampler.join(timeout=5)
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    data = _data(sizing, statuses, errors, elapsed, sampler)
+    return BenchResult(id=ID, title=TITLE, markdown=_markdown(data), data=data)
