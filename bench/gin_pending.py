@@ -23,7 +23,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 ID = "GINPENDING"
@@ -31,6 +32,7 @@ TITLE = "Search GIN indexes with and without a pending list (fastupdate on / off
 INDEXES = ("memory_lexical_owner", "memory_lexical_public", "memory_shared_grants")
 SEED = 14
 BACKGROUND_USERS = 50
+Series = dict[str, list[float]]  # a mode's write times, search times, pending tuples
 
 
 def _set_fastupdate(on: bool) -> None:
@@ -68,22 +70,26 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def measure(
-    rounds: int, background: int, batch: int, queries: int, log: Callable[[str], None]
-) -> dict[str, Any]:
+@dataclass
+class _Workload:
+    """What every round of both modes uses: the tenant, the texts no round has written
+    yet, how many memories a new user writes, the questions and their query vectors."""
+
+    tenant: Any
+    fresh: Iterator[str]
+    batch: int
+    questions: list[str]
+    vectors: list[list[float]]
+
+
+def _load_background(
+    tenant: Any, texts: list[str], background: int, log: Callable[[str], None]
+) -> None:
+    """`background` memories of BACKGROUND_USERS users, each a thread, then vacuumed."""
     from django.db import connection
 
-    from bench.memory_data import distinct_texts, query_texts
-    from memory_app.embedding import embed_texts
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import memory_search
     from memory_app.services.memories import MemoryDraft, memory_add_many
-    from sessions_app.models import Tenant
 
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
-    tenant = Tenant.objects.create(name=f"gin-pending-{time.strftime('%H%M%S')}")
-    texts = [text for _, text in distinct_texts(SEED, background + 2 * rounds * batch)]
     chunk = 1000
     for start in range(0, background, chunk):
         memory_add_many(
@@ -103,55 +109,80 @@ def measure(
         log(f"[gin-pending] background {min(start + chunk, background)}/{background}")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE) memory")
+
+
+def _prepare(
+    rounds: int, background: int, batch: int, queries: int, log: Callable[[str], None]
+) -> _Workload:
+    """A new tenant with its background memories, and what the rounds write and ask."""
+    from django.db import connection
+
+    from bench.memory_data import distinct_texts, query_texts
+    from memory_app.embedding import embed_texts
+    from sessions_app.models import Tenant
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+    tenant = Tenant.objects.create(name=f"gin-pending-{time.strftime('%H%M%S')}")
+    texts = [text for _, text in distinct_texts(SEED, background + 2 * rounds * batch)]
+    _load_background(tenant, texts, background, log)
     questions = query_texts(SEED, queries)
     vectors = embed_texts(questions)
-    fresh = iter(texts[background:])
-    modes = {"on": True, "off": False}
-    out: dict[str, dict[str, list[float]]] = {
-        mode: {"write_ms_per_row": [], "user": [], "tenant": [], "pending": []} for mode in modes
-    }
-    try:
-        for round_ in range(rounds):
-            order = list(modes) if round_ % 2 == 0 else list(modes)[::-1]
-            for mode in order:
-                _set_fastupdate(modes[mode])
-                user = f"fresh-{round_}-{mode}"
-                drafts = [
-                    MemoryDraft(
-                        user_id=user,
-                        type="fact",
-                        content=next(fresh),
-                        thread_key=user,
-                        thread_order=turn,
-                    )
-                    for turn in range(batch)
-                ]
-                began = time.perf_counter()
-                memory_add_many(tenant=tenant, drafts=drafts)
-                out[mode]["write_ms_per_row"].append((time.perf_counter() - began) * 1000 / batch)
-                pending = _pending()
-                if pending is not None:
-                    out[mode]["pending"].append(pending)
-                for shape, user_id in (("user", user), ("tenant", None)):
-                    for question, vector in zip(questions, vectors, strict=True):
-                        began = time.perf_counter()
-                        memory_search(
-                            tenant=tenant,
-                            actor=Actor(user_id=user),
-                            query=question,
-                            user_id=user_id,
-                            limit=10,
-                            query_embedding=vector,
-                        )
-                        out[mode][shape].append((time.perf_counter() - began) * 1000)
-                log(
-                    f"[gin-pending] round {round_ + 1}/{rounds} fastupdate {mode}: "
-                    f"write {out[mode]['write_ms_per_row'][-1]:.2f} ms a row, "
-                    f"pending {pending}, user p50 "
-                    f"{statistics.median(out[mode]['user'][-queries:]):.2f} ms"
-                )
-    finally:
-        _set_fastupdate(False)  # as the migrations leave them
+    return _Workload(tenant, iter(texts[background:]), batch, questions, vectors)
+
+
+def _write_thread(work: _Workload, user: str) -> float:
+    """`work.batch` new memories of `user` as one thread; ms a row, embedding included."""
+    from memory_app.services.memories import MemoryDraft, memory_add_many
+
+    drafts = [
+        MemoryDraft(
+            user_id=user,
+            type="fact",
+            content=next(work.fresh),
+            thread_key=user,
+            thread_order=turn,
+        )
+        for turn in range(work.batch)
+    ]
+    began = time.perf_counter()
+    memory_add_many(tenant=work.tenant, drafts=drafts)
+    return (time.perf_counter() - began) * 1000 / work.batch
+
+
+def _search_ms(work: _Workload, user: str, user_id: str | None) -> list[float]:
+    """Each question searched by `user`, within `user_id`'s memories (None: tenant-wide)."""
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import memory_search
+
+    times = []
+    for question, vector in zip(work.questions, work.vectors, strict=True):
+        began = time.perf_counter()
+        memory_search(
+            tenant=work.tenant,
+            actor=Actor(user_id=user),
+            query=question,
+            user_id=user_id,
+            limit=10,
+            query_embedding=vector,
+        )
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def _run_mode(work: _Workload, fastupdate: bool, user: str, series: Series) -> int | None:
+    """One round of one mode, added to `series`; returns the pending tuples it found."""
+    _set_fastupdate(fastupdate)
+    series["write_ms_per_row"].append(_write_thread(work, user))
+    pending = _pending()
+    if pending is not None:
+        series["pending"].append(pending)
+    for shape, user_id in (("user", user), ("tenant", None)):
+        series[shape].extend(_search_ms(work, user, user_id))
+    return pending
+
+
+def _figures(out: dict[str, Series], rounds: int, background: int, batch: int) -> dict[str, Any]:
     figures: dict[str, Any] = {"rounds": rounds, "background": background, "batch": batch}
     for mode, series in out.items():
         figures[mode] = {
@@ -161,6 +192,69 @@ def measure(
             "pending": max(series["pending"]) if series["pending"] else None,
         }
     return figures
+
+
+def measure(
+    rounds: int, background: int, batch: int, queries: int, log: Callable[[str], None]
+) -> dict[str, Any]:
+    work = _prepare(rounds, background, batch, queries, log)
+    modes = {"on": True, "off": False}
+    out: dict[str, Series] = {
+        mode: {"write_ms_per_row": [], "user": [], "tenant": [], "pending": []} for mode in modes
+    }
+    try:
+        for round_ in range(rounds):
+            order = list(modes) if round_ % 2 == 0 else list(modes)[::-1]
+            for mode in order:
+                user = f"fresh-{round_}-{mode}"
+                pending = _run_mode(work, modes[mode], user, out[mode])
+                log(
+                    f"[gin-pending] round {round_ + 1}/{rounds} fastupdate {mode}: "
+                    f"write {out[mode]['write_ms_per_row'][-1]:.2f} ms a row, "
+                    f"pending {pending}, user p50 "
+                    f"{statistics.median(out[mode]['user'][-queries:]):.2f} ms"
+                )
+    finally:
+        _set_fastupdate(False)  # as the migrations leave them
+    return _figures(out, rounds, background, batch)
+
+
+def _table(on: dict[str, Any], off: dict[str, Any]) -> str:
+    def row(what: str, before: float, after: float) -> str:
+        return f"| {what} | {before:.2f} | {after:.2f} | {before / after:.2f}x |"
+
+    rows = [
+        row(
+            "write, ms a row (embedding included)",
+            on["write_ms_per_row"],
+            off["write_ms_per_row"],
+        ),
+        row("search of the user's memories, p50 ms", on["user"]["p50"], off["user"]["p50"]),
+        row("search of the user's memories, p95 ms", on["user"]["p95"], off["user"]["p95"]),
+        row("tenant-wide search by the user, p50 ms", on["tenant"]["p50"], off["tenant"]["p50"]),
+        row("tenant-wide search by the user, p95 ms", on["tenant"]["p95"], off["tenant"]["p95"]),
+    ]
+    return "\n".join(rows)
+
+
+def _markdown(
+    args: argparse.Namespace, figures: dict[str, Any], load_before: float, load_after: float
+) -> str:
+    on, off = figures["on"], figures["off"]
+    table = _table(on, off)
+    return f"""
+In process, production settings, a tenant of {args.background} memories ({BACKGROUND_USERS}
+users); {args.rounds} rounds of each mode, alternating, each a new user writing
+{args.batch} memories as one thread and then searching them {args.queries} times (and
+as many tenant-wide searches). Pending tuples in the owner index when the searches ran:
+up to {on["pending"]} with fastupdate on, {off["pending"]} off. 1-minute load average
+{load_before:.1f} before, {load_after:.1f} after (2 cores shared with other jobs: read
+the ratios).
+
+| (fastupdate on / off) | on | off | on / off |
+|---|---:|---:|---:|
+{table}
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,40 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         figures = measure(args.rounds, args.background, args.batch, args.queries, log)
         load_after = os.getloadavg()[0]
-        on, off = figures["on"], figures["off"]
-
-        def row(what: str, before: float, after: float) -> str:
-            return f"| {what} | {before:.2f} | {after:.2f} | {before / after:.2f}x |"
-
-        rows = [
-            row(
-                "write, ms a row (embedding included)",
-                on["write_ms_per_row"],
-                off["write_ms_per_row"],
-            ),
-            row("search of the user's memories, p50 ms", on["user"]["p50"], off["user"]["p50"]),
-            row("search of the user's memories, p95 ms", on["user"]["p95"], off["user"]["p95"]),
-            row(
-                "tenant-wide search by the user, p50 ms", on["tenant"]["p50"], off["tenant"]["p50"]
-            ),
-            row(
-                "tenant-wide search by the user, p95 ms", on["tenant"]["p95"], off["tenant"]["p95"]
-            ),
-        ]
-        table = "\n".join(rows)
-        markdown = f"""
-In process, production settings, a tenant of {args.background} memories ({BACKGROUND_USERS}
-users); {args.rounds} rounds of each mode, alternating, each a new user writing
-{args.batch} memories as one thread and then searching them {args.queries} times (and
-as many tenant-wide searches). Pending tuples in the owner index when the searches ran:
-up to {on["pending"]} with fastupdate on, {off["pending"]} off. 1-minute load average
-{load_before:.1f} before, {load_after:.1f} after (2 cores shared with other jobs: read
-the ratios).
-
-| (fastupdate on / off) | on | off | on / off |
-|---|---:|---:|---:|
-{table}
-"""
+        markdown = _markdown(args, figures, load_before, load_after)
         result = BenchResult(ID, TITLE, markdown, figures)
         path = record(result, command, update=not args.no_record)
         log(f"[gin-pending] {figures}; raw: {path}")
