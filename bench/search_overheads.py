@@ -20,7 +20,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 ID = "OVERHEADS"
@@ -39,19 +39,15 @@ def _pair(rounds: int, before: Callable[[], Any], after: Callable[[], Any]) -> d
     for _ in range(rounds):
         old.append(_timed(before))
         new.append(_timed(after))
+    return _medians(old, new)
+
+
+def _medians(old: list[float], new: list[float]) -> dict[str, float]:
     a, b = statistics.median(old), statistics.median(new)
     return {"before_ms": round(a, 3), "after_ms": round(b, 3), "ratio": round(a / b, 1)}
 
 
-def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str, Any]:
-    from django.db import connection
-
-    from memory_app.api.serializers_memory import memory_data
-    from memory_app.api.serializers_search import SearchResultSerializer
-    from memory_app.embedding import LocalEmbedder, _cached_query_vector, embed_query, embedder
-    from memory_app.selectors.memories import Actor
-    from memory_app.selectors.search import memory_search
-    from memory_app.services.access import memory_access_record
+def _tenant_with_memories(memories: int) -> Any:
     from memory_app.services.memories import MemoryDraft, memory_add_many
     from sessions_app.models import Tenant
 
@@ -68,28 +64,40 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
             for n in range(memories)
         ],
     )
-    model = embedder().model_name
-    texts = iter(f"when does order A-{1000 + n} ship, question {n}" for n in range(10**6))
-    embedder().embed(["warm up"])
-    out: dict[str, Any] = {}
+    return tenant
 
-    log("[overheads] query embedding: torch / ONNX Runtime")
+
+def _embedding_runtime_pair(
+    rounds: int, texts: Iterator[str], model: str
+) -> tuple[str, dict[str, float]]:
+    """(the default embedder's runtime, MiniLM on torch / on that runtime)."""
+    from memory_app.embedding import LocalEmbedder, embedder
+
     torch_model = LocalEmbedder(model, 1)
     torch_model.embed(["warm up"])
     onnx_model = embedder()
-    out["runtime"] = onnx_model.runtime
-    out["embedding_onnx"] = _pair(
+    return onnx_model.runtime, _pair(
         rounds,
         lambda: torch_model.embed([next(texts)]),
         lambda: onnx_model.embed([next(texts)]),
     )
 
-    log("[overheads] query embedding")
-    out["embedding_lru"] = _pair(
+
+def _embedding_lru_pair(rounds: int, texts: Iterator[str]) -> dict[str, float]:
+    """MiniLM on a new query / the per-process LRU's vector of a repeated one."""
+    from memory_app.embedding import embed_query, embedder
+
+    return _pair(
         rounds,
         lambda: embedder().embed([next(texts)]),
         lambda: embed_query("the same question every time"),
     )
+
+
+def _embedding_valkey_pair(rounds: int, texts: Iterator[str]) -> dict[str, float]:
+    """MiniLM on a new query / the Valkey vector another process computed: each round
+    computes and shares a vector, empties this process's LRU, and times asking again."""
+    from memory_app.embedding import _cached_query_vector, embed_query, embedder
 
     def shared_hit() -> None:
         text = next(texts)
@@ -104,15 +112,14 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
     for _ in range(rounds):
         cold_ms.append(_timed(lambda: embedder().embed([next(texts)])))
         shared_hit()
-    cold, shared = statistics.median(cold_ms), statistics.median(shared_ms)
-    out["embedding_valkey"] = {
-        "before_ms": round(cold, 3),
-        "after_ms": round(shared, 3),
-        "ratio": round(cold / shared, 1),
-    }
+    return _medians(cold_ms, shared_ms)
 
-    outcome = memory_search(tenant=tenant, actor=Actor(user_id="u"), query="order A-1003", limit=10)
-    ids = [hit.memory.pk for hit in outcome.hits]
+
+def _access_pair(rounds: int, ids: list[Any]) -> dict[str, float]:
+    """An UPDATE of the hits' access statistics / the Valkey buffer."""
+    from django.db import connection
+
+    from memory_app.services.access import memory_access_record
 
     def update() -> None:
         with connection.cursor() as cursor:
@@ -122,22 +129,50 @@ def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str,
                 [[str(pk) for pk in ids]],
             )
 
-    log("[overheads] access statistics")
-    out["access"] = _pair(rounds, update, lambda: memory_access_record(memory_ids=ids))
+    return _pair(rounds, update, lambda: memory_access_record(memory_ids=ids))
+
+
+def _serialisation_pair(rounds: int, hits: list[Any]) -> dict[str, float]:
+    """DRF's SearchResultSerializer / `memory_data` on the same hits."""
+    from memory_app.api.serializers_memory import memory_data
+    from memory_app.api.serializers_search import SearchResultSerializer
 
     body = {
         "query": "order A-1003",
-        "results": [{"score": h.score, "parts": h.parts, "memory": h.memory} for h in outcome.hits],
+        "results": [{"score": h.score, "parts": h.parts, "memory": h.memory} for h in hits],
     }
-    log("[overheads] serialisation")
-    out["serialisation"] = _pair(
+    return _pair(
         rounds,
         lambda: SearchResultSerializer(body).data,
         lambda: [
-            {"score": h.score, "parts": h.parts, "memory": memory_data(h.memory)}
-            for h in outcome.hits
+            {"score": h.score, "parts": h.parts, "memory": memory_data(h.memory)} for h in hits
         ],
     )
+
+
+def measure(rounds: int, memories: int, log: Callable[[str], None]) -> dict[str, Any]:
+    from memory_app.embedding import embedder
+    from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search import memory_search
+
+    tenant = _tenant_with_memories(memories)
+    model = embedder().model_name
+    texts = iter(f"when does order A-{1000 + n} ship, question {n}" for n in range(10**6))
+    embedder().embed(["warm up"])
+    out: dict[str, Any] = {}
+
+    log("[overheads] query embedding: torch / ONNX Runtime")
+    out["runtime"], out["embedding_onnx"] = _embedding_runtime_pair(rounds, texts, model)
+    log("[overheads] query embedding")
+    out["embedding_lru"] = _embedding_lru_pair(rounds, texts)
+    out["embedding_valkey"] = _embedding_valkey_pair(rounds, texts)
+
+    outcome = memory_search(tenant=tenant, actor=Actor(user_id="u"), query="order A-1003", limit=10)
+    ids = [hit.memory.pk for hit in outcome.hits]
+    log("[overheads] access statistics")
+    out["access"] = _access_pair(rounds, ids)
+    log("[overheads] serialisation")
+    out["serialisation"] = _serialisation_pair(rounds, outcome.hits)
     out["hits"] = len(ids)
     out["model"] = model
     return out
