@@ -131,7 +131,9 @@ class ExcludedItemSerializer(ContextItemSerializer):
         "page-out: `evicted_age` (an open turn outside the window older than "
         "ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool "
         "output or predecessor line less similar to the query than "
-        "ENGRAM_CONTEXT_SIMILARITY_FLOOR)."
+        "ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory "
+        "or turn the search relates to the query by a query word or by the time the "
+        "query names (its `occurred_at` in the phrase's interval, read against `as_of`)."
     )
 
 

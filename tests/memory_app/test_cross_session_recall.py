@@ -4,6 +4,7 @@ user of that tenant; rollback, session deletion and erasure take it away."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -236,4 +237,8 @@ def test_memories_that_read_the_same_are_one_line(api: APIClient) -> None:
     memories = next(
         m["content"] for m in body["messages"] if m["content"].startswith("Relevant long-term")
     )
-    assert memories.splitlines()[1:] == ["User prefers aisle seats"]
+    lines = memories.splitlines()[1:]
+    # One line, labelled with the date of the first memory the search found.
+    assert len(lines) == 1 and re.fullmatch(
+        r"\[[0-9-]{10} [0-9:]{5}\] User prefers aisle seats", lines[0]
+    )

@@ -1182,7 +1182,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description `over_budget` (better-scored items used the budget), `larger_than_budget` (would not fit even alone), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). */
+            /** @description `over_budget` (better-scored items used the budget), `larger_than_budget` (would not fit even alone), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
             reason: string;
         };
         /** @description Exactly one of `mpn` and `ref` names the item. */

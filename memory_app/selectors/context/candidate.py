@@ -6,7 +6,7 @@ of `SECTIONS`) or whole turns (a user and an assistant message, after every sect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory_app.window.tokens import count_tokens, message_tokens
@@ -18,7 +18,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "milestones": ("system", "Milestones from earlier turns:"),
     "recalled": ("system", "Earlier turns of this session that match the query (verbatim):"),
     "past": ("system", "From the user's earlier sessions (verbatim, oldest first, dated):"),
-    "memories": ("system", "Relevant long-term memories:"),
+    "memories": ("system", "Relevant long-term memories (dated):"),
     "failures": ("system", "Recent failing steps:"),
     "tools": ("system", "Recent tool outputs:"),
 }
@@ -39,6 +39,32 @@ class Candidate:
     signal: float = 0.0
     order: tuple[int, ...] = (0,)  # position inside its section in the output
     reply: str = ""
+
+
+@dataclass
+class FoundCandidates:
+    """Candidates the memory search found, with the semantic score of each (the
+    search's cosine; for a turn, the best over its thread window) and the keys the search
+    supports by more than a vector: a query word in its text, or the time the query names
+    (`search_supports`). The context's similarity floors let those through."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    semantic: dict[str, float] = field(default_factory=dict)
+    supported: set[str] = field(default_factory=set)
+
+    def add(self, candidate: Candidate, *, semantic: float, supported: bool) -> None:
+        self.candidates.append(candidate)
+        self.semantic[candidate.key] = semantic
+        if supported:
+            self.supported.add(candidate.key)
+
+
+def search_supports(parts: dict[str, float]) -> bool:
+    """Whether a hit's score parts relate it to the query whatever its cosine: it shares
+    a word with the query (BM25 above 0), or it occurred in the time the query names. The
+    search chose it, and a vector says little of a detail inside a long text or of a
+    date."""
+    return parts.get("lexical", 0.0) > 0 or parts.get("time", 0.0) > 0
 
 
 def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:

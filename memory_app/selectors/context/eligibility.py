@@ -12,6 +12,10 @@ to it (ENGRAM_CONTEXT_MIN_SEMANTIC): a context is read by a model whose attentio
 price grow with every token, so the budget is a ceiling, not a target. Session state,
 the reserved window and failures are always offered; the breakdown lists what the floor
 leaves out with reason `not_relevant`.
+
+Both floors judge by the cosine alone, so neither applies to what the memory search
+relates to the query by more than its vector (`exempt`: a query word in it, or the time
+the query names; `candidate.search_supports`).
 """
 
 from __future__ import annotations
@@ -50,16 +54,18 @@ def eligible(
     now: datetime,
 ) -> Eligible:
     """`candidates` sorted into offered, evicted and unrelated, each in the given order.
-    `exempt`: the keys the relevance floor lets through besides the `window` (the
-    recalled turns the search supports lexically)."""
+    `exempt`: the keys the similarity floors let through (the found memories and turns
+    the search supports by more than a vector); the relevance floor also lets the
+    `window` through."""
     out = Eligible()
     kept: list[Candidate] = []
     window_keys = set(window)
     has_query = bool(query.strip())
     for candidate in candidates:
         reason = eviction_reason(
-            candidate, window=window_keys, semantic=semantic, has_query=has_query, now=now
-        )
+            candidate, window=window_keys, semantic=semantic, has_query=has_query, now=now,
+            exempt=exempt,
+        )  # fmt: skip
         if reason is None:
             kept.append(candidate)
         else:
@@ -75,6 +81,7 @@ def eviction_reason(
     semantic: dict[str, float],
     has_query: bool,
     now: datetime,
+    exempt: set[str],
 ) -> str | None:
     """Why seed 004's page-out drops the candidate before packing, or None."""
     if candidate.kind == "turn" and candidate.key not in window and candidate.at is not None:
@@ -82,7 +89,12 @@ def eviction_reason(
         if now - candidate.at > age:
             return "evicted_age"
     floor = float(settings.ENGRAM_CONTEXT_SIMILARITY_FLOOR)
-    if has_query and candidate.kind in SNIPPET_KINDS and semantic.get(candidate.key, 0.0) < floor:
+    if (
+        has_query
+        and candidate.kind in SNIPPET_KINDS
+        and candidate.key not in exempt
+        and semantic.get(candidate.key, 0.0) < floor
+    ):
         return "evicted_below_similarity"
     return None
 

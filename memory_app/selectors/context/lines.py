@@ -17,3 +17,11 @@ def line(text: str) -> str:
 def date_label(at: datetime | None) -> str:
     """When a recalled turn was said, as its line's label shows it."""
     return at.strftime("%Y-%m-%d %H:%M") if at is not None else "undated"
+
+
+def memory_label(at: datetime, until: datetime | None, as_of: datetime) -> str:
+    """A long-term memory's label: when it happened (or was noted), and, for one that no
+    longer held when the question is asked (`as_of`), until when it held."""
+    if until is not None and until <= as_of:
+        return f"{date_label(at)}, until {date_label(until)}"
+    return date_label(at)

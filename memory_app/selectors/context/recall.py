@@ -17,6 +17,7 @@ from psycopg import sql
 
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory, MemorySource
+from memory_app.selectors.context.candidate import search_supports
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
@@ -36,7 +37,8 @@ class RecalledTurn:
     # answers the query ("What is its name?" / "Her name is Biscuit") relates to it
     # through them.
     window_semantic: float
-    lexical: float  # the search's BM25 of the turn (0: no query word in its window)
+    # The search relates it to the query by more than its vector (`search_supports`).
+    supported: bool
 
     @property
     def turn_number(self) -> int:
@@ -94,7 +96,7 @@ def _recall(
             window_semantic=max(
                 float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0)
             ),
-            lexical=float(hit.parts.get("lexical", 0.0)),
+            supported=search_supports(hit.parts),
         )
         for hit in hits
     ]

@@ -12,15 +12,12 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from memory_app.selectors.context.candidate import Candidate
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates
 from memory_app.selectors.context.candidates.failures import failure_candidates
 from memory_app.selectors.context.candidates.memories import memory_candidates
 from memory_app.selectors.context.candidates.past import past_turn_candidates
 from memory_app.selectors.context.candidates.predecessors import predecessor_candidates
-from memory_app.selectors.context.candidates.recalled import (
-    RecallCandidates,
-    recalled_turn_candidates,
-)
+from memory_app.selectors.context.candidates.recalled import recalled_turn_candidates
 from memory_app.selectors.context.candidates.state import state_candidates
 from memory_app.selectors.context.candidates.summaries import summary_candidates
 from memory_app.selectors.context.candidates.tools import tool_output_candidates
@@ -35,8 +32,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Gathered:
-    """Every candidate, with the semantic scores the turn recall already knows and the
-    recalled keys the search supports lexically (see `RecallCandidates`)."""
+    """Every candidate, with the semantic scores the memory search already gave and the
+    keys it supports by more than a vector (see `FoundCandidates`)."""
 
     candidates: list[Candidate] = field(default_factory=list)
     semantic: dict[str, float] = field(default_factory=dict)
@@ -67,12 +64,15 @@ def context_candidates(request: ContextRequest) -> Gathered:
     window = turn_candidates(
         session, rules.keep_last_turns, request.turn_limit, not rules.compression
     )
-    recalled, past = RecallCandidates(), RecallCandidates()
+    recalled, past = FoundCandidates(), FoundCandidates()
     if query.strip():
         offered = {int(c.order[0]) for c in window}
         recalled = recalled_turn_candidates(request.tenant, session, query, offered, request.as_of)
         past_limit = settings.ENGRAM_CONTEXT_PAST_TURNS
         past = past_turn_candidates(request.tenant, session, query, past_limit, request.as_of)
+    memories = memory_candidates(
+        request.tenant, request.actor, query, request.memory_limit, request.as_of
+    )
     candidates = [
         *state_candidates(session),
         *window,
@@ -85,12 +85,12 @@ def context_candidates(request: ContextRequest) -> Gathered:
             depth=rules.predecessor_depth,
             budget=request.budget,
         ),
-        *memory_candidates(request.tenant, request.actor, query, request.memory_limit),
+        *memories.candidates,
         *failure_candidates(session),
         *tool_output_candidates(session),
     ]
     return Gathered(
         candidates=candidates,
-        semantic=recalled.semantic | past.semantic,
-        supported=recalled.supported | past.supported,
+        semantic=recalled.semantic | past.semantic | memories.semantic,
+        supported=recalled.supported | past.supported | memories.supported,
     )

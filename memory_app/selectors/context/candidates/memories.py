@@ -1,17 +1,20 @@
 """Context candidates from the user's long-term memories: those the memory search finds
-for the query, one line each of the "memories" section, and their direct relations."""
+for the query asked at `as_of`, one line each of the "memories" section labelled with its
+date, and their direct relations."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_app.selectors.context.candidate import Candidate
-from memory_app.selectors.context.lines import line
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates, search_supports
+from memory_app.selectors.context.lines import line, memory_label
 from memory_app.selectors.context.recall import TURN_SOURCES
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import MemoryFilters, memory_search
 
 if TYPE_CHECKING:
+    from memory_app.models import Memory
     from sessions_app.models import Tenant
 
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
@@ -19,39 +22,55 @@ RELATED_SIGNAL_SHARE = 0.8  # a related memory's signal against its anchor's
 RELATED_ORDER = 100  # related memories render after the found ones
 
 
-def memory_candidates(tenant: Tenant, actor: Actor, query: str, limit: int) -> list[Candidate]:
-    """Long-term memories that answer `query`, as `actor` may see them: visibility is
-    the search's, the context only ranks. The user's conversation turns are left out:
-    they are recalled on their own (`candidates.recalled`, `candidates.past`)."""
+def memory_candidates(
+    tenant: Tenant, actor: Actor, query: str, limit: int, as_of: datetime
+) -> FoundCandidates:
+    """Long-term memories that answer `query` asked at `as_of` (its time phrases read
+    against it), as `actor` may see them: visibility is the search's, the context only
+    ranks. Each carries the search's cosine as its semantic score. The user's
+    conversation turns are left out: they are recalled on their own
+    (`candidates.recalled`, `candidates.past`)."""
+    out = FoundCandidates()
     if not query.strip() or limit <= 0:
-        return []
+        return out
     hits = memory_search(
         tenant=tenant,
         actor=actor,
         query=query,
         limit=limit,
         filters=MemoryFilters(exclude_sources=TURN_SOURCES),
+        as_of=as_of,
     ).hits
     # Two memories that read the same (a preference stated in two turns) are one line.
     by_text: dict[str, Any] = {}
     for hit in hits:
         by_text.setdefault(line(hit.memory.summary or hit.memory.content), hit)
-    return _related_memory_candidates(tenant, actor, list(by_text.values())) + [
-        Candidate(
-            f"memory:{hit.memory.pk}",
+    out.candidates.extend(_related_memory_candidates(tenant, actor, list(by_text.values()), as_of))
+    for index, (text, hit) in enumerate(by_text.items()):
+        memory = hit.memory
+        candidate = Candidate(
+            f"memory:{memory.pk}",
             "memory",
             "memories",
-            text,
+            f"[{_label(memory, as_of)}] {text}",
             "memory",
-            hit.memory.last_accessed_at or hit.memory.updated_at,
-            float(hit.memory.importance),
+            memory.last_accessed_at or memory.updated_at,
+            float(memory.importance),
             (index,),
         )
-        for index, (text, hit) in enumerate(by_text.items())
-    ]
+        semantic = float(hit.parts.get("semantic", 0.0))
+        out.add(candidate, semantic=semantic, supported=search_supports(hit.parts))
+    return out
 
 
-def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) -> list[Candidate]:
+def _label(memory: Memory, as_of: datetime) -> str:
+    """When the memory happened (`occurred_at`), else when it was noted."""
+    return memory_label(memory.occurred_at or memory.created_at, memory.valid_to, as_of)
+
+
+def _related_memory_candidates(
+    tenant: Tenant, actor: Actor, hits: list[Any], as_of: datetime
+) -> list[Candidate]:
     """A found memory's direct relations come with it (seed 001: "supersedes",
     "derived_from", "related_to"), as kind `related_memory` with a little less signal
     than their anchor, so the breakdown shows why they are there."""
@@ -60,12 +79,14 @@ def _related_memory_candidates(tenant: Tenant, actor: Actor, hits: list[Any]) ->
     for index, (anchor, kind, memory) in enumerate(
         memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
     ):
+        relation = kind.replace("_", " ")
+        text = line(f"({relation}) {memory.summary or memory.content}")
         out.append(
             Candidate(
                 f"memory:{memory.pk}",
                 "related_memory",
                 "memories",
-                line(f"({kind.replace('_', ' ')}) {memory.summary or memory.content}"),
+                f"[{_label(memory, as_of)}] {text}",
                 "memory",
                 memory.last_accessed_at or memory.updated_at,
                 RELATED_SIGNAL_SHARE

@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memory_app.selectors.context.candidate import Candidate
-from memory_app.selectors.context.candidates.recalled import RecallCandidates, recalled_text
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates
+from memory_app.selectors.context.candidates.recalled import add_recalled, recalled_text
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import past_turns_recall
 
@@ -21,16 +21,17 @@ SESSION_LABEL_CHARS = 8  # of the session's id, enough to tell sessions apart
 
 def past_turn_candidates(
     tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
-) -> RecallCandidates:
+) -> FoundCandidates:
     """At most `limit` turns of the user's earlier sessions, best first."""
     found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit, as_of=as_of)
-    out = RecallCandidates()
+    out = FoundCandidates()
     for recalled in found:
         memory = recalled.memory
         at = memory.occurred_at
         session_label = str(memory.session_id)[:SESSION_LABEL_CHARS]
         label = f"{date_label(at)}, session {session_label}, turn {recalled.turn_number}"
-        out.add(
+        add_recalled(
+            out,
             Candidate(
                 key=f"past:{memory.session_id}:{recalled.turn_number}",
                 kind="past_turn",

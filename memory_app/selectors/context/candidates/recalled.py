@@ -5,13 +5,12 @@ over the turns' memories (`memory_app.selectors.context.recall`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from memory_app.selectors.context.candidate import Candidate
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import RecalledTurn, session_turns_recall
 from memory_app.window.passages import best_passage
@@ -22,29 +21,13 @@ if TYPE_CHECKING:
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
 
 
-def supported(recalled: RecalledTurn) -> bool:
-    """A recalled turn that shares a word with the query is related to it whatever its
-    cosine: the search chose it, and a long message's vector (the model reads its first
-    256 word pieces) says little of a detail inside it. Only a turn found by its vector
-    alone must pass the semantic floor."""
-    return recalled.lexical > 0
-
-
-@dataclass
-class RecallCandidates:
-    """Recalled turns as context candidates, with the semantic score of each (the best
-    cosine over its window) and the keys the search supports lexically (`supported`),
-    which the context's relevance floor lets through."""
-
-    candidates: list[Candidate] = field(default_factory=list)
-    semantic: dict[str, float] = field(default_factory=dict)
-    supported: set[str] = field(default_factory=set)
-
-    def add(self, candidate: Candidate, recalled: RecalledTurn) -> None:
-        self.candidates.append(candidate)
-        self.semantic[candidate.key] = recalled.window_semantic
-        if supported(recalled):
-            self.supported.add(candidate.key)
+def add_recalled(found: FoundCandidates, candidate: Candidate, recalled: RecalledTurn) -> None:
+    """`candidate` of the turn `recalled`, with the best cosine over the turn's window as
+    its semantic score: a turn that shares a word with the query or was said in the time
+    it names is related to it whatever its cosine (a long message's vector, of its first
+    256 word pieces, says little of a detail inside it); one found by its vector alone
+    must pass the semantic floor."""
+    found.add(candidate, semantic=recalled.window_semantic, supported=recalled.supported)
 
 
 def recalled_text(recalled: RecalledTurn, label: str, query: str) -> str:
@@ -57,7 +40,7 @@ def recalled_text(recalled: RecalledTurn, label: str, query: str) -> str:
 
 def recalled_turn_candidates(
     tenant: Tenant, session: ChatSession, query: str, offered: set[int], as_of: datetime
-) -> RecallCandidates:
+) -> FoundCandidates:
     """The session's own earlier turns that best answer `query`, verbatim (the passage
     that answers); turns already offered as window turns (`offered`) are left to the
     window. Their signal is the search's fused relevance and their semantic score the
@@ -65,13 +48,14 @@ def recalled_turn_candidates(
     found = session_turns_recall(
         tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS, as_of=as_of
     )
-    out = RecallCandidates()
+    out = FoundCandidates()
     for recalled in found:
         if recalled.turn_number in offered:
             continue
         at = recalled.memory.occurred_at
         label = f"turn {recalled.turn_number}, {date_label(at)}"
-        out.add(
+        add_recalled(
+            out,
             Candidate(
                 key=f"recalled:{recalled.turn_number}",
                 kind="recalled_turn",

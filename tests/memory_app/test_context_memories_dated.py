@@ -1,0 +1,143 @@
+"""The long-term memories of a context: found for the question asked at `as_of`, each
+labelled with its date, and let through the similarity floors when the search relates
+them to the question by its words or the time it names."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from memory_app.services.memories import MemoryDraft, memory_add
+from memory_app.timeq import resolve_time_phrases
+from sessions_app.models import Tenant
+from tests.memory_app.window_helpers import new_session
+
+pytestmark = pytest.mark.django_db
+
+# Wednesday 25 November 2026: "last Saturday" is the 21st.
+AS_OF = "2026-11-25T12:00:00Z"
+
+
+def _add(tenant: Tenant, content: str, when: datetime, kind: str = "episodic") -> Any:
+    draft = MemoryDraft(user_id="u1", type=kind, content=content, occurred_at=when)
+    return memory_add(tenant=tenant, draft=draft).memory
+
+
+def _context(api: APIClient, session_id: Any, query: str, **params: Any) -> dict[str, Any]:
+    response = api.get(
+        f"/api/v1/sessions/{session_id}/context", {"query": query, "budget": 1500, **params}
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def _memories_message(body: dict[str, Any]) -> str:
+    found = [m["content"] for m in body["messages"] if m["content"].startswith("Relevant long")]
+    return found[0] if found else ""
+
+
+def _entry(body: dict[str, Any], memory: Any) -> tuple[str, dict[str, Any]]:
+    """("included" or "excluded", the breakdown's entry) of a memory."""
+    key = f"memory:{memory.pk}"
+    for side in ("included", "excluded"):
+        for entry in body[side]:
+            if entry["key"] == key:
+                return side, entry
+    raise AssertionError(f"{key} is not in the breakdown")
+
+
+def test_a_memory_of_the_time_the_question_names_comes_in_whatever_its_cosine(
+    tenant: Tenant, api: APIClient
+) -> None:
+    hike = _add(
+        tenant, "Went hiking in Gerês, 20 km with Rui.", datetime(2026, 11, 21, 15, tzinfo=UTC)
+    )
+    plant = _add(
+        tenant, "Picked up a snake plant at the market.", datetime(2026, 10, 18, 18, tzinfo=UTC)
+    )
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "What did I do last Saturday?", as_of=AS_OF)
+
+    side, entry = _entry(body, hike)
+    assert side == "included", entry
+    # Its cosine alone would have evicted it: the time the question names lets it in.
+    assert entry["score_parts"]["semantic"] < settings.ENGRAM_CONTEXT_SIMILARITY_FLOOR
+    assert "[2026-11-21 15:00] Went hiking in Gerês" in _memories_message(body)
+    # A memory of another time that shares no word with the question still must pass
+    # the floors on its cosine.
+    side, entry = _entry(body, plant)
+    assert side == "excluded" and entry["reason"] in ("evicted_below_similarity", "not_relevant")
+
+
+def test_without_as_of_the_question_is_read_against_now(tenant: Tenant, api: APIClient) -> None:
+    saturday = resolve_time_phrases("last Saturday", timezone.now())
+    assert saturday is not None and saturday.start is not None
+    hike = _add(
+        tenant, "Went hiking in Gerês, 20 km with Rui.", saturday.start + timedelta(hours=15)
+    )
+    session = new_session(tenant)
+
+    assert _entry(_context(api, session.pk, "What did I do last Saturday?"), hike)[0] == "included"
+    # Asked a month later, "last Saturday" is another day, and nothing else relates them.
+    later = (timezone.now() + timedelta(days=30)).isoformat()
+    body = _context(api, session.pk, "What did I do last Saturday?", as_of=later)
+    assert _entry(body, hike)[0] == "excluded"
+
+
+GARDEN = (
+    "We spent the whole afternoon planning the garden: tomatoes along the south fence, "
+    "basil and parsley in the raised bed, a row of dwarf beans behind them, and the compost "
+    "bin moved next to the shed so the path stays clear. The hose reel needs a new washer, "
+    "the wheelbarrow tyre is flat again, and the shed padlock is the one with code 4471. "
+    "Next weekend we sow the carrots and put netting over the strawberries."
+)
+
+
+def test_a_memory_sharing_a_word_with_the_question_passes_the_floors(
+    tenant: Tenant, api: APIClient
+) -> None:
+    garden = _add(tenant, GARDEN, datetime(2026, 11, 2, 9, tzinfo=UTC))
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "4471", as_of=AS_OF)
+
+    side, entry = _entry(body, garden)
+    assert side == "included", entry
+    # A detail inside a long text: the vector says little of it, the word does.
+    assert entry["score_parts"]["semantic"] < settings.ENGRAM_CONTEXT_SIMILARITY_FLOOR
+
+
+def test_a_superseded_memory_is_labelled_until_its_successor(
+    tenant: Tenant, api: APIClient
+) -> None:
+    lisbon = _add(tenant, "I moved to Lisbon.", datetime(2026, 9, 10, 10, tzinfo=UTC), "fact")
+    porto = _add(tenant, "I moved to Porto.", datetime(2026, 11, 2, 10, tzinfo=UTC), "fact")
+    lisbon.refresh_from_db()
+    assert lisbon.superseded_by_id == porto.pk
+    session = new_session(tenant)
+
+    text = _memories_message(_context(api, session.pk, "Where do I live now?", as_of=AS_OF))
+    assert "[2026-11-02 10:00] I moved to Porto." in text
+    assert "[2026-09-10 10:00, until 2026-11-02 10:00] I moved to Lisbon." in text
+    # Asked while Lisbon still held, it carries no end.
+    text = _memories_message(
+        _context(api, session.pk, "Where do I live?", as_of="2026-10-01T12:00:00Z")
+    )
+    assert "[2026-09-10 10:00] I moved to Lisbon." in text
+
+
+def test_a_memory_without_occurred_at_is_dated_when_it_was_noted(
+    tenant: Tenant, api: APIClient
+) -> None:
+    draft = MemoryDraft(user_id="u1", type="preference", content="I prefer aisle seats.")
+    memory = memory_add(tenant=tenant, draft=draft).memory
+    session = new_session(tenant)
+
+    text = _memories_message(_context(api, session.pk, "Which seat do I prefer?"))
+    assert f"[{memory.created_at:%Y-%m-%d %H:%M}] I prefer aisle seats." in text
