@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db
 
 # Wednesday 25 November 2026: "last Saturday" is the 21st.
 AS_OF = "2026-11-25T12:00:00Z"
+HIKE = "Went hiking in Gerês, 20 km with Rui."
 
 
 def _add(tenant: Tenant, content: str, when: datetime, kind: str = "episodic") -> Any:
@@ -54,9 +55,7 @@ def _entry(body: dict[str, Any], memory: Any) -> tuple[str, dict[str, Any]]:
 def test_a_memory_of_the_time_the_question_names_comes_in_whatever_its_cosine(
     tenant: Tenant, api: APIClient
 ) -> None:
-    hike = _add(
-        tenant, "Went hiking in Gerês, 20 km with Rui.", datetime(2026, 11, 21, 15, tzinfo=UTC)
-    )
+    hike = _add(tenant, HIKE, datetime(2026, 11, 21, 15, tzinfo=UTC))
     plant = _add(
         tenant, "Picked up a snake plant at the market.", datetime(2026, 10, 18, 18, tzinfo=UTC)
     )
@@ -78,9 +77,7 @@ def test_a_memory_of_the_time_the_question_names_comes_in_whatever_its_cosine(
 def test_without_as_of_the_question_is_read_against_now(tenant: Tenant, api: APIClient) -> None:
     saturday = resolve_time_phrases("last Saturday", timezone.now())
     assert saturday is not None and saturday.start is not None
-    hike = _add(
-        tenant, "Went hiking in Gerês, 20 km with Rui.", saturday.start + timedelta(hours=15)
-    )
+    hike = _add(tenant, HIKE, saturday.start + timedelta(hours=15))
     session = new_session(tenant)
 
     assert _entry(_context(api, session.pk, "What did I do last Saturday?"), hike)[0] == "included"
@@ -141,3 +138,11 @@ def test_a_memory_without_occurred_at_is_dated_when_it_was_noted(
 
     text = _memories_message(_context(api, session.pk, "Which seat do I prefer?"))
     assert f"[{memory.created_at:%Y-%m-%d %H:%M}] I prefer aisle seats." in text
+
+
+def test_a_context_asked_at_the_calendar_s_end_answers(tenant: Tenant, api: APIClient) -> None:
+    hike = _add(tenant, HIKE, datetime(2026, 11, 21, 15, tzinfo=UTC))
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "Where did I go hiking?", as_of="9999-12-31T23:59:59-12:00")
+    assert "Went hiking in Gerês" in _memories_message(body), _entry(body, hike)

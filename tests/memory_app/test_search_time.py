@@ -140,6 +140,14 @@ def test_bad_as_of_answers_400_naming_the_field(api: APIClient, as_of: Any) -> N
     assert_error(response, 400, "invalid", "as_of")
 
 
-def test_as_of_at_the_calendar_s_end_is_no_error(api: APIClient) -> None:
-    body = _search(api, "dinner next year", as_of="9999-12-31T23:00:00Z")
+@pytest.mark.parametrize(
+    "as_of", ["9999-12-31T23:00:00Z", "9999-12-31T23:59:59Z", "9999-12-31T23:59:59-12:00"]
+)
+def test_as_of_at_the_calendar_s_end_is_no_error(api: APIClient, as_of: str) -> None:
+    """Asked at the calendar's end, with memories to rank: nothing may step past it."""
+    ids = _add_dinners(api)
+    body = _search(api, "dinner next year", as_of=as_of)
     assert body["time_scope"] is None
+    assert set(ids.values()) <= set(_ranked(body))
+    assert all(hit["parts"]["after_question"] == 0.0 for hit in body["results"])
+    assert _search(api, "what do I cook for dinner now?", as_of=as_of)["results"]
