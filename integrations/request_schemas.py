@@ -3,7 +3,8 @@ receivers take, so a client (or a fuzzer) reading the schema sends what is accep
 
 - MCP: one JSON-RPC 2.0 message, as the MCP SDK parses it (`JSONRPCMessage`): `jsonrpc`
   "2.0" and either a `method` (a request with an `id`, or a notification without one;
-  `params` an object) or a client's answer (`id` with `result` or `error`). A message
+  `params` an object) or a client's answer (`id` with `result` or `error`; an error's
+  `id` may be null, as JSON-RPC allows when the request's id could not be read). A message
   that is an answer is read as one whatever else it holds (a `method`, `params` of any
   shape), so `method` and `params` are constrained in the first branch only. Other
   members are kept by the SDK, not refused. A message the SDK cannot parse is answered 400 with
@@ -22,6 +23,7 @@ _OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
 _NULLABLE_OBJECT: dict[str, Any] = {**_OBJECT, "nullable": True}
 _NULLABLE_STRING: dict[str, Any] = {"type": "string", "nullable": True}
 _ID: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+_ERROR_ID: dict[str, Any] = {**_ID, "nullable": True}
 
 MCP_MESSAGE: dict[str, Any] = {
     "type": "object",
@@ -39,7 +41,7 @@ MCP_MESSAGE: dict[str, Any] = {
         {
             "required": ["id", "error"],
             "properties": {
-                "id": _ID,
+                "id": _ERROR_ID,
                 "error": {
                     "type": "object",
                     "required": ["code", "message"],

@@ -174,3 +174,17 @@ def test_an_mcp_answer_is_read_as_one_whatever_else_it_holds(
     assert api.post("/mcp/", body, format="json", **headers).status_code == 202
     call_body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []}
     assert api.post("/mcp/", call_body, format="json", **headers).status_code == 400
+
+
+def test_an_mcp_error_answer_may_have_a_null_id(schema: dict[str, Any], api: APIClient) -> None:
+    """JSON-RPC lets an error answer carry a null `id` (its request's id could not be
+    read), and the SDK takes it; the schema says so. A result's `id` may not be null."""
+    message = schema["paths"]["/mcp/"]["post"]["requestBody"]["content"]["application/json"]
+    _, answer, error = message["schema"]["anyOf"]
+    assert error["required"] == ["id", "error"] and error["properties"]["id"]["nullable"] is True
+    assert "nullable" not in answer["properties"]["id"]
+    headers = {"HTTP_ACCEPT": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+    assert api.post("/mcp/", body, format="json", **headers).status_code == 202
+    body = {"jsonrpc": "2.0", "id": None, "result": {}}
+    assert api.post("/mcp/", body, format="json", **headers).status_code == 400

@@ -7451,7 +7451,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                 } | {
-                    id: string | number;
+                    id: (string | number) | null;
                     error: {
                         code: number;
                         message: string;
