@@ -45,8 +45,8 @@ class Candidate:
 class FoundCandidates:
     """Candidates the memory search found, with the semantic score of each (the
     search's cosine; for a turn, the best over its thread window) and the keys the search
-    supports by more than a vector: a query word in its text, or the time the query names
-    (`search_supports`). The context's similarity floors let those through."""
+    relates to the query by more than a vector (`SearchHit.beyond_vector`). The context's
+    similarity floors let those through."""
 
     candidates: list[Candidate] = field(default_factory=list)
     semantic: dict[str, float] = field(default_factory=dict)
@@ -57,14 +57,6 @@ class FoundCandidates:
         self.semantic[candidate.key] = semantic
         if supported:
             self.supported.add(candidate.key)
-
-
-def search_supports(parts: dict[str, float]) -> bool:
-    """Whether a hit's score parts relate it to the query whatever its cosine: it shares
-    a word with the query (BM25 above 0), or it occurred in the time the query names. The
-    search chose it, and a vector says little of a detail inside a long text or of a
-    date."""
-    return parts.get("lexical", 0.0) > 0 or parts.get("time", 0.0) > 0
 
 
 def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ leaves out with reason `not_relevant`.
 
 Both floors judge by the cosine alone, so neither applies to what the memory search
 relates to the query by more than its vector (`exempt`: a query word in it, or the time
-the query names; `candidate.search_supports`).
+the query names; `SearchHit.beyond_vector`).
 """
 
 from __future__ import annotations

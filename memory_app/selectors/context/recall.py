@@ -17,7 +17,6 @@ from psycopg import sql
 
 from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory, MemorySource
-from memory_app.selectors.context.candidate import search_supports
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
@@ -37,7 +36,8 @@ class RecalledTurn:
     # answers the query ("What is its name?" / "Her name is Biscuit") relates to it
     # through them.
     window_semantic: float
-    # The search relates it to the query by more than its vector (`search_supports`).
+    # The search relates it to the query by more than its vector (a query word in its
+    # window, or the time the query names): `SearchHit.beyond_vector`.
     supported: bool
 
     @property
@@ -96,7 +96,7 @@ def _recall(
             window_semantic=max(
                 float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0)
             ),
-            supported=search_supports(hit.parts),
+            supported=hit.beyond_vector,
         )
         for hit in hits
     ]

@@ -47,6 +47,14 @@ class SearchHit:
     score: float
     parts: dict[str, float]
 
+    @property
+    def beyond_vector(self) -> bool:
+        """Whether the search relates the hit to the query by more than its cosine: it
+        shares a word with the query (BM25 above 0), or it occurred in the time the query
+        names (part `time`). A vector says little of a detail inside a long text or of a
+        date."""
+        return self.parts.get("lexical", 0.0) > 0 or self.parts.get("time", 0.0) > 0
+
 
 @dataclass
 class SearchOutcome:

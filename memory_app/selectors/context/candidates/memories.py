@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_app.selectors.context.candidate import Candidate, FoundCandidates, search_supports
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates
 from memory_app.selectors.context.lines import line, memory_label
 from memory_app.selectors.context.recall import TURN_SOURCES
 from memory_app.selectors.memories import Actor, memory_neighbours
@@ -59,7 +59,7 @@ def memory_candidates(
             (index,),
         )
         semantic = float(hit.parts.get("semantic", 0.0))
-        out.add(candidate, semantic=semantic, supported=search_supports(hit.parts))
+        out.add(candidate, semantic=semantic, supported=hit.beyond_vector)
     return out
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory_app.selectors.context.candidate import Candidate, FoundCandidates
-from memory_app.selectors.context.candidates.recalled import add_recalled, recalled_text
+from memory_app.selectors.context.candidates.recalled import recalled_text
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import past_turns_recall
 
@@ -30,8 +30,7 @@ def past_turn_candidates(
         at = memory.occurred_at
         session_label = str(memory.session_id)[:SESSION_LABEL_CHARS]
         label = f"{date_label(at)}, session {session_label}, turn {recalled.turn_number}"
-        add_recalled(
-            out,
+        out.add(
             Candidate(
                 key=f"past:{memory.session_id}:{recalled.turn_number}",
                 kind="past_turn",
@@ -42,6 +41,7 @@ def past_turn_candidates(
                 signal=recalled.relevance,
                 order=(int(at.timestamp()) if at else 0, recalled.turn_number),
             ),
-            recalled,
+            semantic=recalled.window_semantic,
+            supported=recalled.supported,
         )
     return out

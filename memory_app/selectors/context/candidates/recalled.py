@@ -21,15 +21,6 @@ if TYPE_CHECKING:
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
 
 
-def add_recalled(found: FoundCandidates, candidate: Candidate, recalled: RecalledTurn) -> None:
-    """`candidate` of the turn `recalled`, with the best cosine over the turn's window as
-    its semantic score: a turn that shares a word with the query or was said in the time
-    it names is related to it whatever its cosine (a long message's vector, of its first
-    256 word pieces, says little of a detail inside it); one found by its vector alone
-    must pass the semantic floor."""
-    found.add(candidate, semantic=recalled.window_semantic, supported=recalled.supported)
-
-
 def recalled_text(recalled: RecalledTurn, label: str, query: str) -> str:
     """`[label] passage`: the passage of the turn that best answers `query`, within
     ENGRAM_CONTEXT_RECALL_LINE_TOKENS."""
@@ -54,8 +45,7 @@ def recalled_turn_candidates(
             continue
         at = recalled.memory.occurred_at
         label = f"turn {recalled.turn_number}, {date_label(at)}"
-        add_recalled(
-            out,
+        out.add(
             Candidate(
                 key=f"recalled:{recalled.turn_number}",
                 kind="recalled_turn",
@@ -66,6 +56,7 @@ def recalled_turn_candidates(
                 signal=recalled.relevance,
                 order=(recalled.turn_number,),
             ),
-            recalled,
+            semantic=recalled.window_semantic,
+            supported=recalled.supported,
         )
     return out
