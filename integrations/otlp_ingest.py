@@ -242,53 +242,83 @@ def ingest_spans(*, tenant: Tenant, spans: list[SpanRecord]) -> IngestReport:
     by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
     for span in genai:
         by_trace[span.trace_id].append(span)
-
     items: list[TurnItem] = []
     for trace_id, trace_spans in by_trace.items():
-        identity = _identity(trace_spans)
-        if identity is None:
-            report.ignored_spans += len(trace_spans)
-            report.errors.append(f"trace {trace_id}: no {CONVERSATION}")
-            continue
-        conversation, agent, user = identity
-        session = _session_of(tenant=tenant, conversation=conversation, agent=agent, user=user)
-        stored = set(
-            turn_metadata_values(session=session, match={TRACE_KEY: trace_id}, key=SPAN_IDS_KEY)
+        item = _trace_turn(
+            tenant=tenant, trace_id=trace_id, spans=trace_spans, parents=parents, report=report
         )
-        steps: list[StepInput] = []
-        span_ids: list[str] = []
-        for span in sorted(trace_spans, key=lambda s: (s.start_ns, s.span_id)):
-            if span.span_id in parents:
-                report.container_spans += 1
-                continue
-            if span.span_id in stored:
-                report.duplicate_spans += 1
-                continue
-            try:
-                steps.append(_step(span))
-            except UsageError as exc:
-                report.rejected_spans += 1
-                report.errors.append(f"span {span.span_id}: {exc.field}: {exc.message}")
-                continue
-            span_ids.append(span.span_id)
-        if not steps:
+        if item is not None:
+            items.append(item)
+    _count_outcomes(report, items, record_turns(tenant=tenant, items=items))
+    return report
+
+
+def _trace_turn(
+    *,
+    tenant: Tenant,
+    trace_id: str,
+    spans: list[SpanRecord],
+    parents: set[str],
+    report: IngestReport,
+) -> TurnItem | None:
+    """The turn of one trace, in the session its conversation names; None when the trace
+    names no conversation or has no new step (counted in the report)."""
+    identity = _identity(spans)
+    if identity is None:
+        report.ignored_spans += len(spans)
+        report.errors.append(f"trace {trace_id}: no {CONVERSATION}")
+        return None
+    conversation, agent, user = identity
+    session = _session_of(tenant=tenant, conversation=conversation, agent=agent, user=user)
+    stored = set(
+        turn_metadata_values(session=session, match={TRACE_KEY: trace_id}, key=SPAN_IDS_KEY)
+    )
+    steps, span_ids = _new_steps(spans, parents=parents, stored=stored, report=report)
+    if not steps:
+        return None
+    start = min(s.start_ns for s in spans)
+    end = max(s.end_ns for s in spans)
+    return TurnItem(
+        session_id=str(session.pk),
+        idempotency_key=_key(trace_id, span_ids),
+        steps=steps,
+        metadata={"source": "otlp", TRACE_KEY: trace_id, SPAN_IDS_KEY: span_ids},
+        duration_ms=max(0, (end - start) // 1_000_000),
+        span_count=len(span_ids),
+    )
+
+
+def _new_steps(
+    spans: list[SpanRecord], *, parents: set[str], stored: set[str], report: IngestReport
+) -> tuple[list[StepInput], list[str]]:
+    """The steps of a trace's spans in start order, with their span ids: containers,
+    spans already stored and spans with unusable usage are left out and counted."""
+    steps: list[StepInput] = []
+    span_ids: list[str] = []
+    for span in sorted(spans, key=lambda s: (s.start_ns, s.span_id)):
+        if span.span_id in parents:
+            report.container_spans += 1
             continue
-        start = min(s.start_ns for s in trace_spans)
-        end = max(s.end_ns for s in trace_spans)
-        items.append(
-            TurnItem(
-                session_id=str(session.pk),
-                idempotency_key=_key(trace_id, span_ids),
-                steps=steps,
-                metadata={"source": "otlp", TRACE_KEY: trace_id, SPAN_IDS_KEY: span_ids},
-                duration_ms=max(0, (end - start) // 1_000_000),
-                span_count=len(span_ids),
-            )
-        )
-    for item, error in zip(items, record_turns(tenant=tenant, items=items), strict=True):
+        if span.span_id in stored:
+            report.duplicate_spans += 1
+            continue
+        try:
+            steps.append(_step(span))
+        except UsageError as exc:
+            report.rejected_spans += 1
+            report.errors.append(f"span {span.span_id}: {exc.field}: {exc.message}")
+            continue
+        span_ids.append(span.span_id)
+    return steps, span_ids
+
+
+def _count_outcomes(
+    report: IngestReport, items: list[TurnItem], errors: list[ApplicationError | None]
+) -> None:
+    """Each recorded turn counted; each refused one's spans counted as rejected, with why."""
+    for item, error in zip(items, errors, strict=True):
         if error is None:
             report.turns_recorded += 1
         else:
             report.rejected_spans += item.span_count
             report.errors.append(f"session {item.session_id}: {error.code}: {error.message}")
-    return report
