@@ -106,20 +106,23 @@ class NextCall(BaseModel):
     lease_seconds: int | None = Field(None, ge=1, le=3600, description="How long it holds.")
 
 
+TURN_RECORD_DESCRIPTION = (
+    "Record one exchange of the conversation: what the user said, what "
+    "you answered, and each LLM or tool call as a step (step_type, model, "
+    "input_tokens, output_tokens, optional cached_tokens / reasoning_tokens, "
+    "duration_ms, success, error). Spend is priced per model and added to the "
+    "session. Reuse the same idempotency_key when retrying so it is counted once. "
+    "The turn spends a budget reservation (reservation_id, else the session's oldest "
+    "live one). With reserve_next, the answer's next_call says whether your next LLM "
+    "call may go ahead and holds its estimate, as budget_check would: one call instead "
+    "of two."
+)
+
+
 def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
     """turn_record: one exchange and its LLM calls."""
 
-    @server.tool(
-        description="Record one exchange of the conversation: what the user said, what "
-        "you answered, and each LLM or tool call as a step (step_type, model, "
-        "input_tokens, output_tokens, optional cached_tokens / reasoning_tokens, "
-        "duration_ms, success, error). Spend is priced per model and added to the "
-        "session. Reuse the same idempotency_key when retrying so it is counted once. "
-        "The turn spends a budget reservation (reservation_id, else the session's oldest "
-        "live one). With reserve_next, the answer's next_call says whether your next LLM "
-        "call may go ahead and holds its estimate, as budget_check would: one call instead "
-        "of two."
-    )
+    @server.tool(description=TURN_RECORD_DESCRIPTION)
     def turn_record(
         session_id: SessionId,
         user_message: Annotated[str, Field(max_length=200_000)] = "",
@@ -149,21 +152,40 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
             NextCall | None, Field(description="Also reserve the budget for your next call.")
         ] = None,
     ) -> dict[str, Any]:
-        optional = {"state": state, "occurred_at": occurred_at, "reservation_id": reservation_id}
-        body: dict[str, Any] = {
-            "user_message": user_message,
-            "assistant_response": assistant_response,
-            "steps": [step.model_dump() for step in steps or []],
-            **{name: value for name, value in optional.items() if value is not None},
-        }
-        if reserve_next is not None:
-            body["reserve_next"] = _next_call_body(reserve_next)
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,
             idempotency_key=idempotency_key,
-            body=body,
+            body=_turn_record_body(
+                user_message=user_message,
+                assistant_response=assistant_response,
+                steps=steps,
+                reserve_next=reserve_next,
+                state=state,
+                occurred_at=occurred_at,
+                reservation_id=reservation_id,
+            ),
         )
+
+
+def _turn_record_body(
+    *,
+    user_message: str,
+    assistant_response: str,
+    steps: list[Step] | None,
+    reserve_next: NextCall | None,
+    **optional: Any,
+) -> dict[str, Any]:
+    """turn_record's arguments as the REST route's body: `optional` ones only when given."""
+    body: dict[str, Any] = {
+        "user_message": user_message,
+        "assistant_response": assistant_response,
+        "steps": [step.model_dump() for step in steps or []],
+        **{name: value for name, value in optional.items() if value is not None},
+    }
+    if reserve_next is not None:
+        body["reserve_next"] = _next_call_body(reserve_next)
+    return body
 
 
 def _next_call_body(reserve_next: NextCall) -> dict[str, Any]:
@@ -176,7 +198,11 @@ def _next_call_body(reserve_next: NextCall) -> dict[str, Any]:
 
 def _register_memory_tools(server: MCPServer, call: BoundCall) -> None:
     """memory_add and memory_search: long-term memory of a user."""
+    _register_memory_add(server, call)
+    _register_memory_search(server, call)
 
+
+def _register_memory_add(server: MCPServer, call: BoundCall) -> None:
     @server.tool(
         description="Remember something about the user for later conversations (a "
         "preference, a fact, ...). Near-duplicates are merged, not repeated; `action` "
@@ -204,6 +230,8 @@ def _register_memory_tools(server: MCPServer, call: BoundCall) -> None:
             session_id=session_id,
         )
 
+
+def _register_memory_search(server: MCPServer, call: BoundCall) -> None:
     @server.tool(
         description="Search what is remembered about a user, by meaning and by words. "
         "Returns the best memories first, each with its score."
