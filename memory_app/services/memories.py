@@ -15,7 +15,7 @@ the first; the unique constraint on the hash is the backstop.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -229,9 +229,7 @@ def _add_threaded(
     for draft, statement, result in zip(drafts, statements, out, strict=True):
         if result.action == "created":
             later.remove(result.memory.pk)
-            relations_add(result.memory, draft.relations)
-            supersede_related(result.memory, draft.relations)
-            supersede_contradicted(result.memory, statement, written_after=later)
+            _relate_created(result.memory, draft, statement, written_after=later)
     return out
 
 
@@ -264,6 +262,32 @@ def _add_one(
     statement = draft_statement(draft)
     lock_subject(tenant.pk, draft.user_id, statement)
     digest = content_hash(draft.content)
+    existing = _stored_duplicate(tenant, draft, digest)
+    if existing is not None:
+        return AddResult("duplicate", existing, 1.0)
+
+    thread_key = thread_key_of(draft)
+    # A memory at a place in a thread is an event ("what was said then"): two similar
+    # turns are two events, so only exact duplicates collapse, never near ones.
+    near = None if thread_key else nearest_same_kind(tenant, draft, vector, statement)
+    if near is not None:
+        target, similarity = near
+        clash = _merge_clash(tenant, target, digest)
+        if clash is not None:
+            return AddResult("duplicate", clash, similarity)
+        merge_into(target, draft, statement, digest, vector, model_name, now)
+        return AddResult("merged", target, similarity)
+
+    order = thread_order_next(tenant, draft.user_id, thread_key, draft.thread_order)
+    memory = _new_memory(tenant, draft, vector, model_name, now, thread_key, order)
+    _insert_with_thread_window(memory)
+    _relate_created(memory, draft, statement)
+    return AddResult("created", memory, None)
+
+
+def _stored_duplicate(tenant: Tenant, draft: MemoryDraft, digest: str) -> Memory | None:
+    """The stored memory of the draft's user, agent and type whose text (current, else an
+    earlier version's) has the draft's hash."""
     same_key = Memory.objects.filter(
         tenant=tenant, user_id=draft.user_id, agent_id=draft.agent_id, type=draft.type
     )
@@ -275,29 +299,23 @@ def _add_one(
             .first()
         )
         existing = earlier.memory if earlier else None
-    if existing is not None:
-        return AddResult("duplicate", existing, 1.0)
+    return existing
 
-    thread_key = thread_key_of(draft)
-    # A memory at a place in a thread is an event ("what was said then"): two similar
-    # turns are two events, so only exact duplicates collapse, never near ones.
-    near = None if thread_key else nearest_same_kind(tenant, draft, vector, statement)
-    if near is not None:
-        target, similarity = near
-        clash = Memory.objects.filter(
-            tenant=tenant,
-            user_id=target.user_id,
-            agent_id=target.agent_id,
-            type=target.type,
-            content_hash=digest,
-        ).first()
-        if clash is not None:
-            return AddResult("duplicate", clash, similarity)
-        merge_into(target, draft, statement, digest, vector, model_name, now)
-        return AddResult("merged", target, similarity)
 
-    order = thread_order_next(tenant, draft.user_id, thread_key, draft.thread_order)
-    memory = _new_memory(tenant, draft, vector, model_name, now, thread_key, order)
+def _merge_clash(tenant: Tenant, target: Memory, digest: str) -> Memory | None:
+    """A memory beside the merge target (same user, agent and type) whose current text
+    has the hash: merging into the target would duplicate it."""
+    return Memory.objects.filter(
+        tenant=tenant,
+        user_id=target.user_id,
+        agent_id=target.agent_id,
+        type=target.type,
+        content_hash=digest,
+    ).first()
+
+
+def _insert_with_thread_window(memory: Memory) -> None:
+    """Insert a new memory and, in a thread, refresh its neighbours' windows."""
     # The new row is written with its own window, so that only its neighbours are
     # rewritten: each rewrite is an UPDATE of an indexed column, a new row version in
     # every index of `memory` (the HNSW graph included).
@@ -309,10 +327,19 @@ def _add_one(
     memory.save(force_insert=True)
     if neighbours is not None:
         refresh_thread_window(memory, neighbours)
+
+
+def _relate_created(
+    memory: Memory,
+    draft: MemoryDraft,
+    statement: Statement | None,
+    written_after: Iterable[Any] = (),
+) -> None:
+    """A created memory's relations, and the memories it supersedes by those relations
+    and by contradicting them (`written_after`: rows of its batch it must not see yet)."""
     relations_add(memory, draft.relations)
     supersede_related(memory, draft.relations)
-    supersede_contradicted(memory, statement)
-    return AddResult("created", memory, None)
+    supersede_contradicted(memory, statement, written_after=written_after)
 
 
 def _new_memory(
