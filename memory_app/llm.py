@@ -78,40 +78,15 @@ def chat_complete(
     json_object: bool = False,
 ) -> ChatCompletion:
     """One chat completion at temperature 0; the answer's text must not be blank."""
-    body: dict[str, Any] = {"model": endpoint.model, "temperature": 0, "messages": messages}
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
-    if json_object:
-        body["response_format"] = {"type": "json_object"}
-    headers = {"Content-Type": "application/json"}
-    if endpoint.api_key:
-        headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    request = urllib.request.Request(  # noqa: S310 - the URL is an operator setting
-        f"{endpoint.url.rstrip('/')}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers=headers,
-    )
+    request = _chat_request(endpoint, messages, max_tokens=max_tokens, json_object=json_object)
     started = time.monotonic()
-
-    def elapsed() -> int:
-        return int((time.monotonic() - started) * 1000)
-
     try:
         with urllib.request.urlopen(request, timeout=endpoint.timeout) as response:  # noqa: S310
             payload = json.load(response)
-        text = str(payload["choices"][0]["message"]["content"]).strip()
-        usage = payload.get("usage") or {}
-        completion = ChatCompletion(
-            text=text,
-            model=str(payload.get("model") or endpoint.model),
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-            duration_ms=elapsed(),
-            usage_raw=usage if isinstance(usage, dict) else {},
-        )
+        completion = _completion_of(payload, model=endpoint.model, started=started)
     except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
         raise LLMError(
-            f"{type(exc).__name__}: {exc}", model=endpoint.model, duration_ms=elapsed()
+            f"{type(exc).__name__}: {exc}", model=endpoint.model, duration_ms=_ms_since(started)
         ) from exc
     if not completion.text:
         raise LLMError(
@@ -122,3 +97,45 @@ def chat_complete(
             output_tokens=completion.output_tokens,
         )
     return completion
+
+
+def _chat_request(
+    endpoint: LLMEndpoint,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int | None,
+    json_object: bool,
+) -> urllib.request.Request:
+    """The POST to `{url}/chat/completions`, with the API key as a bearer token if set."""
+    body: dict[str, Any] = {"model": endpoint.model, "temperature": 0, "messages": messages}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if json_object:
+        body["response_format"] = {"type": "json_object"}
+    headers = {"Content-Type": "application/json"}
+    if endpoint.api_key:
+        headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    return urllib.request.Request(  # noqa: S310 - the URL is an operator setting
+        f"{endpoint.url.rstrip('/')}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers=headers,
+    )
+
+
+def _completion_of(payload: Any, *, model: str, started: float) -> ChatCompletion:
+    """The answer's text, model (else `model`, the one asked) and usage, timed from
+    `started`."""
+    text = str(payload["choices"][0]["message"]["content"]).strip()
+    usage = payload.get("usage") or {}
+    return ChatCompletion(
+        text=text,
+        model=str(payload.get("model") or model),
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        duration_ms=_ms_since(started),
+        usage_raw=usage if isinstance(usage, dict) else {},
+    )
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
