@@ -231,60 +231,73 @@ class _RecordingAsyncStream:
                 await result
 
 
+# The step type of every recorded provider call.
+STEP_TYPE = "llm"
+
+
 def _instrument(create: Callable[..., Any], kind: str, sink: StepSink) -> Callable[..., Any]:
     """`create` measured and recorded: one step per call, streamed or not."""
-    step_type = "llm"
-
-    def finish_stream(started: float, kwargs: dict[str, Any]) -> Callable[..., Any]:
-        def finish(usage: _StreamUsage, error: BaseException | None) -> Any:
-            step = usage.step(step_type, _ms_since(started))
-            if error is not None and not isinstance(error, GeneratorExit):
-                step.update(success=False, error=f"{type(error).__name__}: {error}"[:10_000])
-            return sink.add(step, _user_text(kwargs), "".join(usage.text))
-
-        return finish
-
-    def prepare(kwargs: dict[str, Any]) -> dict[str, Any]:
-        if kind == "openai_chat" and kwargs.get("stream"):
-            # Usage arrives only in a final chunk, and only when asked for.
-            options = dict(kwargs.get("stream_options") or {})
-            options.setdefault("include_usage", True)
-            kwargs = {**kwargs, "stream_options": options}
-        return kwargs
-
-    async def finish_async(pending: Any, kwargs: dict[str, Any], started: float) -> Any:
-        try:
-            response = await pending
-        except Exception as exc:
-            await _maybe_await(sink.add(_failed_step(step_type, kwargs, started, exc), "", ""))
-            raise
-        if kwargs.get("stream"):
-            usage = _StreamUsage(kind, str(kwargs.get("model") or ""))
-            return _RecordingAsyncStream(response, usage, finish_stream(started, kwargs))
-        step = step_from_response(response, step_type=step_type, duration_ms=_ms_since(started))
-        await _maybe_await(sink.add(step, _user_text(kwargs), _answer_text(response)))
-        return response
 
     def recording_create(*args: Any, **kwargs: Any) -> Any:
         # Sync or async is known only from what `create` returns: the async clients'
         # methods are wrapped by decorators that hide their coroutine nature.
-        kwargs = prepare(kwargs)
+        kwargs = _asking_stream_usage(kind, kwargs)
         started = time.monotonic()
         try:
             response = create(*args, **kwargs)
         except Exception as exc:
-            sink.add(_failed_step(step_type, kwargs, started, exc), "", "")
+            sink.add(_failed_step(STEP_TYPE, kwargs, started, exc), "", "")
             raise
         if inspect.isawaitable(response):
-            return finish_async(response, kwargs, started)
+            return _record_async(response, kind, sink, kwargs, started)
         if kwargs.get("stream"):
             usage = _StreamUsage(kind, str(kwargs.get("model") or ""))
-            return _RecordingStream(response, usage, finish_stream(started, kwargs))
-        step = step_from_response(response, step_type=step_type, duration_ms=_ms_since(started))
+            return _RecordingStream(response, usage, _stream_finisher(sink, started, kwargs))
+        step = step_from_response(response, step_type=STEP_TYPE, duration_ms=_ms_since(started))
         sink.add(step, _user_text(kwargs), _answer_text(response))
         return response
 
     return recording_create
+
+
+def _asking_stream_usage(kind: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments, asking a streamed OpenAI chat completion for its usage."""
+    if kind == "openai_chat" and kwargs.get("stream"):
+        # Usage arrives only in a final chunk, and only when asked for.
+        options = dict(kwargs.get("stream_options") or {})
+        options.setdefault("include_usage", True)
+        kwargs = {**kwargs, "stream_options": options}
+    return kwargs
+
+
+def _stream_finisher(sink: StepSink, started: float, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    """What records a stream's step once it ends: failed if it ended on an error other
+    than being closed early (GeneratorExit)."""
+
+    def finish(usage: _StreamUsage, error: BaseException | None) -> Any:
+        step = usage.step(STEP_TYPE, _ms_since(started))
+        if error is not None and not isinstance(error, GeneratorExit):
+            step.update(success=False, error=f"{type(error).__name__}: {error}"[:10_000])
+        return sink.add(step, _user_text(kwargs), "".join(usage.text))
+
+    return finish
+
+
+async def _record_async(
+    pending: Any, kind: str, sink: StepSink, kwargs: dict[str, Any], started: float
+) -> Any:
+    """An async client's call awaited and recorded, as `_instrument` records a sync one."""
+    try:
+        response = await pending
+    except Exception as exc:
+        await _maybe_await(sink.add(_failed_step(STEP_TYPE, kwargs, started, exc), "", ""))
+        raise
+    if kwargs.get("stream"):
+        usage = _StreamUsage(kind, str(kwargs.get("model") or ""))
+        return _RecordingAsyncStream(response, usage, _stream_finisher(sink, started, kwargs))
+    step = step_from_response(response, step_type=STEP_TYPE, duration_ms=_ms_since(started))
+    await _maybe_await(sink.add(step, _user_text(kwargs), _answer_text(response)))
+    return response
 
 
 async def _maybe_await(value: Any) -> Any:
