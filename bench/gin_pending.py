@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bench.percentiles import nearest_index_percentile
+
 ID = "GINPENDING"
 TITLE = "Search GIN indexes with and without a pending list (fastupdate on / off)"
 INDEXES = ("memory_lexical_owner", "memory_lexical_public", "memory_shared_grants")
@@ -58,15 +60,10 @@ def _pending() -> int | None:
         return None
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[round(fraction * (len(ordered) - 1))]
-
-
 def _summary(values: list[float]) -> dict[str, float]:
     return {
         "p50": round(statistics.median(values), 2),
-        "p95": round(_percentile(values, 0.95), 2),
+        "p95": round(nearest_index_percentile(values, 95), 2),
     }
 
 

@@ -146,8 +146,8 @@ def _fold() -> tuple[int, float]:
 def measure(
     sizes: list[int], lexemes: int, queries: int, rounds: int, log: Callable[[str], None]
 ) -> dict[str, Any]:
-    from bench.locomo_eval import percentile
     from bench.memory_data import query_texts
+    from bench.percentiles import percentile
 
     vocabulary = _vocabulary()
     questions = query_texts(SEED, queries)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.percentiles import rounded_rank_percentile
+
 Operation = Callable[[], None]  # raises on failure
 
 
@@ -35,12 +37,9 @@ class LoadResult:
         return self.requests / self.seconds if self.seconds else 0.0
 
     def percentile(self, q: float) -> float:
-        """Nearest-rank percentile of the successful operations' latencies."""
-        if not self.latencies_ms:
-            return float("nan")
-        ordered = sorted(self.latencies_ms)
-        rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
-        return ordered[rank]
+        """The successful operations' latencies at percentile `q` (0..100), at the rank
+        `rounded_rank_percentile` explains."""
+        return rounded_rank_percentile(self.latencies_ms, q)
 
     def merged(self, other: LoadResult) -> LoadResult:
         """Two rounds of the same phase as one: requests and time add up."""

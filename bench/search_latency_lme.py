@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 
 from bench.harness import BenchResult, log, record
-from bench.locomo_eval import percentile
+from bench.percentiles import percentile
 
 ID = "SEARCH_LATENCY_LME"
 TITLE = "Memory search latency on the LongMemEval pool (in process and HTTP)"

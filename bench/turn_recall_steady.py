@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from bench.locomo_eval import percentile
+from bench.percentiles import percentile
 
 LINES = [
     "We talked about the {w} trip and the hotel near the station.",
