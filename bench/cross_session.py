@@ -32,7 +32,6 @@ import random
 import signal
 import statistics
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,16 +41,10 @@ from typing import Any
 
 import httpx
 
-from bench.locomo_eval import (
-    BM25,
-    Conversation,
-    _date,
-    _ok,
-    _turn_pairs,
-    load,
-    normalise,
-    percentile,
-)
+from bench.locomo_data import Conversation, _date, _turn_pairs, load
+from bench.locomo_eval import _ok, normalise, session_context
+from bench.percentiles import percentile
+from bench.retrieval_baselines import BM25
 
 ID = "CROSS_SESSION"
 TITLE = "A new session remembers earlier sessions (LoCoMo, LongMemEval; HTTP)"
@@ -198,13 +191,37 @@ def _record(client: httpx.Client, session_id: str, session: Session, single: boo
             raise RuntimeError(f"batch items refused: {bad[:3]}")
 
 
+def _new_session(client: httpx.Client, user: str) -> str:
+    response = _ok(client.post("/api/v1/sessions", json={"user_id": user, "agent_id": "bench"}))
+    return response.json()["id"]
+
+
+def _write_miss(
+    path: Path, question: dict[str, Any], bm25_kept: bool, body: dict[str, Any]
+) -> None:
+    """A question whose answer Engram's context missed, with what the context held."""
+    with path.open("a") as misses:
+        misses.write(
+            json.dumps(
+                {
+                    "question": question["question"],
+                    "answer": question["answer"],
+                    "bm25_kept": bm25_kept,
+                    "included": body["included"],
+                    "excluded": body["excluded"][:40],
+                    "messages": body["messages"],
+                }
+            )
+            + "\n"
+        )
+
+
 def run_case(client: httpx.Client, case: Case, run_id: str, single: bool) -> list[dict[str, Any]]:
     from memory_app.window.tokens import count_tokens
 
     user = f"{case.name}-{run_id}"
     for session in case.sessions:
-        response = _ok(client.post("/api/v1/sessions", json={"user_id": user, "agent_id": "bench"}))
-        _record(client, response.json()["id"], session, single)
+        _record(client, _new_session(client, user), session, single)
     lines = _lines(case)
     history = "\n".join(lines)
     history_norm = normalise(history)
@@ -215,35 +232,12 @@ def run_case(client: httpx.Client, case: Case, run_id: str, single: bool) -> lis
         answer = normalise(question["answer"])
         if not answer or answer not in history_norm:
             continue
-        session_id = _ok(
-            client.post("/api/v1/sessions", json={"user_id": user, "agent_id": "bench"})
-        ).json()["id"]
-        began = time.perf_counter()
-        response = _ok(
-            client.get(
-                f"/api/v1/sessions/{session_id}/context",
-                params={"query": question["question"], "budget": BUDGET},
-            )
-        )
-        elapsed = (time.perf_counter() - began) * 1000
-        body = response.json()
+        session_id = _new_session(client, user)
+        body, elapsed = session_context(client, session_id, question["question"], BUDGET)
         text = normalise(" ".join(m["content"] for m in body["messages"]))
         baseline = normalise(bm25_packed(lines, bm25, question["question"]))
         if MISSES is not None and answer not in text:
-            with MISSES.open("a") as misses:
-                misses.write(
-                    json.dumps(
-                        {
-                            "question": question["question"],
-                            "answer": question["answer"],
-                            "bm25_kept": answer in baseline,
-                            "included": body["included"],
-                            "excluded": body["excluded"][:40],
-                            "messages": body["messages"],
-                        }
-                    )
-                    + "\n"
-                )
+            _write_miss(MISSES, question, answer in baseline, body)
         out.append(
             {
                 "type": question["type"],

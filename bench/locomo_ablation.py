@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.locomo_eval import KS, Conversation, _evidence, load
+from bench.locomo_data import Conversation, _evidence, load
+from bench.locomo_eval import KS
 
 POOL_LIMIT = 20  # the protocol searches with limit 20
 ACCESS_SATURATION = 20  # memory_app.selectors.search.fusion

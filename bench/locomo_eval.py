@@ -9,7 +9,7 @@ with production settings on throwaway embedded PostgreSQL + Valkey:
   dia_id, in a thread (one per LoCoMo session, order = the order of the adds, occurred_at
   = the session's date). Each question searched with `POST /memories/search` for that
   user; recall@k = share of the question's evidence turns in the top k. A plain BM25 over
-  the same turns (no model, this module's own 30 lines) is computed in the same run.
+  the same turns (no model, `bench.retrieval_baselines.BM25`) is computed in the same run.
 - Context retention: per conversation one session, the turns recorded in order (A's line
   as the user message, B's as the reply; compaction runs inline: the server runs with
   CELERY_TASK_ALWAYS_EAGER, as a deployment without a worker backlog would see it), then
@@ -25,20 +25,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import signal
 import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.locomo_data import Conversation, _date, _evidence, _turn_pairs, load
+from bench.percentiles import percentile
+from bench.retrieval_baselines import BM25
 
 ID = "LOCOMO"
 TITLE = "Recall and context retention on LoCoMo conversations (HTTP)"
@@ -46,97 +46,7 @@ KS = (1, 5, 10, 20)
 CONTEXT_BUDGET = 2000
 BULK = 200
 
-_WORD = re.compile(r"[a-z0-9]+")
 _PUNCT = re.compile(r"[^\w\s]")
-
-
-# --- Data ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Turn:
-    dia_id: str
-    speaker: str
-    text: str
-    session: int
-    date: str
-
-
-@dataclass
-class Conversation:
-    index: int
-    speaker_a: str
-    speaker_b: str
-    turns: list[Turn]
-    questions: list[dict[str, Any]] = field(default_factory=list)
-
-
-def load(path: Path) -> list[Conversation]:
-    """Conversations with their turns in order and the questions that carry evidence
-    (categories 1-4; 5 is adversarial, no answer)."""
-    out = []
-    for index, raw in enumerate(json.loads(path.read_text())):
-        conv = raw["conversation"]
-        numbers = sorted(
-            int(key.split("_")[1])
-            for key in conv
-            if re.fullmatch(r"session_\d+", key) and isinstance(conv[key], list)
-        )
-        turns = [
-            Turn(t["dia_id"], t["speaker"], t["text"], n, conv.get(f"session_{n}_date_time", ""))
-            for n in numbers
-            for t in conv[f"session_{n}"]
-        ]
-        questions = [
-            q for q in raw["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")
-        ]
-        out.append(Conversation(index, conv["speaker_a"], conv["speaker_b"], turns, questions))
-    return out
-
-
-def _date(text: str) -> str | None:
-    """LoCoMo dates look like '1:56 pm on 8 May, 2023'."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").isoformat() + "Z"
-    except ValueError:
-        return None
-
-
-def _evidence(question: dict[str, Any]) -> set[str]:
-    # A few evidence entries hold several ids ("D8:6; D9:17"); split them.
-    return {part.strip() for item in question["evidence"] for part in re.split(r"[;,]", item)}
-
-
-# --- Plain BM25 baseline ------------------------------------------------------------------
-
-
-class BM25:
-    """Okapi BM25 (k1 = 1.5, b = 0.75) over lower-cased word tokens, no stemming, no stop
-    words: the baseline any search should beat."""
-
-    def __init__(self, documents: list[str], k1: float = 1.5, b: float = 0.75) -> None:
-        self.docs = [Counter(_WORD.findall(doc.lower())) for doc in documents]
-        self.lengths = [sum(doc.values()) for doc in self.docs]
-        self.avg = sum(self.lengths) / max(1, len(self.docs))
-        df: Counter[str] = Counter()
-        for doc in self.docs:
-            df.update(doc.keys())
-        n = len(self.docs)
-        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-        self.k1, self.b = k1, b
-
-    def top(self, query: str, k: int) -> list[int]:
-        terms = set(_WORD.findall(query.lower()))
-        scores = []
-        for index, doc in enumerate(self.docs):
-            norm = self.k1 * (1 - self.b + self.b * self.lengths[index] / self.avg)
-            score = sum(
-                self.idf[t] * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in terms if t in doc
-            )
-            if score > 0:
-                scores.append((score, index))
-        scores.sort(key=lambda pair: (-pair[0], pair[1]))
-        return [index for _, index in scores[:k]]
 
 
 # --- Measures -----------------------------------------------------------------------------
@@ -149,33 +59,8 @@ def recall_at(ranked: list[set[str]], evidence: set[str], k: int) -> float:
     return len(found & evidence) / len(evidence)
 
 
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, math.ceil(p / 100 * len(ordered)) - 1))
-    return ordered[rank]
-
-
 def normalise(text: str) -> str:
     return " ".join(_PUNCT.sub(" ", str(text).lower()).split())
-
-
-def _turn_pairs(conv: Conversation) -> Iterator[tuple[str, str]]:
-    """A's line as the user message, B's as the reply; a speaker talking twice in a row
-    makes a turn with the other side blank."""
-    pending: str | None = None
-    for turn in conv.turns:
-        line = f"{turn.speaker}: {turn.text}"
-        if turn.speaker == conv.speaker_a:
-            if pending is not None:
-                yield pending, ""
-            pending = line
-        else:
-            yield pending or "", line
-            pending = None
-    if pending is not None:
-        yield pending, ""
 
 
 # --- Protocols ----------------------------------------------------------------------------
@@ -190,6 +75,56 @@ def _ok(response: httpx.Response) -> httpx.Response:
     return response
 
 
+def memory_items(conv: Conversation, user: str) -> list[dict[str, Any]]:
+    """The memory protocol's items: every turn an episodic memory of `user`, tagged with
+    its dia_id, in a thread per LoCoMo session, at the session's date when that parses."""
+    items = []
+    for order, turn in enumerate(conv.turns):
+        item: dict[str, Any] = {
+            "user_id": user,
+            "type": "episodic",
+            "content": f"{turn.speaker}: {turn.text}",
+            "tags": [turn.dia_id[:64]],
+            "thread_key": f"conversation-{conv.index}/session-{turn.session}",
+            "thread_order": order,
+        }
+        occurred = _date(turn.date)
+        if occurred:
+            item["occurred_at"] = occurred
+        items.append(item)
+    return items
+
+
+def _store_memories(
+    client: httpx.Client, conv: Conversation, items: list[dict[str, Any]]
+) -> dict[str, set[str]]:
+    """`conv`'s memory items stored through `/memories/bulk`; the dia_ids each memory holds
+    (a turn whose text another already has is merged into it)."""
+    memory_dias: dict[str, set[str]] = {}
+    for start in range(0, len(items), BULK):
+        response = client.post("/api/v1/memories/bulk", json=items[start : start + BULK])
+        _ok(response)
+        for result in response.json()["results"]:
+            dia = conv.turns[start + result["index"]].dia_id
+            memory_dias.setdefault(result["memory_id"], set()).add(dia)
+    return memory_dias
+
+
+def _search_dias(
+    client: httpx.Client, user: str, query: str, memory_dias: dict[str, set[str]]
+) -> tuple[list[set[str]], float]:
+    """The dia_ids of each hit of `query` in `user`'s memories, best first, and the
+    search's milliseconds."""
+    began = time.perf_counter()
+    response = client.post(
+        "/api/v1/memories/search", json={"query": query, "user_id": user, "limit": max(KS)}
+    )
+    elapsed = (time.perf_counter() - began) * 1000
+    _ok(response)
+    ranked = [memory_dias.get(hit["memory"]["id"], set()) for hit in response.json()["results"]]
+    return ranked, elapsed
+
+
 def memory_protocol(client: httpx.Client, convs: list[Conversation], run_id: str) -> dict[str, Any]:
     sums = {f"engram_r@{k}": 0.0 for k in KS} | {f"bm25_r@{k}": 0.0 for k in KS}
     latencies: list[float] = []
@@ -198,42 +133,15 @@ def memory_protocol(client: httpx.Client, convs: list[Conversation], run_id: str
     ingest_seconds = 0.0
     for conv in convs:
         user = f"locomo-{run_id}-{conv.index}"
-        items = []
-        for order, turn in enumerate(conv.turns):
-            item: dict[str, Any] = {
-                "user_id": user,
-                "type": "episodic",
-                "content": f"{turn.speaker}: {turn.text}",
-                "tags": [turn.dia_id[:64]],
-                "thread_key": f"conversation-{conv.index}/session-{turn.session}",
-                "thread_order": order,
-            }
-            occurred = _date(turn.date)
-            if occurred:
-                item["occurred_at"] = occurred
-            items.append(item)
-        memory_dias: dict[str, set[str]] = {}
+        items = memory_items(conv, user)
         began = time.monotonic()
-        for start in range(0, len(items), BULK):
-            response = client.post("/api/v1/memories/bulk", json=items[start : start + BULK])
-            _ok(response)
-            for result in response.json()["results"]:
-                dia = conv.turns[start + result["index"]].dia_id
-                memory_dias.setdefault(result["memory_id"], set()).add(dia)
+        memory_dias = _store_memories(client, conv, items)
         ingest_seconds += time.monotonic() - began
         bm25 = BM25([f"{t.speaker}: {t.text}" for t in conv.turns])
         for question in conv.questions:
             evidence = _evidence(question)
-            began = time.perf_counter()
-            response = client.post(
-                "/api/v1/memories/search",
-                json={"query": question["question"], "user_id": user, "limit": max(KS)},
-            )
-            latencies.append((time.perf_counter() - began) * 1000)
-            _ok(response)
-            ranked = [
-                memory_dias.get(hit["memory"]["id"], set()) for hit in response.json()["results"]
-            ]
+            ranked, elapsed = _search_dias(client, user, question["question"], memory_dias)
+            latencies.append(elapsed)
             baseline = [{conv.turns[i].dia_id} for i in bm25.top(question["question"], max(KS))]
             for k in KS:
                 sums[f"engram_r@{k}"] += recall_at(ranked, evidence, k)
@@ -256,6 +164,40 @@ def memory_protocol(client: httpx.Client, convs: list[Conversation], run_id: str
     return out
 
 
+def _record_conversation(client: httpx.Client, conv: Conversation, user: str) -> tuple[str, str]:
+    """`conv` recorded turn by turn in a new session of `user`: the session's id and the
+    history it holds, a line a message."""
+    response = client.post("/api/v1/sessions", json={"user_id": user, "agent_id": "locomo-bench"})
+    _ok(response)
+    session_id = response.json()["id"]
+    history: list[str] = []
+    for user_message, reply in _turn_pairs(conv):
+        response = client.post(
+            f"/api/v1/sessions/{session_id}/turns",
+            json={
+                "user_message": user_message,
+                "assistant_response": reply,
+                "steps": [{"step_type": "response", "input_tokens": 0, "output_tokens": 0}],
+            },
+        )
+        _ok(response)
+        history.extend(part for part in (user_message, reply) if part)
+    return session_id, "\n".join(history)
+
+
+def session_context(
+    client: httpx.Client, session_id: str, query: str, budget: int = CONTEXT_BUDGET
+) -> tuple[dict[str, Any], float]:
+    """The session's context for `query` within `budget` tokens, and its milliseconds."""
+    began = time.perf_counter()
+    response = client.get(
+        f"/api/v1/sessions/{session_id}/context", params={"query": query, "budget": budget}
+    )
+    elapsed = (time.perf_counter() - began) * 1000
+    _ok(response)
+    return response.json(), elapsed
+
+
 def context_protocol(
     client: httpx.Client, convs: list[Conversation], run_id: str
 ) -> dict[str, Any]:
@@ -267,25 +209,7 @@ def context_protocol(
     latencies: list[float] = []
     part_tokens: Counter[str] = Counter()
     for conv in convs:
-        response = client.post(
-            "/api/v1/sessions",
-            json={"user_id": f"locomo-ctx-{run_id}-{conv.index}", "agent_id": "locomo-bench"},
-        )
-        _ok(response)
-        session_id = response.json()["id"]
-        history: list[str] = []
-        for user_message, reply in _turn_pairs(conv):
-            response = client.post(
-                f"/api/v1/sessions/{session_id}/turns",
-                json={
-                    "user_message": user_message,
-                    "assistant_response": reply,
-                    "steps": [{"step_type": "response", "input_tokens": 0, "output_tokens": 0}],
-                },
-            )
-            _ok(response)
-            history.extend(part for part in (user_message, reply) if part)
-        full = "\n".join(history)
+        session_id, full = _record_conversation(client, conv, f"locomo-ctx-{run_id}-{conv.index}")
         full_norm = normalise(full)
         full_tokens = count_tokens(full)
         for question in conv.questions:
@@ -293,14 +217,8 @@ def context_protocol(
             if not answer or answer not in full_norm:
                 continue
             answerable += 1
-            began = time.perf_counter()
-            response = client.get(
-                f"/api/v1/sessions/{session_id}/context",
-                params={"query": question["question"], "budget": CONTEXT_BUDGET},
-            )
-            latencies.append((time.perf_counter() - began) * 1000)
-            _ok(response)
-            body = response.json()
+            body, elapsed = session_context(client, session_id, question["question"])
+            latencies.append(elapsed)
             text = normalise(" ".join(m["content"] for m in body["messages"]))
             kept += answer in text
             context_tokens.append(body["total_tokens"])

@@ -13,8 +13,8 @@ z-score fusion of BM25 and MiniLM computed in this process over the same texts.
   pooled and by question type.
 - LoCoMo, memory recall@k: `bench.locomo_eval.memory_protocol`, unchanged.
 
-Baselines over the same LongMemEval turns, in this process: BM25 (`bench.locomo_eval.BM25`),
-MiniLM cosine alone (the embedding model Engram is configured with), and their z-score
+Baselines over the same LongMemEval turns, in this process (`bench.retrieval_baselines`):
+BM25, MiniLM cosine alone (the embedding model Engram is configured with), and their z-score
 fusion 0.5/0.5 (each score z-normalised over all the pool's turns). `--dump PATH` also
 writes every question's top 50 with the score parts (JSONL) for offline re-ranking.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import sys
 import time
@@ -38,7 +37,9 @@ from typing import Any
 import httpx
 
 from bench.cross_session import _lme_date
-from bench.locomo_eval import BM25, _ok, load, memory_protocol, percentile
+from bench.locomo_eval import _evidence, _ok, load, memory_protocol
+from bench.percentiles import percentile
+from bench.retrieval_baselines import BM25, embedded, ranked, zscores
 
 ID = "LME_RETRIEVAL"
 TITLE = "Memory search on both dev sets: LongMemEval pooled turns and LoCoMo (HTTP)"
@@ -105,57 +106,6 @@ def load_pool(path: Path) -> Pool:
 # --- Baselines ------------------------------------------------------------------------------
 
 
-def bm25_scores(bm25: BM25, query: str) -> list[float]:
-    """BM25 of every document (0 without a query term), the same formula as `BM25.top`."""
-    terms = set(bm25_terms(query))
-    out = []
-    for index, doc in enumerate(bm25.docs):
-        norm = bm25.k1 * (1 - bm25.b + bm25.b * bm25.lengths[index] / bm25.avg)
-        out.append(
-            sum(bm25.idf[t] * doc[t] * (bm25.k1 + 1) / (doc[t] + norm) for t in terms if t in doc)
-        )
-    return out
-
-
-def bm25_terms(text: str) -> list[str]:
-    from bench.locomo_eval import _WORD
-
-    return _WORD.findall(text.lower())
-
-
-def zscores(values: list[float]) -> list[float]:
-    mean = sum(values) / len(values)
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    return [(v - mean) / spread if spread > 1e-12 else 0.0 for v in values]
-
-
-def ranked(scores: list[float], k: int) -> list[int]:
-    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
-
-
-def embedded(texts: list[str]) -> Any:
-    """The configured model's vectors of `texts` (a numpy array), kept under bench/out
-    by a hash of the model and the texts so a rerun does not embed them again."""
-    import hashlib
-
-    import numpy as np
-    from django.conf import settings
-
-    from bench.harness import OUT_DIR
-    from memory_app.embedding import embed_texts
-
-    digest = hashlib.sha256(settings.ENGRAM_EMBEDDING_MODEL.encode())
-    for text in texts:
-        digest.update(text.encode() + b"\0")
-    path = OUT_DIR / f"embeddings-{digest.hexdigest()[:16]}.npy"
-    if path.exists():
-        return np.load(path)
-    vectors = np.array(embed_texts(texts), dtype=np.float32)
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    np.save(path, vectors)
-    return vectors
-
-
 def baselines(pool: Pool, log: Any) -> dict[str, list[list[int]]]:
     """Each question's top K turn indices by BM25, MiniLM cosine, and their z-fusion."""
     began = time.monotonic()
@@ -165,7 +115,7 @@ def baselines(pool: Pool, log: Any) -> dict[str, list[list[int]]]:
     bm25 = BM25(pool.texts)
     out: dict[str, list[list[int]]] = {"bm25": [], "dense": [], "zfusion": []}
     for question, vector in zip(pool.questions, queries, strict=True):
-        lexical = bm25_scores(bm25, question["question"])
+        lexical = bm25.scores(question["question"])
         dense = [float(value) for value in documents @ vector]  # unit vectors: cosine
         fused = [0.5 * a + 0.5 * b for a, b in zip(zscores(lexical), zscores(dense), strict=True)]
         out["bm25"].append(ranked(lexical, K))
@@ -177,10 +127,10 @@ def baselines(pool: Pool, log: Any) -> dict[str, list[list[int]]]:
 # --- Protocol -------------------------------------------------------------------------------
 
 
-def ingest(client: httpx.Client, pool: Pool, user: str, log: Any) -> dict[str, set[Turn]]:
-    """The pool stored as `user`'s memories; which turns each memory holds (a turn whose
-    text another already has is merged into it)."""
-    items = [
+def pool_items(pool: Pool, user: str) -> list[dict[str, Any]]:
+    """The pool as `user`'s memory items: each turn an episodic memory in its session's
+    thread, at its place in the pool and its session's date."""
+    return [
         {
             "user_id": user,
             "type": "episodic",
@@ -193,6 +143,12 @@ def ingest(client: httpx.Client, pool: Pool, user: str, log: Any) -> dict[str, s
             zip(pool.turns, pool.texts, pool.dates, strict=True)
         )
     ]
+
+
+def ingest(client: httpx.Client, pool: Pool, user: str, log: Any) -> dict[str, set[Turn]]:
+    """The pool stored as `user`'s memories; which turns each memory holds (a turn whose
+    text another already has is merged into it)."""
+    items = pool_items(pool, user)
     held: dict[str, set[Turn]] = defaultdict(set)
     for start in range(0, len(items), BULK):
         response = _ok(client.post("/api/v1/memories/bulk", json=items[start : start + BULK]))
@@ -316,18 +272,15 @@ def _dump(
 
 def locomo_dump(client: httpx.Client, path: Path, data: Path, run_id: str) -> None:
     """LoCoMo's questions again at DUMP_LIMIT (memory_protocol's users and tags)."""
-    import re
-
     for conv in load(data):
         user = f"locomo-{run_id}-{conv.index}"
         for n, q in enumerate(conv.questions):
-            evidence = {p.strip() for e in q["evidence"] for p in re.split(r"[;,]", e)}
             question = {
                 "id": f"{conv.index}-{n}",
                 "type": str(q["category"]),
                 "question": q["question"],
                 "as_of": None,
-                "relevant": {(dia, 0) for dia in evidence},
+                "relevant": {(dia, 0) for dia in _evidence(q)},
             }
             _dump(path, "locomo", question, client, user, None)
 

@@ -37,14 +37,10 @@ from typing import Any
 import httpx
 
 from bench.harness import BenchResult
-from bench.locomo_eval import (
-    _evidence,
-    load,
-    memory_protocol,
-    percentile,
-    recall_at,
-)
+from bench.locomo_data import _evidence, load
+from bench.locomo_eval import memory_protocol, recall_at
 from bench.mem0_oss import Mem0Worker, ensure_mem0_venv, mem0_found, mem0_version
+from bench.percentiles import percentile
 
 ID = "MEM0"
 TITLE = "mem0 OSS and Engram side by side on LoCoMo (same run, same PostgreSQL)"
