@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.longmemeval_retrieval import load_pool
+from bench.longmemeval_retrieval import load_pool, pool_items
 
 
 def _patch_vectors(path: Path | None) -> None:
@@ -58,15 +58,15 @@ def _store(client: Any, items: list[dict[str, Any]]) -> list[tuple[int, str]]:
     return out
 
 
-def pool_features(
+def _scored_pool(
     tenant: Any, query: str, user: str, as_of: datetime | None, candidates: int
-) -> list[dict[str, Any]]:
-    """The pool of `query` as the search reads it, every member with its features."""
+) -> tuple[Any, list[Any]]:
+    """The search's pool of `query` for `user` at `candidates` per side, and its members
+    scored as the search scores them (fusion, time scope, speaker, currency), best first."""
     from django.db import connection
     from django.utils import timezone
 
     from memory_app.embedding import embed_query, vector_literal
-    from memory_app.models import Memory
     from memory_app.selectors.currency import apply_currency
     from memory_app.selectors.memories import Actor
     from memory_app.selectors.search.engine import _pool
@@ -91,34 +91,45 @@ def pool_features(
         scope = query_time_scope(query, as_of)
         scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)
         scored = apply_currency(cursor, query, now, scored)
+    return pool, scored
+
+
+def _features(
+    pk: Any, memory: Any, parts: dict[str, float], vrank: int | None, lrank: int | None
+) -> dict[str, Any]:
+    """One pool member's ranks, score parts and what the memory is."""
+    return {
+        "id": str(pk),
+        "vrank": vrank,
+        "lrank": lrank,
+        "semantic": parts["semantic"],
+        "lexical": parts["lexical"],
+        "importance": parts["importance"],
+        "access": parts["access"],
+        "recency": parts["recency"],
+        "time": parts.get("time", 0.0),
+        "superseded": parts.get("superseded", 0.0),
+        "speaker": parts.get("speaker", 0.0),
+        "thread": memory.thread_key,
+        "order": memory.thread_order,
+        "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,
+        "chars": len(memory.content),
+        "bytes": len(memory.content.encode()),
+        "tags": list(memory.tags or []),
+    }
+
+
+def pool_features(
+    tenant: Any, query: str, user: str, as_of: datetime | None, candidates: int
+) -> list[dict[str, Any]]:
+    """The pool of `query` as the search reads it, every member with its features."""
+    from memory_app.models import Memory
+
+    pool, scored = _scored_pool(tenant, query, user, as_of, candidates)
     rows = Memory.objects.in_bulk([pk for pk, _, _ in scored])
     vrank = {pk: i + 1 for i, pk in enumerate(pool.vector_ranking)}
     lrank = {pk: i + 1 for i, pk in enumerate(pool.lexical_ranking)}
-    out = []
-    for pk, _, parts in scored:
-        memory = rows[pk]
-        out.append(
-            {
-                "id": str(pk),
-                "vrank": vrank.get(pk),
-                "lrank": lrank.get(pk),
-                "semantic": parts["semantic"],
-                "lexical": parts["lexical"],
-                "importance": parts["importance"],
-                "access": parts["access"],
-                "recency": parts["recency"],
-                "time": parts.get("time", 0.0),
-                "superseded": parts.get("superseded", 0.0),
-                "speaker": parts.get("speaker", 0.0),
-                "thread": memory.thread_key,
-                "order": memory.thread_order,
-                "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,
-                "chars": len(memory.content),
-                "bytes": len(memory.content.encode()),
-                "tags": list(memory.tags or []),
-            }
-        )
-    return out
+    return [_features(pk, rows[pk], parts, vrank.get(pk), lrank.get(pk)) for pk, _, parts in scored]
 
 
 def _dump_longmemeval(
@@ -129,12 +140,7 @@ def _dump_longmemeval(
     from bench.harness import log
 
     pool = load_pool(path)
-    items = [
-        {"user_id": "lme", "type": "episodic", "content": text,
-         "thread_key": f"session:{sid}", "thread_order": order, "occurred_at": date}
-        for order, ((sid, _), text, date) in enumerate(
-            zip(pool.turns, pool.texts, pool.dates, strict=True))
-    ]  # fmt: skip
+    items = pool_items(pool, "lme")
     held: dict[str, list[list[Any]]] = {}
     for index, memory_id in _store(client, items):
         held.setdefault(memory_id, []).append(list(pool.turns[index]))
@@ -161,21 +167,12 @@ def _dump_locomo(
     from django.utils import timezone
 
     from bench.harness import log
-    from bench.locomo_eval import _date, _evidence, load
+    from bench.locomo_data import _evidence, load
+    from bench.locomo_eval import memory_items
 
     for conv in load(path):
         user = f"locomo-{conv.index}"
-        items = []
-        for order, turn in enumerate(conv.turns):
-            item: dict[str, Any] = {
-                "user_id": user, "type": "episodic", "content": f"{turn.speaker}: {turn.text}",
-                "tags": [turn.dia_id[:64]],
-                "thread_key": f"conversation-{conv.index}/session-{turn.session}",
-                "thread_order": order,
-            }  # fmt: skip
-            if _date(turn.date):
-                item["occurred_at"] = _date(turn.date)
-            items.append(item)
+        items = memory_items(conv, user)
         dias: dict[str, list[list[Any]]] = {}
         for index, memory_id in _store(client, items):
             dias.setdefault(memory_id, []).append([conv.turns[index].dia_id, 0])
