@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.harness import BenchContext
 from bench.loadgen import HttpPoster, LoadResult, run_load
+from bench.percentiles import rounded_rank_percentile
 
 ID = "B-budget"
 TITLE = "Budget check with reservation: 5 budgets applying, 20 agents, over HTTP"
@@ -83,13 +84,6 @@ class GetThenTurn:
         self.turn()
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))]
-
-
 def _setup(agents: int) -> tuple[str, dict[str, list[str]]]:
     from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
     from sessions_app.services.sessions import session_create
@@ -122,60 +116,108 @@ def _setup(agents: int) -> tuple[str, dict[str, list[str]]]:
     return json.dumps(secrets), sessions
 
 
+def _clients(
+    port: int, secrets: dict[str, str], sessions: dict[str, list[str]]
+) -> dict[str, list[Any]]:
+    """Every phase's agents: one operation a session, authenticated as the phase's tenant."""
+    from bench.b1_ingestion import TURN_BODY
+
+    turn = json.dumps(TURN_BODY).encode()
+    reserving = json.dumps({**TURN_BODY, "reserve_next": CHECK}).encode()
+    clients: dict[str, list[Any]] = {}
+    for phase in PHASES:
+        tenant = "plain" if phase in PLAIN_PHASES else "budgeted"
+        auth = {"Authorization": f"Bearer {secrets[tenant]}"}
+        sids = sessions[phase]
+        if phase == "check_then_turn":
+            clients[phase] = [CheckThenTurn(port, sid, auth, turn) for sid in sids]
+        elif phase == "get_then_turn":
+            clients[phase] = [GetThenTurn(port, sid, auth, turn) for sid in sids]
+        else:
+            body = reserving if phase == "turn_reserving" else turn
+            clients[phase] = [
+                HttpPoster(port=port, paths=[f"/api/v1/sessions/{sid}/turns"], body=body,
+                           headers=auth)
+                for sid in sids
+            ]  # fmt: skip
+    return clients
+
+
+def _rounds(
+    ctx: BenchContext, clients: dict[str, list[Any]], rounds: int, seconds: float
+) -> dict[str, LoadResult]:
+    """The phases in turn, `rounds` times; each phase's rounds merged into one result."""
+    results: dict[str, LoadResult] = {}
+    for number in range(1, rounds + 1):
+        for phase in PHASES:
+            result = run_load(
+                name=phase,
+                operations=clients[phase],
+                max_requests=100_000,
+                max_seconds=seconds,
+                warmup_per_thread=3 if number == 1 else 0,
+            )
+            ctx.log(
+                f"[{ID}] round {number}/{rounds} {phase:>16}: {result.requests} in "
+                f"{result.seconds:.1f}s, p50 {result.percentile(50):.1f} ms, "
+                f"p95 {result.percentile(95):.1f} ms, errors {result.errors} "
+                f"{result.first_errors[:1]}"
+            )
+            results[phase] = results[phase].merged(result) if phase in results else result
+    return results
+
+
 def measure(ctx: BenchContext, agents: int, rounds: int, seconds: float) -> dict[str, Any]:
     from django.db import connection
 
-    from bench.b1_ingestion import TURN_BODY
     from bench.servers import Gunicorn
 
     secrets_json, sessions = _setup(agents)
     secrets = json.loads(secrets_json)
     connection.close()
-    turn = json.dumps(TURN_BODY).encode()
-    reserving = json.dumps({**TURN_BODY, "reserve_next": CHECK}).encode()
     server = Gunicorn(env=ctx.server_env, workers=ctx.nproc, threads=4)
-    results: dict[str, LoadResult] = {}
     with server:
-        clients: dict[str, list[Any]] = {}
-        for phase in PHASES:
-            tenant = "plain" if phase in PLAIN_PHASES else "budgeted"
-            auth = {"Authorization": f"Bearer {secrets[tenant]}"}
-            port, sids = server.port, sessions[phase]
-            if phase == "check_then_turn":
-                clients[phase] = [CheckThenTurn(port, sid, auth, turn) for sid in sids]
-            elif phase == "get_then_turn":
-                clients[phase] = [GetThenTurn(port, sid, auth, turn) for sid in sids]
-            else:
-                body = reserving if phase == "turn_reserving" else turn
-                clients[phase] = [
-                    HttpPoster(port=port, paths=[f"/api/v1/sessions/{sid}/turns"], body=body,
-                               headers=auth)
-                    for sid in sids
-                ]  # fmt: skip
-        for number in range(1, rounds + 1):
-            for phase in PHASES:
-                result = run_load(
-                    name=phase,
-                    operations=clients[phase],
-                    max_requests=100_000,
-                    max_seconds=seconds,
-                    warmup_per_thread=3 if number == 1 else 0,
-                )
-                ctx.log(
-                    f"[{ID}] round {number}/{rounds} {phase:>16}: {result.requests} in "
-                    f"{result.seconds:.1f}s, p50 {result.percentile(50):.1f} ms, "
-                    f"p95 {result.percentile(95):.1f} ms, errors {result.errors} "
-                    f"{result.first_errors[:1]}"
-                )
-                results[phase] = results[phase].merged(result) if phase in results else result
+        clients = _clients(server.port, secrets, sessions)
+        results = _rounds(ctx, clients, rounds, seconds)
     checks = [ms for agent in clients["check_then_turn"] for ms in agent.check_ms]
     figures: dict[str, Any] = {phase: results[phase].summary() for phase in PHASES}
     figures["check"] = {
         "requests": len(checks),
-        "p50_ms": round(_percentile(checks, 50), 2),
-        "p95_ms": round(_percentile(checks, 95), 2),
+        "p50_ms": round(rounded_rank_percentile(checks, 50), 2),
+        "p95_ms": round(rounded_rank_percentile(checks, 95), 2),
     }
     return figures
+
+
+def _row(what: str, figures: dict[str, Any], plain: dict[str, Any]) -> str:
+    """A phase's row of the table, its ratios to the plain turn's."""
+    return (
+        f"| {what} | {figures['requests']} | {figures['p50_ms']:.1f} | "
+        f"{figures['p95_ms']:.1f} | {figures['p50_ms'] / plain['p50_ms']:.2f}x | "
+        f"{figures['p95_ms'] / plain['p95_ms']:.2f}x |"
+    )
+
+
+def _markdown(
+    args: argparse.Namespace, f: dict[str, Any], load_before: float, load_after: float
+) -> str:
+    plain = f["turn"]
+    return f"""
+{args.agents} agents (client threads), each in its own session of one user, agent and model;
+five day budgets (tenant, user, agent, model, user x agent) apply to every call of the
+budgeted phases. {args.rounds} rounds of {args.seconds:.0f} s per phase, alternating.
+1-minute load average {load_before:.1f} before, {load_after:.1f} after (2 shared cores:
+read the ratios). Ratios: to the plain turn of the same run, p50 to p50, p95 to p95.
+
+| phase | requests | p50 ms | p95 ms | p50 / turn | p95 / turn |
+|---|---:|---:|---:|---:|---:|
+{_row("turn, no budget applies (B1's single turn)", plain, plain)}
+{_row("turn, five budgets apply", f["turn_budgeted"], plain)}
+{_row("budget/check with reservation, five budgets", f["check"], plain)}
+{_row("check + turn (two round trips under budgets)", f["check_then_turn"], plain)}
+{_row("GET session + turn, no budgets (floor of two round trips)", f["get_then_turn"], plain)}
+{_row("turn with reserve_next, five budgets (one round trip)", f["turn_reserving"], plain)}
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,32 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         f = measure(ctx, args.agents, args.rounds, args.seconds)
         load_after = os.getloadavg()[0]
-        plain = f["turn"]
-
-        def row(what: str, figures: dict[str, Any]) -> str:
-            return (
-                f"| {what} | {figures['requests']} | {figures['p50_ms']:.1f} | "
-                f"{figures['p95_ms']:.1f} | {figures['p50_ms'] / plain['p50_ms']:.2f}x | "
-                f"{figures['p95_ms'] / plain['p95_ms']:.2f}x |"
-            )
-
-        markdown = f"""
-{args.agents} agents (client threads), each in its own session of one user, agent and model;
-five day budgets (tenant, user, agent, model, user x agent) apply to every call of the
-budgeted phases. {args.rounds} rounds of {args.seconds:.0f} s per phase, alternating.
-1-minute load average {load_before:.1f} before, {load_after:.1f} after (2 shared cores:
-read the ratios). Ratios: to the plain turn of the same run, p50 to p50, p95 to p95.
-
-| phase | requests | p50 ms | p95 ms | p50 / turn | p95 / turn |
-|---|---:|---:|---:|---:|---:|
-{row("turn, no budget applies (B1's single turn)", plain)}
-{row("turn, five budgets apply", f["turn_budgeted"])}
-{row("budget/check with reservation, five budgets", f["check"])}
-{row("check + turn (two round trips under budgets)", f["check_then_turn"])}
-{row("GET session + turn, no budgets (floor of two round trips)", f["get_then_turn"])}
-{row("turn with reserve_next, five budgets (one round trip)", f["turn_reserving"])}
-"""
-        result = BenchResult(ID, TITLE, markdown, f)
+        result = BenchResult(ID, TITLE, _markdown(args, f, load_before, load_after), f)
         path = record(result, command, update=not args.no_record)
         log(f"[{ID}] {json.dumps(f)}; raw: {path}")
     return 0
