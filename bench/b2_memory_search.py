@@ -308,27 +308,11 @@ def _context_line(context: dict[int, dict[str, Any]], smallest: int, largest: in
     return f"{sizes} (p95 ratio {ratio:.2f}x)"
 
 
-def _report(
-    ctx: BenchContext,
-    size: B2Size,
-    server: Gunicorn,
-    per_size: dict[int, dict[str, Any]],
-    context: dict[int, dict[str, Any]],
-) -> BenchResult:
-    smallest, largest = size.sizes[0], size.sizes[-1]
-    rows = _table_rows(per_size, smallest)
-    ratios = {
-        shape: per_size[largest]["http"][shape]["p95_ms"]
-        / per_size[smallest]["http"][shape]["p95_ms"]
-        for shape in SHAPES
-    }
-    worst_recall = min(per_size[m]["recall"][s]["recall_at_10"] for m in per_size for s in SHAPES)
-    verdict_latency = "meets" if max(ratios.values()) <= TARGET_P95_RATIO else "misses"
-    verdict_recall = "meets" if worst_recall >= TARGET_RECALL else "misses"
-    verdict_100k = _verdict_100k(per_size)
+def _setup_text(size: B2Size, server: Gunicorn, per_size: dict[int, dict[str, Any]]) -> str:
+    """The section's first paragraph: the data, the requests, the shapes and the checks."""
+    largest = size.sizes[-1]
     generated = ", ".join(f"{m:,}: {per_size[m]['generate_seconds']:.0f} s" for m in per_size)
-    context_line = _context_line(context, smallest, largest)
-    markdown = f"""
+    return f"""\
 Data: {largest:,} memories at most, over 2 tenants x 1,000 users (10% public, 5% shared,
 the rest private). The first {size.memory_texts:,} are distinct sentences embedded with
 MiniLM; each further memory is one of those vectors plus deterministic Gaussian noise
@@ -345,7 +329,27 @@ Shapes: "user" = `user_id` set; "tenant" = `acting_user_id` only (public + own +
 shared-with-me); "user, repeated" = the "user" requests again (vectors cached). Load =
 1-minute load average (2 cores). Recall@10: `memory_search(mode="vector")` against an
 exact full-precision scan, same filters and queries; "vector ms" / "exact ms" their
-in-process medians. Plan: EXPLAIN ANALYZE of the vector step for the first query.
+in-process medians. Plan: EXPLAIN ANALYZE of the vector step for the first query."""
+
+
+def _markdown(
+    size: B2Size,
+    server: Gunicorn,
+    per_size: dict[int, dict[str, Any]],
+    context: dict[int, dict[str, Any]],
+    ratios: dict[str, float],
+    worst_recall: float,
+) -> str:
+    """RESULTS.md's section: the setup, the table, the verdicts against the targets and
+    the context assembly's latency."""
+    smallest, largest = size.sizes[0], size.sizes[-1]
+    rows = _table_rows(per_size, smallest)
+    verdict_latency = "meets" if max(ratios.values()) <= TARGET_P95_RATIO else "misses"
+    verdict_recall = "meets" if worst_recall >= TARGET_RECALL else "misses"
+    verdict_100k = _verdict_100k(per_size)
+    context_line = _context_line(context, smallest, largest)
+    return f"""
+{_setup_text(size, server, per_size)}
 
 {TABLE_HEAD}
 {chr(10).join(rows)}
@@ -361,6 +365,23 @@ Sizes run one after the other on a shared 2-core machine (the data grows in plac
 unlike the other benchmarks the latency ratio compares runs minutes apart, not
 interleaved phases.
 """
+
+
+def _report(
+    ctx: BenchContext,
+    size: B2Size,
+    server: Gunicorn,
+    per_size: dict[int, dict[str, Any]],
+    context: dict[int, dict[str, Any]],
+) -> BenchResult:
+    smallest, largest = size.sizes[0], size.sizes[-1]
+    ratios = {
+        shape: per_size[largest]["http"][shape]["p95_ms"]
+        / per_size[smallest]["http"][shape]["p95_ms"]
+        for shape in SHAPES
+    }
+    worst_recall = min(per_size[m]["recall"][s]["recall_at_10"] for m in per_size for s in SHAPES)
+    markdown = _markdown(size, server, per_size, context, ratios, worst_recall)
     data = {
         "size": ctx.size,
         "sizes": size.sizes,
