@@ -305,55 +305,85 @@ def _existing(ids: list[uuid.UUID]) -> int:
         return int(cursor.fetchone()[0])
 
 
-def stage_memories(spec: GenerateSpec, progress: Progress) -> StageResult:
-    from bench.generate import StageResult, _anchor, _tenants, _Throttle
-
-    result = StageResult("memories", {"memory": 0})
-    if spec.memories <= 0:
-        return result
-    started = time.monotonic()
-    throttle = _Throttle(progress)
-    tenant_ids = [tenant.pk for tenant in _tenants(spec)]
+def _missing_chunks(spec: GenerateSpec) -> list[tuple[int, int]]:
+    """The [lo, hi) row ranges of chunks that lack at least one of their rows."""
     chunks = [(lo, min(lo + CHUNK, spec.memories)) for lo in range(0, spec.memories, CHUNK)]
     missing = []
     for lo, hi in chunks:
         if _existing([memory_id(spec.seed, i) for i in range(lo, hi)]) < hi - lo:
             missing.append((lo, hi))
-    if missing:
-        texts = distinct_texts(spec.seed, min(spec.memory_texts, spec.memories))
-        base = _embeddings(spec.seed, [text for _, text in texts], progress)
-        from memory_app.embedding import embedder
+    return missing
 
-        model = embedder().model_name
-        anchor = _anchor()
+
+def _drop_hnsw_for_bulk_load(to_load: int, progress: Progress) -> None:
+    """Drop the HNSW indexes when the load is large and outgrows the table, so they are
+    built once afterwards instead of maintained row by row."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memory")
+        existing_rows = int(cursor.fetchone()[0])
+    if to_load > REBUILD_INDEX_ABOVE and to_load > existing_rows:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM memory")
-            existing_rows = int(cursor.fetchone()[0])
-        to_load = sum(hi - lo for lo, hi in missing)
-        rebuild = to_load > REBUILD_INDEX_ABOVE and to_load > existing_rows
-        if rebuild:
-            with connection.cursor() as cursor:
-                for name in HNSW_INDEXES:
-                    cursor.execute(f"DROP INDEX IF EXISTS {name}")
-            progress(f"[generate] memories: {to_load:,} rows to load: HNSW indexes dropped")
-        for number, (lo, hi) in enumerate(missing, 1):
-            rows = _rows(spec, tenant_ids, texts, base, model, lo, hi, anchor)
-            with transaction.atomic():
-                result.inserted["memory"] += _copy_chunk(rows)
-            elapsed = time.monotonic() - started
-            throttle(
-                f"[generate] memories: chunk {number}/{len(missing)}, "
-                f"{result.inserted['memory']:,} new rows, "
-                f"{result.inserted['memory'] / elapsed:,.0f} rows/s",
-                force=number == len(missing),
-            )
-    missing = missing_indexes()  # also after a run killed between drop and build
+            for name in HNSW_INDEXES:
+                cursor.execute(f"DROP INDEX IF EXISTS {name}")
+        progress(f"[generate] memories: {to_load:,} rows to load: HNSW indexes dropped")
+
+
+def _load_chunks(
+    spec: GenerateSpec,
+    tenant_ids: list[int],
+    missing: list[tuple[int, int]],
+    result: StageResult,
+    progress: Progress,
+    started: float,
+) -> None:
+    """Embed the distinct texts and load the `missing` chunks, one transaction each,
+    counting the rows inserted in `result`."""
+    from bench.generate import _anchor, _Throttle
+    from memory_app.embedding import embedder
+
+    throttle = _Throttle(progress)
+    texts = distinct_texts(spec.seed, min(spec.memory_texts, spec.memories))
+    base = _embeddings(spec.seed, [text for _, text in texts], progress)
+    model = embedder().model_name
+    anchor = _anchor()
+    _drop_hnsw_for_bulk_load(sum(hi - lo for lo, hi in missing), progress)
+    for number, (lo, hi) in enumerate(missing, 1):
+        rows = _rows(spec, tenant_ids, texts, base, model, lo, hi, anchor)
+        with transaction.atomic():
+            result.inserted["memory"] += _copy_chunk(rows)
+        elapsed = time.monotonic() - started
+        throttle(
+            f"[generate] memories: chunk {number}/{len(missing)}, "
+            f"{result.inserted['memory']:,} new rows, "
+            f"{result.inserted['memory'] / elapsed:,.0f} rows/s",
+            force=number == len(missing),
+        )
+
+
+def _finish_load(result: StageResult, progress: Progress) -> None:
+    """What the load leaves to do: the indexes it dropped (also after a run killed
+    between drop and build), the BM25 sums, statistics, and a checkpoint."""
+    missing = missing_indexes()
     if missing:
         result.timings["index_build"] = build_indexes(progress, missing)
     result.timings["lexicon_fold"] = fold_lexicon(progress)
     vacuum_analyze()
     if not connection.in_atomic_block:
         checkpoint(progress)
+
+
+def stage_memories(spec: GenerateSpec, progress: Progress) -> StageResult:
+    from bench.generate import StageResult, _tenants
+
+    result = StageResult("memories", {"memory": 0})
+    if spec.memories <= 0:
+        return result
+    started = time.monotonic()
+    tenant_ids = [tenant.pk for tenant in _tenants(spec)]
+    missing = _missing_chunks(spec)
+    if missing:
+        _load_chunks(spec, tenant_ids, missing, result, progress, started)
+    _finish_load(result, progress)
     result.seconds = time.monotonic() - started
     progress(
         f"[generate] memories: {spec.memories:,} rows ({result.inserted['memory']:,} new) "
