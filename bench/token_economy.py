@@ -34,6 +34,7 @@ from django.db import connection  # noqa: E402
 from bench.synthetic_sessions import (  # noqa: E402
     TURN_12_QUESTION,
     TURN_12_VALUE,
+    SyntheticTurn,
     synthetic_session,
     value_present,
 )
@@ -41,7 +42,7 @@ from memory_app.selectors.context import context_assemble  # noqa: E402
 from memory_app.window.milestones import milestone_lines  # noqa: E402
 from memory_app.window.models import ContextSummary  # noqa: E402
 from memory_app.window.tokens import count_tokens, messages_tokens  # noqa: E402
-from sessions_app.models import ChatTurn  # noqa: E402
+from sessions_app.models import ChatSession, ChatTurn, Tenant  # noqa: E402
 from sessions_app.services.api_keys import tenant_get_or_create  # noqa: E402
 from sessions_app.services.sessions import session_create  # noqa: E402
 from sessions_app.services.turns import turn_record  # noqa: E402
@@ -52,10 +53,18 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 HEADING = "## Token economy"
 
 
-def run_session(turns: int, seed: int) -> dict[str, Any]:
-    tenant = tenant_get_or_create(name="bench")
-    session = session_create(tenant=tenant, user_id="bench", agent_id="shop")
-    script = synthetic_session(turns, seed=seed)
+def _turn_messages(user_message: str, assistant_response: str) -> list[dict[str, str]]:
+    return [
+        {"role": "user", "content": user_message},
+        {"role": "assistant", "content": assistant_response},
+    ]
+
+
+def _record_script(
+    tenant: Tenant, session: ChatSession, script: list[SyntheticTurn]
+) -> tuple[list[dict[str, str]], int, dict[int, int]]:
+    """Record every turn of `script`; (the full history, the tokens sent over the session
+    with the full history, and with Engram's context at each budget)."""
     history: list[dict[str, str]] = []
     cumulative_full = 0
     cumulative_context = dict.fromkeys(BUDGETS, 0)
@@ -72,23 +81,26 @@ def run_session(turns: int, seed: int) -> dict[str, Any]:
             user_message=turn.user_message,
             assistant_response=turn.assistant_response,
         )
-        history += [
-            {"role": "user", "content": turn.user_message},
-            {"role": "assistant", "content": turn.assistant_response},
-        ]
+        history += _turn_messages(turn.user_message, turn.assistant_response)
+    return history, cumulative_full, cumulative_context
+
+
+def _open_turn_tokens(session: ChatSession) -> int:
+    """Tokens of the turns neither compacted nor rolled back, as chat messages."""
+    open_turns = ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
+    return messages_tokens(
+        [m for t in open_turns for m in _turn_messages(t.user_message, t.assistant_response)]
+    )
+
+
+def run_session(turns: int, seed: int) -> dict[str, Any]:
+    tenant = tenant_get_or_create(name="bench")
+    session = session_create(tenant=tenant, user_id="bench", agent_id="shop")
+    script = synthetic_session(turns, seed=seed)
+    history, cumulative_full, cumulative_context = _record_script(tenant, session, script)
     full = messages_tokens(history)
     active = list(ContextSummary.objects.filter(session=session, superseded_by__isnull=True))
-    open_turns = ChatTurn.objects.filter(session=session, compacted=False, rolled_back=False)
-    open_tokens = messages_tokens(
-        [
-            m
-            for t in open_turns
-            for m in (
-                {"role": "user", "content": t.user_message},
-                {"role": "assistant", "content": t.assistant_response},
-            )
-        ]
-    )
+    open_tokens = _open_turn_tokens(session)
     milestone_tokens = sum(
         count_tokens(line) for s in active for _, _, line in milestone_lines(s.milestones)
     )
