@@ -65,6 +65,27 @@ def _baseline_seconds(session: Any) -> tuple[float, int]:
     return time.perf_counter() - started, tokens
 
 
+def _markdown(data: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            f"A session of {data['turns']} synthetic turns ({data['source_tokens']:,} tokens "
+            "of text), never compacted, then `session_compact(force=True)`: extractive "
+            f"summaries ({', '.join(data['methods']) or '-'}), milestones, condensing.",
+            "",
+            "| measure | value |",
+            "|---|---:|",
+            f"| turns compacted | {data['turns_compacted']:,} in {data['spans']} spans "
+            f"({data['condensed']} condensed summaries) |",
+            f"| compaction wall time | {data['compaction_seconds']:.2f} s "
+            f"({data['ms_per_turn']:.1f} ms/turn) |",
+            f"| baseline: read + tokenize the same turns | {data['baseline_seconds']:.3f} s |",
+            f"| ratio to baseline | {data['ratio_to_baseline']:.1f}x |",
+            f"| peak Python memory (tracemalloc, second run) | {data['python_peak_mib']:.1f} MiB |",
+            f"| process peak RSS (after both runs) | {data['process_peak_rss_mib']:.0f} MiB |",
+        ]
+    )
+
+
 def run(ctx: BenchContext) -> BenchResult:
     from memory_app.services.compaction import session_compact
 
@@ -100,21 +121,4 @@ def run(ctx: BenchContext) -> BenchResult:
         "process_peak_rss_mib": rss_after / 1024,
         "rss_growth_mib": (rss_after - rss_before) / 1024,
     }
-    markdown = "\n".join(
-        [
-            f"A session of {turns} synthetic turns ({source_tokens:,} tokens of text), never "
-            "compacted, then `session_compact(force=True)`: extractive summaries "
-            f"({', '.join(data['methods']) or '-'}), milestones, condensing.",
-            "",
-            "| measure | value |",
-            "|---|---:|",
-            f"| turns compacted | {result.turns_compacted:,} in {len(result.spans)} spans "
-            f"({len(result.condensed_ids)} condensed summaries) |",
-            f"| compaction wall time | {elapsed:.2f} s ({data['ms_per_turn']:.1f} ms/turn) |",
-            f"| baseline: read + tokenize the same turns | {baseline:.3f} s |",
-            f"| ratio to baseline | {data['ratio_to_baseline']:.1f}x |",
-            f"| peak Python memory (tracemalloc, second run) | {data['python_peak_mib']:.1f} MiB |",
-            f"| process peak RSS (after both runs) | {data['process_peak_rss_mib']:.0f} MiB |",
-        ]
-    )
-    return BenchResult(id=ID, title=TITLE, markdown=markdown, data=data)
+    return BenchResult(id=ID, title=TITLE, markdown=_markdown(data), data=data)
