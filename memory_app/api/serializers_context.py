@@ -94,7 +94,12 @@ class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # ge
 
 
 class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    recency = serializers.FloatField(help_text="exp-decay of age, half-life in settings.")
+    recency = serializers.FloatField(
+        help_text="exp-decay of the candidate's age at the request (half-life "
+        "ENGRAM_CONTEXT_HALF_LIFE_MINUTES): a window turn, step or summary is as old as its "
+        "recording, a recalled turn or long-term memory as when it happened (`occurred_at`, "
+        "else when it was noted; not its last access), session state as the last activity."
+    )
     semantic = serializers.FloatField(help_text="Cosine of query and candidate embeddings.")
     role = serializers.FloatField(help_text="1.0 for system and milestone, 0.7 otherwise.")
     signal = serializers.FloatField(help_text="In cart/focus, milestone kind, importance…")

@@ -146,3 +146,22 @@ def test_a_context_asked_at_the_calendar_s_end_answers(tenant: Tenant, api: APIC
 
     body = _context(api, session.pk, "Where did I go hiking?", as_of="9999-12-31T23:59:59-12:00")
     assert "Went hiking in Gerês" in _memories_message(body), _entry(body, hike)
+
+
+def test_a_memory_s_recency_is_its_own_time_not_its_last_access(
+    tenant: Tenant, api: APIClient
+) -> None:
+    year_ago = timezone.now() - timedelta(days=365)
+    hike = _add(tenant, HIKE, year_ago)
+    draft = MemoryDraft(user_id="u1", type="preference", content="I prefer hiking boots.")
+    boots = memory_add(tenant=tenant, draft=draft).memory
+    # Found (and so accessed) a moment ago, as every searched memory is.
+    type(hike).objects.filter(pk=hike.pk).update(last_accessed_at=timezone.now())
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "Where did I go hiking?")
+
+    # A year-old hike is as old as a year-old turn, however lately it was read…
+    assert _entry(body, hike)[1]["score_parts"]["recency"] < 0.01
+    # …and a memory noted now (no `occurred_at`) is new.
+    assert _entry(body, boots)[1]["score_parts"]["recency"] > 0.9

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from io import StringIO
 from typing import Any
 
@@ -265,6 +266,26 @@ def test_admin_action_compacts_now(tenant: Tenant, admin_client: Any) -> None:
     assert ContextSummary.objects.filter(session=session, first_turn=1, last_turn=2).exists()
     summaries = admin_client.get("/admin/memory_app/contextsummary/")
     assert summaries.status_code == 200 and str(session.pk).encode() in summaries.content
+
+
+def test_an_episode_of_imported_history_is_dated_by_its_turns(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The episodic memory of a compacted span happened when its turns did: a history
+    imported years later is not dated by its compaction."""
+    from memory_app.models import Memory
+
+    session = new_session(tenant)
+    for i in range(11):
+        number = record(tenant, session, f"question {i} about part EP-{300 + i}", "answer")
+        ChatTurn.objects.filter(session=session, turn_number=number).update(
+            occurred_at=datetime(2023, 5, 1 + i, 9, tzinfo=UTC)
+        )
+    with django_capture_on_commit_callbacks(execute=True):
+        session_compact(session_id=session.pk)
+    span = ContextSummary.objects.get(session=session, kind="span")
+    episode = Memory.objects.get(tenant=tenant, type="episodic", source="system_generated")
+    assert episode.occurred_at == datetime(2023, 5, span.last_turn, 9, tzinfo=UTC)
 
 
 def test_compact_command_unknown_session(db: None) -> None:

@@ -1080,7 +1080,7 @@ export interface components {
         ContextScoreParts: {
             /**
              * Format: double
-             * @description exp-decay of age, half-life in settings.
+             * @description exp-decay of the candidate's age at the request (half-life ENGRAM_CONTEXT_HALF_LIFE_MINUTES): a window turn, step or summary is as old as its recording, a recalled turn or long-term memory as when it happened (`occurred_at`, else when it was noted; not its last access), session state as the last activity.
              */
             recency: number;
             /**

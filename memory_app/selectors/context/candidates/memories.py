@@ -54,7 +54,7 @@ def memory_candidates(
             "memories",
             f"[{_label(memory, as_of)}] {text}",
             "memory",
-            memory.last_accessed_at or memory.updated_at,
+            _when(memory),
             float(memory.importance),
             (index,),
         )
@@ -63,9 +63,14 @@ def memory_candidates(
     return out
 
 
+def _when(memory: Memory) -> datetime:
+    """When the memory happened (`occurred_at`), else when it was noted: its label and
+    its recency, as a turn's are its own time."""
+    return memory.occurred_at or memory.created_at
+
+
 def _label(memory: Memory, as_of: datetime) -> str:
-    """When the memory happened (`occurred_at`), else when it was noted."""
-    return memory_label(memory.occurred_at or memory.created_at, memory.valid_to, as_of)
+    return memory_label(_when(memory), memory.valid_to, as_of)
 
 
 def _related_memory_candidates(
@@ -88,7 +93,7 @@ def _related_memory_candidates(
                 "memories",
                 f"[{_label(memory, as_of)}] {text}",
                 "memory",
-                memory.last_accessed_at or memory.updated_at,
+                _when(memory),
                 RELATED_SIGNAL_SHARE
                 * min(float(memory.importance), float(anchors[anchor].importance)),
                 (RELATED_ORDER + index,),
