@@ -50,7 +50,9 @@ class TimeScopeSerializer(serializers.Serializer):  # type: ignore[type-arg]  # 
     kind = serializers.CharField(
         help_text="What kind of phrase: relative_day, earlier, ago, past_span, relative_week, "
         "weekend, relative_month, relative_year, year, named_month, named_weekday, "
-        "absolute_date, before, after (an interval); before_event, after_event (an order "
+        "absolute_date, before, after, range ('between August 11 and August 15 2023', "
+        "'from March to June'), offset ('the week before August 3, 2023') (an interval); "
+        "before_event, after_event (an order "
         "relative to an event the query names, `anchor`, with no interval: nothing boosted)."
     )
     start = serializers.DateTimeField(

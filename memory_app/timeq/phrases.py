@@ -14,6 +14,9 @@ its kind. The kinds and what they resolve to are the rows of `patterns.PATTERNS`
   caller that can date X (e.g. by searching the memories for the anchor and reading the
   best hit's `occurred_at`) turns it into an interval with `TimeScope.around`.
 
+- "range" / "offset": "between August 11 and August 15 2023", "from March to May"; "the
+  week before August 3, 2023", "two days after 8 May" (`compound`).
+
 When a query holds several phrases, `resolve_time_phrases` answers the first one, by
 position, that has an interval, else the first event; `find_time_phrases` lists them all.
 """
@@ -25,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from memory_app.timeq import compound
 from memory_app.timeq.patterns import PATTERNS, Now
 
 TimeKind = Literal[
@@ -44,6 +48,8 @@ TimeKind = Literal[
     "after",
     "before_event",
     "after_event",
+    "range",
+    "offset",
 ]
 
 EVENT_KINDS: frozenset[str] = frozenset({"before_event", "after_event"})
@@ -134,14 +140,34 @@ def _dated(query: str, now: Now) -> list[TimeScope]:
     return found
 
 
-def _ordered(query: str, dated: list[TimeScope]) -> list[TimeScope]:
-    """The phrases an order word puts before: a dated one as an open interval, an event
-    as its anchor."""
+def _longest_at(dated: list[TimeScope]) -> dict[int, TimeScope]:
+    """The longest dated phrase at each position of the query."""
     by_start: dict[int, TimeScope] = {}
-    for scope in dated:  # the longest phrase at each position
+    for scope in dated:
         best = by_start.get(scope.span[0])
         if best is None or scope.span[1] > best.span[1]:
             by_start[scope.span[0]] = scope
+    return by_start
+
+
+def _compounds(query: str, by_start: dict[int, TimeScope]) -> list[TimeScope]:
+    """Ranges between two dated phrases and offsets from one (`compound`)."""
+    return [
+        TimeScope(
+            kind=found.kind,  # type: ignore[arg-type]  # "range" or "offset", both TimeKinds
+            phrase=query[found.span[0] : found.span[1]],
+            span=found.span,
+            start=found.start,
+            end=found.end,
+        )
+        for found in compound.ranges(query, by_start) + compound.offsets(query, by_start)
+    ]
+
+
+def _ordered(query: str, dated: list[TimeScope]) -> list[TimeScope]:
+    """The phrases an order word puts before: a dated one as an open interval, an event
+    as its anchor."""
+    by_start = _longest_at(dated)
     out: list[TimeScope] = []
     for match in _ORDER_RE.finditer(query):
         word = ORDER_WORDS[" ".join(match.group(1).lower().split())]
@@ -202,8 +228,9 @@ def find_time_phrases(query: str, as_of: datetime) -> list[TimeScope]:
     pattern table. `as_of` must be aware: its zone is the calendar's."""
     now = _now(as_of)
     dated = _dated(query, now)
-    candidates = _ordered(query, dated) + dated
-    # Stable sort: among equal spans, order-word phrases, then the table's order.
+    candidates = _ordered(query, dated) + dated + _compounds(query, _longest_at(dated))
+    # Stable sort: among equal spans, order-word phrases, then the table's order, then
+    # compounds ("the day before yesterday" stays a relative day).
     candidates.sort(key=lambda scope: (scope.span[0], -(scope.span[1] - scope.span[0])))
     chosen: list[TimeScope] = []
     for scope in candidates:

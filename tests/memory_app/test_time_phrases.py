@@ -500,8 +500,14 @@ class TestTimeZones:
 
 class TestSeveralPhrases:
     def test_phrases_in_order_without_overlap(self) -> None:
+        scopes = find_time_phrases("Last week, two days ago, and in May 2022", TUESDAY)
+        assert [scope.phrase for scope in scopes] == ["Last week", "two days ago", "in May 2022"]
+        # "Between" joins the first two into one range (test_time_compounds).
         scopes = find_time_phrases("Between last week and two days ago, and in May 2022", TUESDAY)
-        assert [scope.phrase for scope in scopes] == ["last week", "two days ago", "in May 2022"]
+        assert [scope.phrase for scope in scopes] == [
+            "Between last week and two days ago",
+            "in May 2022",
+        ]
 
     def test_no_phrase(self) -> None:
         assert resolve_time_phrases("what is my favourite colour", TUESDAY) is None
