@@ -7,6 +7,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sessions_app.resolution.items import (
     Item,
@@ -215,7 +216,27 @@ def _by_comparative(ctx: _Context) -> Resolution | None:
     phrase = re.sub(r"[\s-]+", " ", match.group("phrase"))
     attribute, direction = COMPARATIVES[phrase]
     expression = match.group().strip()
-    ref_text = (match.group("ref") or "").strip()
+    reference = _comparative_reference(ctx, (match.group("ref") or "").strip(), expression)
+    if isinstance(reference, Resolution):
+        return reference
+    base = attribute_value(ctx.items[reference].data, attribute)
+    if base is None:
+        return _unresolved(
+            ctx, "comparative", expression, f"{reference} has no {attribute} to compare."
+        )
+    pool = _comparative_pool(ctx, ctx.text.replace(match.group(), " "), reference)
+    values = _beyond_base(ctx, pool, attribute, base, direction)
+    if not values:
+        word = "lower" if direction == "lt" else "higher"
+        return _unresolved(
+            ctx, "comparative", expression, f"No item has a {word} {attribute} than {reference}."
+        )
+    return _closest_to_base(expression, phrase, attribute, reference, base, values)
+
+
+def _comparative_reference(ctx: _Context, ref_text: str, expression: str) -> str | Resolution:
+    """The mpn a comparison is made against: `ref_text` (what follows "than") resolved by
+    every rule, else the item in focus; the comparison's answer when there is none."""
     if ref_text:
         ref = resolve_reference(
             ref_text, items=list(ctx.items.values()), last_results=ctx.last, focus_mpn=ctx.focus
@@ -224,32 +245,43 @@ def _by_comparative(ctx: _Context) -> Resolution | None:
             return Resolution(
                 ref.status, "comparative", expression, ref.mpns, f"Than what? {ref.message}"
             )
-        reference = ref.mpns[0]
-    elif ctx.focus is not None:
-        reference = ctx.focus
-    else:
-        return _unresolved(ctx, "comparative", expression, "Nothing is in focus to compare to.")
-    base = attribute_value(ctx.items[reference].data, attribute)
-    if base is None:
-        return _unresolved(
-            ctx, "comparative", expression, f"{reference} has no {attribute} to compare."
-        )
+        return ref.mpns[0]
+    if ctx.focus is not None:
+        return ctx.focus
+    return _unresolved(ctx, "comparative", expression, "Nothing is in focus to compare to.")
+
+
+def _comparative_pool(ctx: _Context, rest: str, reference: str) -> list[str]:
+    """The items compared with the reference: the last results (or all items) but the
+    reference, narrowed to those a name in `rest` matches when a word told them apart."""
     pool = [mpn for mpn in (ctx.last or list(ctx.items)) if mpn != reference]
-    rest = ctx.text.replace(match.group(), " ")
     named = _name_matches(ctx, rest, pool)
     if named is not None and named[0] and named[1]:
         pool = [mpn for mpn in pool if mpn in named[0]]
-    values = {
+    return pool
+
+
+def _beyond_base(
+    ctx: _Context, pool: Sequence[str], attribute: str, base: Decimal, direction: str
+) -> dict[str, Decimal]:
+    """The items of `pool` whose `attribute` is below (`lt`) or above `base`, by mpn."""
+    return {
         mpn: value
         for mpn in pool
         if (value := attribute_value(ctx.items[mpn].data, attribute)) is not None
         and (value < base if direction == "lt" else value > base)
     }
-    if not values:
-        word = "lower" if direction == "lt" else "higher"
-        return _unresolved(
-            ctx, "comparative", expression, f"No item has a {word} {attribute} than {reference}."
-        )
+
+
+def _closest_to_base(
+    expression: str,
+    phrase: str,
+    attribute: str,
+    reference: str,
+    base: Decimal,
+    values: dict[str, Decimal],
+) -> Resolution:
+    """The item whose value is the next step from `base`; ambiguous on a tie."""
     closest = min(abs(value - base) for value in values.values())
     winners = [mpn for mpn, value in values.items() if abs(value - base) == closest]
     if len(winners) > 1:
