@@ -81,6 +81,15 @@ def _take_over_stale(*, record: IdempotencyRecord, now: datetime) -> bool:
         )
 
 
+def _replay(record: IdempotencyRecord) -> IdempotentOutcome:
+    """The stored answer of a completed record, as a retry receives it."""
+    return IdempotentOutcome(
+        status=record.response_status or 200,
+        body=record.response_body or {},
+        replayed=True,
+    )
+
+
 def idempotent_execute(
     *,
     tenant: Tenant,
@@ -96,7 +105,20 @@ def idempotent_execute(
     if key is None:
         status, body = work()
         return IdempotentOutcome(status=status, body=body, replayed=False)
-    record_id: int | None = None
+    claimed = _claim_or_replay(
+        tenant=tenant, key=key, scope=scope, request_hash=request_hash, session_id=session_id
+    )
+    if isinstance(claimed, IdempotentOutcome):
+        return claimed
+    return _work_under_claim(record_id=claimed, work=work)
+
+
+def _claim_or_replay(
+    *, tenant: Tenant, key: str, scope: str, request_hash: str, session_id: Any
+) -> int | IdempotentOutcome:
+    """The id of the record claimed for this request (a new claim, or a stale one taken
+    over), or the replay of the completed first request. Raises when the key was used
+    with another body, or its first request is still in flight."""
     for _attempt in range(3):  # a claim deleted between our insert and read: try again
         record_id = _claim(
             tenant=tenant,
@@ -106,24 +128,25 @@ def idempotent_execute(
             session_id=_as_uuid(session_id),
         )
         if record_id is not None:
-            break
+            return record_id
         record = IdempotencyRecord.objects.filter(tenant=tenant, key=key).first()
         if record is None:
             continue
         if record.scope != scope or record.request_hash != request_hash:
             raise IdempotencyKeyReused(fields={"Idempotency-Key": ["Used with another body."]})
         if record.status == Status.COMPLETED:
-            return IdempotentOutcome(
-                status=record.response_status or 200,
-                body=record.response_body or {},
-                replayed=True,
-            )
+            return _replay(record)
         if _take_over_stale(record=record, now=timezone.now()):
-            record_id = record.pk
-            break
+            return record.pk
         raise IdempotencyInFlight(headers={"Retry-After": "1"})
-    if record_id is None:
-        raise IdempotencyInFlight(headers={"Retry-After": "1"})
+    raise IdempotencyInFlight(headers={"Retry-After": "1"})
+
+
+def _work_under_claim(
+    *, record_id: int, work: Callable[[], tuple[int, dict[str, Any]]]
+) -> IdempotentOutcome:
+    """Run `work` and store its response on the claimed record in one transaction; if
+    the work fails, delete the claim so that a retry can proceed."""
     try:
         with transaction.atomic():
             status, body = work()
@@ -162,6 +185,27 @@ def idempotency_claim_many(*, tenant: Tenant, requests: list[KeyedRequest]) -> d
     distinct (the caller settles duplicates inside its batch)."""
     if not requests:
         return {}
+    claims = _claim_free_keys(tenant=tenant, requests=requests)
+    taken = [r for r in requests if r.key not in claims]
+    if not taken:
+        return claims
+    records = {
+        record.key: record
+        for record in IdempotencyRecord.objects.filter(
+            tenant=tenant, key__in=[r.key for r in taken]
+        )
+    }
+    now = timezone.now()
+    for request in taken:
+        claims[request.key] = _claim_taken_key(
+            request=request, record=records.get(request.key), now=now
+        )
+    return claims
+
+
+def _claim_free_keys(*, tenant: Tenant, requests: list[KeyedRequest]) -> dict[str, KeyClaim]:
+    """Claim every key of `requests` that no record holds, in one committed statement;
+    the claims by key."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
@@ -180,38 +224,24 @@ def idempotency_claim_many(*, tenant: Tenant, requests: list[KeyedRequest]) -> d
                 [r.request_hash for r in requests],
             ],
         )
-        claims = {key: KeyClaim(record_id=int(pk)) for key, pk in cursor.fetchall()}
-    taken = [r for r in requests if r.key not in claims]
-    if not taken:
-        return claims
-    records = {
-        record.key: record
-        for record in IdempotencyRecord.objects.filter(
-            tenant=tenant, key__in=[r.key for r in taken]
+        return {key: KeyClaim(record_id=int(pk)) for key, pk in cursor.fetchall()}
+
+
+def _claim_taken_key(
+    *, request: KeyedRequest, record: IdempotencyRecord | None, now: datetime
+) -> KeyClaim:
+    """What a batch may do with a key a record already held when it was claimed."""
+    if record is None:  # released between our insert and read: the retry will do
+        return KeyClaim(error=IdempotencyInFlight(headers={"Retry-After": "1"}))
+    if record.scope != request.scope or record.request_hash != request.request_hash:
+        return KeyClaim(
+            error=IdempotencyKeyReused(fields={"idempotency_key": ["Used with another body."]})
         )
-    }
-    now = timezone.now()
-    for request in taken:
-        record = records.get(request.key)
-        if record is None:  # released between our insert and read: the retry will do
-            claims[request.key] = KeyClaim(error=IdempotencyInFlight(headers={"Retry-After": "1"}))
-        elif record.scope != request.scope or record.request_hash != request.request_hash:
-            claims[request.key] = KeyClaim(
-                error=IdempotencyKeyReused(fields={"idempotency_key": ["Used with another body."]})
-            )
-        elif record.status == Status.COMPLETED:
-            claims[request.key] = KeyClaim(
-                replay=IdempotentOutcome(
-                    status=record.response_status or 200,
-                    body=record.response_body or {},
-                    replayed=True,
-                )
-            )
-        elif _take_over_stale(record=record, now=now):
-            claims[request.key] = KeyClaim(record_id=record.pk)
-        else:
-            claims[request.key] = KeyClaim(error=IdempotencyInFlight())
-    return claims
+    if record.status == Status.COMPLETED:
+        return KeyClaim(replay=_replay(record))
+    if _take_over_stale(record=record, now=now):
+        return KeyClaim(record_id=record.pk)
+    return KeyClaim(error=IdempotencyInFlight())
 
 
 def idempotency_complete_many(*, responses: dict[int, tuple[int, dict[str, Any]]]) -> None:
