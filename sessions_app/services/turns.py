@@ -186,11 +186,9 @@ def turn_draft(
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
     occurred_at = occurred_at_check(fields.occurred_at, now=now)
-    if reservations_held:
-        budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
-    rotated_from: ChatSession | None = None
-    if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
-        rotated_from, session = session, session_rotate(session=session, now=now)
+    session, rotated_from = _turn_session(
+        session=session, fields=fields, now=now, reservations_held=reservations_held
+    )
     was_exceeded = budget_remaining(session).exceeded
 
     turn = _turn_row(
@@ -213,6 +211,20 @@ def turn_draft(
         was_exceeded=was_exceeded,
     )
     return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)
+
+
+def _turn_session(
+    *, session: ChatSession, fields: TurnFields, now: datetime, reservations_held: bool
+) -> tuple[ChatSession, ChatSession | None]:
+    """The session the turn records into, after the writes that come before the turn:
+    the budget reservation it spends is released (when the session holds any), and a
+    session due for rotation gives way to its successor. Returns that session and the
+    one it replaced (None without a rotation)."""
+    if reservations_held:
+        budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
+    if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
+        return session_rotate(session=session, now=now), session
+    return session, None
 
 
 def _turn_row(
@@ -304,26 +316,46 @@ def turn_record(
     budget reservation (`reservation_id`, else the session's oldest live one). What is
     decided for the turn is `turn_draft`'s, shared with the batch route. Receivers of
     `turn_recorded` hear of the turn after commit."""
-    now = now or timezone.now()
+    fields = TurnFields(
+        steps=steps,
+        user_message=user_message,
+        assistant_response=assistant_response,
+        intent_data=intent_data,
+        reasoning=reasoning,
+        metadata=metadata,
+        state=state,
+        duration_ms=duration_ms,
+        reservation_id=reservation_id,
+        kind=kind,
+        changed_by=changed_by,
+        occurred_at=occurred_at,
+    )
+    return _turn_record_locked(
+        tenant=tenant,
+        session_id=session_id,
+        fields=fields,
+        idempotency_key=idempotency_key,
+        now=now or timezone.now(),
+    )
+
+
+def _turn_record_locked(
+    *,
+    tenant: Tenant,
+    session_id: uuid.UUID | str,
+    fields: TurnFields,
+    idempotency_key: str | None,
+    now: datetime,
+) -> TurnRecorded:
+    """`turn_record`'s work inside its transaction: lock the session, draft the turn,
+    write it with its steps, the session's counters and the period budgets' spend, and
+    announce it after commit."""
     locked = session_lock_for_turn(tenant=tenant, session_id=session_id)
     draft = turn_draft(
         tenant=tenant,
         session=locked.session,
         cart=locked.cart,
-        fields=TurnFields(
-            steps=steps,
-            user_message=user_message,
-            assistant_response=assistant_response,
-            intent_data=intent_data,
-            reasoning=reasoning,
-            metadata=metadata,
-            state=state,
-            duration_ms=duration_ms,
-            reservation_id=reservation_id,
-            kind=kind,
-            changed_by=changed_by,
-            occurred_at=occurred_at,
-        ),
+        fields=fields,
         idempotency_key=idempotency_key,
         now=now,
         reservations_held=locked.reservations_held,
