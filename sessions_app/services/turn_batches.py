@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -214,6 +214,32 @@ def _record(
     return outcomes
 
 
+@dataclass
+class _BatchSessions:
+    """The batch's sessions under lock, keyed by the id each records into now: after a
+    rotation, an item naming the archived session is refused (410, as the single route
+    answers) while the successor is known only by its own id. `touched` holds the
+    sessions whose counters moved."""
+
+    sessions: dict[uuid.UUID, ChatSession]
+    carts: dict[uuid.UUID, list[dict[str, Any]]]
+    # A successor opened by rotation is not in `held`: it releases as a plain turn does.
+    held: dict[uuid.UUID, bool]
+    touched: dict[uuid.UUID, ChatSession] = field(default_factory=dict)
+
+
+def _batch_sessions_lock(*, tenant: Tenant, todo: list[tuple[int, BatchTurn]]) -> _BatchSessions:
+    """Lock the items' sessions in id order (one statement) and read their carts."""
+    locked = sessions_lock_for_turns(
+        tenant=tenant, ids=sorted({item.session_id for _, item in todo})
+    )
+    return _BatchSessions(
+        sessions={pk: entry.session for pk, entry in locked.items()},
+        carts={pk: entry.cart for pk, entry in locked.items()},
+        held={pk: entry.reservations_held for pk, entry in locked.items()},
+    )
+
+
 def _drafts(
     *,
     tenant: Tenant,
@@ -224,51 +250,56 @@ def _drafts(
     """Lock the items' sessions and draft each item's turn in order: the refusals by
     index, the turns to insert, and the sessions whose counters moved."""
     outcomes: dict[int, BatchOutcome] = {}
-    locked = sessions_lock_for_turns(
-        tenant=tenant, ids=sorted({item.session_id for _, item in todo})
-    )
-    # The session each id records into now: after a rotation, an item naming the
-    # archived session is refused (410, as the single route answers) while the
-    # successor is known only by its own id.
-    sessions = {pk: entry.session for pk, entry in locked.items()}
-    carts = {pk: entry.cart for pk, entry in locked.items()}
-    # A successor opened by rotation is not in `locked`: it releases as a plain turn does.
-    held = {pk: entry.reservations_held for pk, entry in locked.items()}
-    touched: dict[uuid.UUID, ChatSession] = {}
+    batch = _batch_sessions_lock(tenant=tenant, todo=todo)
     pending: list[_Pending] = []
-    last_index: dict[uuid.UUID, int] = {}
     for index, item in todo:
-        session = sessions.get(item.session_id)
-        if session is None:
-            outcomes[index] = _failed(NotFound("Session not found."))
+        draft = _draft_item(tenant=tenant, batch=batch, item=item, now=now)
+        if isinstance(draft, BatchOutcome):
+            outcomes[index] = draft
             continue
-        try:
-            draft = turn_draft(
-                tenant=tenant,
-                session=session,
-                cart=carts[item.session_id],
-                fields=item.fields,
-                idempotency_key=item.idempotency_key,
-                now=now,
-                reservations_held=held.get(item.session_id, True),
-            )
-        except ApplicationError as exc:
-            outcomes[index] = _failed(exc)  # decided before any write of this item
-            continue
-        if draft.session is not session:  # rotated: the old one is archived (and saved)
-            touched[session.pk] = session
-            sessions[draft.session.pk] = draft.session
-            carts[draft.session.pk] = carts[item.session_id]
-        touched[draft.session.pk] = draft.session
-        last_index[draft.session.pk] = len(pending)
         # The recorded session is a copy: later turns of the batch move the live one on.
         recorded = TurnRecorded(
             turn=draft.turn, session=copy.copy(draft.session), warnings=draft.warnings
         )
         pending.append(_Pending(index, draft, recorded, record_id=claimed.get(index)))
+    _mark_later_of_session(pending)
+    return outcomes, pending, batch.touched
+
+
+def _draft_item(
+    *, tenant: Tenant, batch: _BatchSessions, item: BatchTurn, now: datetime
+) -> TurnDraft | BatchOutcome:
+    """One item's turn drafted into the session its id records into now, which moves on
+    in `batch` (a successor after rotation takes over its cart); or the item's refusal,
+    decided before any write of this item."""
+    session = batch.sessions.get(item.session_id)
+    if session is None:
+        return _failed(NotFound("Session not found."))
+    try:
+        draft = turn_draft(
+            tenant=tenant,
+            session=session,
+            cart=batch.carts[item.session_id],
+            fields=item.fields,
+            idempotency_key=item.idempotency_key,
+            now=now,
+            reservations_held=batch.held.get(item.session_id, True),
+        )
+    except ApplicationError as exc:
+        return _failed(exc)
+    if draft.session is not session:  # rotated: the old one is archived (and saved)
+        batch.touched[session.pk] = session
+        batch.sessions[draft.session.pk] = draft.session
+        batch.carts[draft.session.pk] = batch.carts[item.session_id]
+    batch.touched[draft.session.pk] = draft.session
+    return draft
+
+
+def _mark_later_of_session(pending: list[_Pending]) -> None:
+    """Flag every drafted turn that another turn of its session follows in the batch."""
+    last_index = {entry.draft.session.pk: position for position, entry in enumerate(pending)}
     for position, entry in enumerate(pending):
         entry.later_of_session = last_index[entry.draft.turn.session_id] != position
-    return outcomes, pending, touched
 
 
 def _insert(
