@@ -29,7 +29,42 @@ def column_chart(points: Sequence[tuple[str, float]], *, title: str, unit: str =
         return format_html('<p class="empty">No data for {}.</p>', title)
     peak = max(value for _, value in points) or 1
     step = WIDTH / len(points)
-    inner = height - top - bottom
+    bars = _column_bars(
+        points, peak=peak, step=step, top=top, inner=height - top - bottom, unit=unit
+    )
+    return _svg(
+        title=title,
+        height=height,
+        heading=format_html("{} (peak {})", title, _fmt(peak, unit)),
+        body=bars + _column_labels(points, step=step, y=height - 10),
+    )
+
+
+def _svg(*, title: str, height: int, heading: str, body: SafeString) -> SafeString:
+    """A chart's frame: WIDTH wide, `height` high, `heading` on its first line."""
+    return format_html(
+        '<svg class="chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">'
+        '<text x="0" y="12" font-size="12">{}</text>{}</svg>',
+        title,
+        WIDTH,
+        height,
+        WIDTH,
+        height,
+        heading,
+        body,
+    )
+
+
+def _column_bars(
+    points: Sequence[tuple[str, float]],
+    *,
+    peak: float,
+    step: float,
+    top: int,
+    inner: int,
+    unit: str,
+) -> SafeString:
+    """One bar per point, `inner` high at the peak, with its label and value as a tooltip."""
     bars = []
     for i, (label, value) in enumerate(points):
         h = max(0.0, value) / peak * inner
@@ -42,42 +77,35 @@ def column_chart(points: Sequence[tuple[str, float]], *, title: str, unit: str =
                 f"{label}: {_fmt(value, unit)}",
             )
         )
-    rects = format_html_join(
+    return format_html_join(
         "",
         '<rect x="{}" y="{}" width="{}" height="{}" fill="'
         + BAR_COLOR
         + '"><title>{}</title></rect>',
         bars,
     )
-    marks = sorted({0, len(points) // 2, len(points) - 1})
+
+
+def _column_labels(points: Sequence[tuple[str, float]], *, step: float, y: int) -> SafeString:
+    """The labels of the first, middle and last bar, at height `y`."""
     last = len(points) - 1
-
-    def anchor(i: int) -> tuple[str, str]:
-        """The edge labels align inward, so that they are not cut off by the frame."""
-        if i == 0 and last > 0:
-            return f"{i * step + 1:.1f}", "start"
-        if i == last and last > 0:
-            return f"{(i + 1) * step - 1:.1f}", "end"
-        return f"{(i + 0.5) * step:.1f}", "middle"
-
-    labels = format_html_join(
-        "",
-        '<text x="{}" y="{}" font-size="11" text-anchor="{}">{}</text>',
-        ((*anchor(i)[:1], height - 10, anchor(i)[1], points[i][0]) for i in marks),
+    labels = []
+    for i in sorted({0, len(points) // 2, last}):
+        x, anchor = _label_anchor(i, last=last, step=step)
+        labels.append((x, y, anchor, points[i][0]))
+    return format_html_join(
+        "", '<text x="{}" y="{}" font-size="11" text-anchor="{}">{}</text>', labels
     )
-    return format_html(
-        '<svg class="chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">'
-        '<text x="0" y="12" font-size="12">{} (peak {})</text>{}{}</svg>',
-        title,
-        WIDTH,
-        height,
-        WIDTH,
-        height,
-        title,
-        _fmt(peak, unit),
-        rects,
-        labels,
-    )
+
+
+def _label_anchor(i: int, *, last: int, step: float) -> tuple[str, str]:
+    """Where bar `i`'s label goes and how it aligns: the edge labels align inward, so
+    that they are not cut off by the frame."""
+    if i == 0 and last > 0:
+        return f"{i * step + 1:.1f}", "start"
+    if i == last and last > 0:
+        return f"{(i + 1) * step - 1:.1f}", "end"
+    return f"{(i + 0.5) * step:.1f}", "middle"
 
 
 def bar_chart(points: Sequence[tuple[str, float]], *, title: str, unit: str = "") -> SafeString:
@@ -109,14 +137,9 @@ def bar_chart(points: Sequence[tuple[str, float]], *, title: str, unit: str = ""
                 _fmt(value, unit),
             )
         )
-    return format_html(
-        '<svg class="chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">'
-        '<text x="0" y="12" font-size="12">{}</text>{}</svg>',
-        title,
-        WIDTH,
-        height,
-        WIDTH,
-        height,
-        title,
-        mark_safe("".join(bars)),  # noqa: S308 - each piece escaped by format_html above
+    return _svg(
+        title=title,
+        height=height,
+        heading=title,
+        body=mark_safe("".join(bars)),  # noqa: S308 - each piece escaped by format_html above
     )
