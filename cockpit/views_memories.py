@@ -5,7 +5,7 @@ and answer with a redirect (POST/redirect/GET), so a reload never repeats them."
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -19,8 +19,13 @@ from cockpit.diffs import word_diff
 from cockpit.forms import MemoryEditForm, MemoryExplorerForm
 from cockpit.paging import page_number, page_of
 from memory_app.selectors.audit import memory_audience, memory_for_staff, memory_relations
-from memory_app.selectors.memories import Actor, memory_history, memory_list
-from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.selectors.explorer import (
+    Exploration,
+    ExplorerCriteria,
+    memory_explore,
+    memory_id_in,
+)
+from memory_app.selectors.memories import memory_history
 from memory_app.services.memories import (
     memory_delete,
     memory_reembed,
@@ -30,80 +35,61 @@ from memory_app.services.memories import (
 from sessions_app.errors import ApplicationError
 from sessions_app.selectors.sessions import session_for_staff, tenant_for_staff
 
-# Staff audit every memory of a tenant: visibility is what they inspect, not a limit.
-OPERATOR = Actor(operator=True)
+if TYPE_CHECKING:
+    from sessions_app.models import Tenant
+
 RESULTS = 25
 LIST_PER_PAGE = 50
-
-
-def _exact_id(query: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(query.strip())
-    except ValueError:
-        return None
 
 
 @staff_required
 def memory_explorer(request: HttpRequest) -> HttpResponse:
     form = MemoryExplorerForm(request.GET or None)
     data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    choices = form.fields["tenant"].choices  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
-    tenant_id = data.get("tenant") or (choices[0][0] if choices else None)
-    tenant = tenant_for_staff(tenant_id=tenant_id) if tenant_id else None
-    query = (data.get("q") or "").strip()
-    filters: dict[str, Any] = {
-        "user_id": data.get("user_id") or None,
-        "agent_id": data.get("agent_id") or None,
-        "scope": data.get("scope") or None,
-        "pinned": data.get("pinned"),
-        "decay_below": data.get("decay_below"),
-    }
-    hits: list[Any] = []
-    exact = None
+    tenant = _tenant_chosen(form, data)
+    criteria = _explorer_criteria(data)
+    found = (
+        memory_explore(tenant=tenant, criteria=criteria, limit=RESULTS)
+        if tenant is not None
+        else Exploration(exact_id=memory_id_in(criteria.query))
+    )
     page = None
-    exact_id = _exact_id(query) if query else None
-    if tenant is not None and query:
-        if exact_id is not None:
-            found = memory_for_staff(memory_id=exact_id)
-            exact = found if found is not None and found.tenant_id == tenant.pk else None
-        else:
-            hits = memory_search(
-                tenant=tenant,
-                actor=OPERATOR,
-                query=query,
-                types=[data["type"]] if data.get("type") else None,
-                tags=[data["tag"]] if data.get("tag") else None,
-                limit=RESULTS,
-                user_id=filters["user_id"],
-                agent_id=filters["agent_id"],
-                filters=MemoryFilters(
-                    scope=filters["scope"],
-                    pinned=filters["pinned"],
-                    decay_below=filters["decay_below"],
-                ),
-            ).hits
-    elif tenant is not None:
-        rows = memory_list(
-            tenant=tenant,
-            actor=OPERATOR,
-            memory_type=data.get("type") or None,
-            tag=data.get("tag") or None,
-            **filters,
-        ).order_by("-created_at", "-pk")
-        page = page_of(rows, page_number(request.GET.get("page")), LIST_PER_PAGE)
+    if found.listed is not None:
+        page = page_of(found.listed, page_number(request.GET.get("page")), LIST_PER_PAGE)
     query_string = request.GET.copy()
     query_string.pop("page", None)
     context = {
         "form": form,
         "tenant": tenant,
-        "query": query,
-        "hits": hits,
-        "exact": exact,
-        "exact_id": exact_id,
+        "query": criteria.query,
+        "hits": found.hits,
+        "exact": found.exact,
+        "exact_id": found.exact_id,
         "page": page,
         "query_string": query_string.urlencode(),
     }
     return operator_render(request, "cockpit/memories.html", context)
+
+
+def _tenant_chosen(form: MemoryExplorerForm, data: dict[str, Any]) -> Tenant | None:
+    """The tenant the form names, else the first it offers; None when there is none."""
+    choices = form.fields["tenant"].choices  # type: ignore[attr-defined]  # set at run time; the stubs do not declare it
+    tenant_id = data.get("tenant") or (choices[0][0] if choices else None)
+    return tenant_for_staff(tenant_id=tenant_id) if tenant_id else None
+
+
+def _explorer_criteria(data: dict[str, Any]) -> ExplorerCriteria:
+    """The form's cleaned data as the explorer's criteria; a blank field is no filter."""
+    return ExplorerCriteria(
+        query=(data.get("q") or "").strip(),
+        memory_type=data.get("type") or None,
+        tag=data.get("tag") or None,
+        user_id=data.get("user_id") or None,
+        agent_id=data.get("agent_id") or None,
+        scope=data.get("scope") or None,
+        pinned=data.get("pinned"),
+        decay_below=data.get("decay_below"),
+    )
 
 
 def _staff_memory(memory_id: uuid.UUID) -> Any:
