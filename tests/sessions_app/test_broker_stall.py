@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import requests
-from django.conf import settings as django_settings
-from django.db import connection
 
 from config.celery_app import app as celery_app
 from config.embedded import EmbeddedValkey, free_port
@@ -37,16 +34,11 @@ from sessions_app.models import OutboxMessage
 from sessions_app.services import outbox
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.outbox import _publish
+from tests.live_processes import process_env, start_celery_worker, stop_process, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 FOODS = ["mangoes", "olives", "lentils", "walnuts", "figs", "leeks", "plums"]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
 
 
 def facts(session_id: str) -> Any:
@@ -67,12 +59,7 @@ def _process_state(pid: int) -> str:
 
 
 def _wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"never happened: {what}")
+    wait_until(check, timeout, what, interval=0.2)
 
 
 @pytest.fixture
@@ -99,117 +86,151 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
         valkey.stop()
 
 
-def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
-    live_server: Any,
-    issued_key: IssuedKey,
-    broker: tuple[str, int],
-    settings: Any,
-    tmp_path: Path,
-) -> None:
-    broker_url, valkey_pid = broker
+@pytest.fixture
+def compaction_settings(settings: Any) -> None:
+    """Compact every five turns, keeping two; publishes give up after half a second."""
     settings.ENGRAM_COMPACT_MAX_TURNS = 5
     settings.ENGRAM_COMPACT_KEEP_LAST_TURNS = 2
     settings.ENGRAM_PUBLISH_TIMEOUT_SECONDS = 0.5
     settings.ENGRAM_LLM_URL = ""
-    http = requests.Session()
-    http.headers["Authorization"] = f"Bearer {issued_key.secret}"
-    api = f"{live_server.url}/api/v1"
 
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": django_settings.REDIS_URL,
-        "CELERY_BROKER_URL": broker_url,
-        "ENGRAM_COMPACT_MAX_TURNS": "5",
-        "ENGRAM_COMPACT_KEEP_LAST_TURNS": "2",
-        "ENGRAM_LLM_URL": "",
+
+@contextmanager
+def _worker(broker_url: str, valkey_pid: int, tmp_path: Path) -> Iterator[None]:
+    """A real worker on the paused-and-resumed broker, with the same compaction settings;
+    on the way out the broker is resumed before the worker is stopped."""
+    env = process_env(
+        CELERY_BROKER_URL=broker_url,
+        ENGRAM_COMPACT_MAX_TURNS="5",
+        ENGRAM_COMPACT_KEEP_LAST_TURNS="2",
         # The worker publishes what it enqueues (the drain, span extraction) as in
         # production, instead of running it inline.
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-    }
-    queue_name = "celery"
-    log_path = tmp_path / "worker.log"
-    log = log_path.open("wb")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
-         "-l", "info", "-Q", queue_name, "-n", f"stall-{uuid.uuid4().hex[:6]}@%h",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=str(django_settings.BASE_DIR), env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        CELERY_TASK_ALWAYS_EAGER="false",
+    )
+    log = (tmp_path / "worker.log").open("wb")
+    worker = start_celery_worker(
+        queue="celery", env=env, log=log, name=f"stall-{uuid.uuid4().hex[:6]}"
+    )
     try:
-        session = http.post(f"{api}/sessions", json={"user_id": "u1", "agent_id": "shop"})
-        assert session.status_code == 201, session.text
-        sid = session.json()["id"]
+        yield
+    finally:
+        os.kill(valkey_pid, signal.SIGCONT)
+        stop_process(worker, timeout=20)
+        log.close()
 
-        def post(i: int) -> requests.Response:
-            body = {
-                "user_message": f"I love {FOODS[i]}.",
-                "assistant_response": f"Noted: {FOODS[i]}.",
-                "steps": [{"step_type": "response", "model": "gpt-4o-mini",
-                           "input_tokens": 500, "output_tokens": 50}],
-            }  # fmt: skip
-            return http.post(f"{api}/sessions/{sid}/turns", json=body, timeout=60)
+
+@dataclass
+class Turns:
+    """Sessions and turns posted over HTTP to the live server."""
+
+    http: requests.Session
+    api: str
+
+    @classmethod
+    def for_key(cls, live_server: Any, issued_key: IssuedKey) -> Turns:
+        http = requests.Session()
+        http.headers["Authorization"] = f"Bearer {issued_key.secret}"
+        return cls(http, f"{live_server.url}/api/v1")
+
+    def open_session(self) -> str:
+        session = self.http.post(f"{self.api}/sessions", json={"user_id": "u1", "agent_id": "shop"})
+        assert session.status_code == 201, session.text
+        return str(session.json()["id"])
+
+    def post(self, sid: str, i: int) -> requests.Response:
+        """Turn `i`: the user loves FOODS[i]."""
+        body: dict[str, Any] = {
+            "user_message": f"I love {FOODS[i]}.",
+            "assistant_response": f"Noted: {FOODS[i]}.",
+            "steps": [{"step_type": "response", "model": "gpt-4o-mini",
+                       "input_tokens": 500, "output_tokens": 50}],
+        }  # fmt: skip
+        return self.http.post(f"{self.api}/sessions/{sid}/turns", json=body, timeout=60)
+
+
+def _post_while_paused(valkey_pid: int, post: Any) -> list[requests.Response]:
+    """Stop Valkey, then post turns 1-6."""
+    os.kill(valkey_pid, signal.SIGSTOP)
+    # Signal delivery is asynchronous: wait until the kernel shows it stopped.
+    _wait_until(lambda: _process_state(valkey_pid) == "T", 10, "Valkey stopped")
+    return [post(i) for i in range(1, 7)]
+
+
+def _assert_answered_while_paused(
+    valkey_pid: int, answers: list[requests.Response], sid: str
+) -> None:
+    # Every turn answered while the broker was still paused.
+    assert _process_state(valkey_pid) == "T"
+    assert [a.status_code for a in answers] == [201] * 6, [a.text for a in answers]
+    assert [a.json()["turn"]["turn_number"] for a in answers] == [2, 3, 4, 5, 6, 7]
+    kept = list(OutboxMessage.objects.values_list("task_name", flat=True))
+    # The turns are marked in Valkey (REDIS_URL, up) to be remembered, their extraction
+    # following their memories; the drain that writes them waits in the outbox.
+    assert "memory_app.remember_pending_turns" in kept
+    assert "memory_app.compact_session" in kept
+    assert facts(sid).count() == 1  # nothing ran yet
+
+
+def _resume_and_wait_for_the_work(valkey_pid: int, sid: str) -> None:
+    os.kill(valkey_pid, signal.SIGCONT)
+    # What beat does every 30 s: the drain runs in the worker.
+    _publish("sessions_app.outbox_drain", [], {})
+    _wait_until(lambda: not OutboxMessage.objects.exists(), 180, "outbox drained")
+    _wait_until(
+        lambda: (
+            facts(sid).count() == 7
+            and ContextSummary.objects.filter(session_id=sid).exists()
+            # the span's episodic memory comes from a task the compaction enqueues
+            and span_episodes(sid).exists()
+        ),
+        300,
+        "extraction and compaction after the broker came back",
+    )
+
+
+def _outcome(sid: str) -> tuple[list[str], list[tuple[int, int]], int]:
+    """The session's facts, its compacted spans, and how many span episodes it has."""
+    return (
+        sorted(facts(sid).values_list("content", flat=True)),
+        sorted(
+            ContextSummary.objects.filter(session_id=sid).values_list("first_turn", "last_turn")
+        ),
+        span_episodes(sid).count(),
+    )
+
+
+def _deliver_every_task_again(answers: list[requests.Response], sid: str) -> None:
+    """A duplicate delivery (a timed-out publish that reached the broker after all)."""
+    for answer in answers:
+        extract_memories_from_turn.apply(args=[answer.json()["turn"]["id"]])
+    compact_session.apply(args=[sid])
+
+
+def test_turns_answer_while_valkey_is_paused_and_work_runs_once_after(
+    live_server: Any,
+    issued_key: IssuedKey,
+    broker: tuple[str, int],
+    compaction_settings: None,
+    tmp_path: Path,
+) -> None:
+    broker_url, valkey_pid = broker
+    turns = Turns.for_key(live_server, issued_key)
+    with _worker(broker_url, valkey_pid, tmp_path):
+        sid = turns.open_session()
+        post = partial(turns.post, sid)
 
         # Broker up: the first turn's extraction runs in the worker.
         assert post(0).status_code == 201
         _wait_until(lambda: facts(sid).count() == 1, 180, "first extraction")
 
-        os.kill(valkey_pid, signal.SIGSTOP)
-        # Signal delivery is asynchronous: wait until the kernel shows it stopped.
-        _wait_until(lambda: _process_state(valkey_pid) == "T", 10, "Valkey stopped")
-        answers = [post(i) for i in range(1, 7)]
-        # Every turn answered while the broker was still paused.
-        assert _process_state(valkey_pid) == "T"
-        assert [a.status_code for a in answers] == [201] * 6, [a.text for a in answers]
-        assert [a.json()["turn"]["turn_number"] for a in answers] == [2, 3, 4, 5, 6, 7]
-        kept = list(OutboxMessage.objects.values_list("task_name", flat=True))
-        # The turns are marked in Valkey (REDIS_URL, up) to be remembered, their extraction
-        # following their memories; the drain that writes them waits in the outbox.
-        assert "memory_app.remember_pending_turns" in kept
-        assert "memory_app.compact_session" in kept
-        assert facts(sid).count() == 1  # nothing ran yet
-
-        os.kill(valkey_pid, signal.SIGCONT)
-        # What beat does every 30 s: the drain runs in the worker.
-        _publish("sessions_app.outbox_drain", [], {})
-        _wait_until(lambda: not OutboxMessage.objects.exists(), 180, "outbox drained")
-        _wait_until(
-            lambda: (
-                facts(sid).count() == 7
-                and ContextSummary.objects.filter(session_id=sid).exists()
-                # the span's episodic memory comes from a task the compaction enqueues
-                and span_episodes(sid).exists()
-            ),
-            300,
-            "extraction and compaction after the broker came back",
-        )
-    finally:
-        os.kill(valkey_pid, signal.SIGCONT)
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        log.close()
+        answers = _post_while_paused(valkey_pid, post)
+        _assert_answered_while_paused(valkey_pid, answers, sid)
+        _resume_and_wait_for_the_work(valkey_pid, sid)
 
     # Each preference once; each compacted span once, with its one episodic memory.
-    def outcome() -> tuple[list[str], list[tuple[int, int]], int]:
-        return (
-            sorted(facts(sid).values_list("content", flat=True)),
-            sorted(
-                ContextSummary.objects.filter(session_id=sid).values_list("first_turn", "last_turn")
-            ),
-            span_episodes(sid).count(),
-        )
-
-    memories, spans, episodes = outcome()
+    memories, spans, episodes = _outcome(sid)
     assert memories == sorted(f"I love {food}" for food in FOODS[:7])
     assert spans and spans[0][0] == 1 and len(spans) == len(set(spans)) == episodes, spans
-    # A duplicate delivery (a timed-out publish that reached the broker after all) of
-    # every task changes nothing: the tasks are idempotent.
-    for answer in answers:
-        extract_memories_from_turn.apply(args=[answer.json()["turn"]["id"]])
-    compact_session.apply(args=[sid])
-    assert outcome() == (memories, spans, episodes)
+    # Every task delivered twice changes nothing: the tasks are idempotent.
+    _deliver_every_task_again(answers, sid)
+    assert _outcome(sid) == (memories, spans, episodes)
