@@ -19,10 +19,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
@@ -34,17 +34,14 @@ from sessions_app.models import ChatTurn, IdempotencyRecord, TurnStep
 from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
 from sessions_app.services.idempotency import STALE_IN_FLIGHT
 from sessions_app.services.sessions import session_create
+from tests.live_processes import process_env, wait_until
 from tests.sessions_app.helpers import SEED_STEPS
 from tests.sessions_app.test_turn_batches import assert_totals_match_turns
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 TURNS = 300
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
+STEPS = SEED_STEPS * 3  # 9 steps a turn: a batch that takes a moment to write
+KEYS = [f"crash-{n}" for n in range(TURNS)]
 
 
 def _children(pid: int) -> list[int]:
@@ -70,25 +67,13 @@ def _post(port: int, secret: str, body: dict[str, Any], out: dict[str, Any]) -> 
         conn.close()
 
 
-def _wait(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.005)
-    raise AssertionError(f"timed out waiting for {what}")
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    wait_until(condition, timeout, what, interval=0.005)
 
 
 def _start_gunicorn(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": django_settings.REDIS_URL,
-        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
-        "ENGRAM_LLM_URL": "",
-    }
+    env = process_env(CELERY_BROKER_URL=django_settings.CELERY_BROKER_URL)
     log = (tmp_path / "gunicorn.log").open("wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
@@ -113,20 +98,59 @@ def _stop_gunicorn(server: subprocess.Popen[bytes]) -> None:
         server.wait(timeout=30)
 
 
-def test_sigkill_mid_batch_leaves_every_turn_recorded_or_absent(tmp_path: Path) -> None:
-    tenant = tenant_get_or_create(name="crash")
-    secret = api_key_create(tenant=tenant).secret
-    sessions = [str(session_create(tenant=tenant, user_id="u", agent_id="a").pk) for _ in range(3)]
-    steps = SEED_STEPS * 3  # 9 steps a turn: a batch that takes a moment to write
-    body = {
+def _batch(sessions: list[str]) -> dict[str, Any]:
+    """TURNS turns spread over the sessions, each with its own idempotency key."""
+    return {
         "turns": [
-            {"session_id": sessions[n % 3], "idempotency_key": f"crash-{n}",
-             "user_message": f"turn {n}", "steps": steps}
+            {"session_id": sessions[n % 3], "idempotency_key": KEYS[n],
+             "user_message": f"turn {n}", "steps": STEPS}
             for n in range(TURNS)
         ]
     }  # fmt: skip
-    keys = [f"crash-{n}" for n in range(TURNS)]
 
+
+@contextmanager
+def _claims_locked() -> Iterator[None]:
+    """Row locks on the batch's claims, from a connection of the test's own."""
+    blocker = connections.create_connection("default")
+    try:
+        with blocker.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute(
+                "SELECT id FROM idempotency_record WHERE key = ANY(%s) FOR UPDATE", [KEYS]
+            )
+        yield
+    finally:
+        with blocker.cursor() as cursor:
+            cursor.execute("ROLLBACK")
+        blocker.close()
+
+
+def _worker_blocked_after_writing() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND wait_event_type = 'Lock' AND backend_xid "
+            "IS NOT NULL AND pid <> pg_backend_pid() "
+            "AND query LIKE '%%UPDATE idempotency_record AS r%%'"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def _no_batch_backend() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
+        )
+        return not cursor.fetchone()[0]
+
+
+def _post_and_kill_the_worker_mid_batch(
+    tmp_path: Path, secret: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """What the client got (status and body, or the error) when the worker serving its
+    batch was killed while waiting on the batch's last statement."""
     server, port = _start_gunicorn(tmp_path)
     out: dict[str, Any] = {}
     try:
@@ -137,40 +161,20 @@ def test_sigkill_mid_batch_leaves_every_turn_recorded_or_absent(tmp_path: Path) 
         # The claims commit first (their own transaction); lock them at once, so that
         # the batch's transaction blocks on its last statement, which completes them.
         _wait(lambda: IdempotencyRecord.objects.filter(key="crash-0").exists(), 60, "claims")
-        blocker = connections.create_connection("default")
-        try:
-            with blocker.cursor() as cursor:
-                cursor.execute("BEGIN")
-                cursor.execute(
-                    "SELECT id FROM idempotency_record WHERE key = ANY(%s) FOR UPDATE", [keys]
-                )
-
-            def worker_blocked_after_writing() -> bool:
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                        "current_database() AND wait_event_type = 'Lock' AND backend_xid "
-                        "IS NOT NULL AND pid <> pg_backend_pid() "
-                        "AND query LIKE '%%UPDATE idempotency_record AS r%%'"
-                    )
-                    return bool(cursor.fetchone()[0])
-
-            _wait(worker_blocked_after_writing, 90, "the batch to wait on its last statement")
+        with _claims_locked():
+            _wait(_worker_blocked_after_writing, 90, "the batch to wait on its last statement")
             os.kill(worker, signal.SIGKILL)
             client.join(timeout=30)
-        finally:
-            with blocker.cursor() as cursor:
-                cursor.execute("ROLLBACK")
-            blocker.close()
     finally:
         _stop_gunicorn(server)
-    assert "status" not in out, out  # the client never got an answer
-    assert "error" in out
+    return out
 
+
+def _assert_nothing_recorded(sessions: list[str]) -> None:
     # PostgreSQL rolls the dead connection's transaction back once it notices the EOF.
     _wait(
         lambda: (
-            not IdempotencyRecord.objects.filter(status="completed", key__in=keys).exists()
+            not IdempotencyRecord.objects.filter(status="completed", key__in=KEYS).exists()
             and _no_batch_backend()
         ),
         30,
@@ -181,10 +185,12 @@ def test_sigkill_mid_batch_leaves_every_turn_recorded_or_absent(tmp_path: Path) 
     for session_id in sessions:
         assert assert_totals_match_turns(session_id).turn_count == 0
 
-    # The claims stay in flight until they are stale (as for a crashed single turn);
-    # then a retry of the same batch records every turn once.
-    assert IdempotencyRecord.objects.filter(key__in=keys, status="in_flight").count() == TURNS
-    IdempotencyRecord.objects.filter(key__in=keys).update(
+
+def _retry_once_stale(tmp_path: Path, secret: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The claims stay in flight until they are stale (as for a crashed single turn);
+    then the same batch is posted again to a new server."""
+    assert IdempotencyRecord.objects.filter(key__in=KEYS, status="in_flight").count() == TURNS
+    IdempotencyRecord.objects.filter(key__in=KEYS).update(
         created_at=timezone.now() - STALE_IN_FLIGHT * 2
     )
     server, port = _start_gunicorn(tmp_path)
@@ -193,18 +199,25 @@ def test_sigkill_mid_batch_leaves_every_turn_recorded_or_absent(tmp_path: Path) 
         _post(port, secret, body, retry)
     finally:
         _stop_gunicorn(server)
+    return retry
+
+
+def test_sigkill_mid_batch_leaves_every_turn_recorded_or_absent(tmp_path: Path) -> None:
+    tenant = tenant_get_or_create(name="crash")
+    secret = api_key_create(tenant=tenant).secret
+    sessions = [str(session_create(tenant=tenant, user_id="u", agent_id="a").pk) for _ in range(3)]
+    body = _batch(sessions)
+
+    out = _post_and_kill_the_worker_mid_batch(tmp_path, secret, body)
+    assert "status" not in out, out  # the client never got an answer
+    assert "error" in out
+    _assert_nothing_recorded(sessions)
+
+    # A retry of the same batch records every turn once.
+    retry = _retry_once_stale(tmp_path, secret, body)
     assert retry.get("status") == 200, retry
     assert [r["status"] for r in retry["body"]["results"]] == [201] * TURNS
     assert not any(r["replayed"] for r in retry["body"]["results"])
     for session_id in sessions:
         assert assert_totals_match_turns(session_id).turn_count == TURNS // 3
-    assert TurnStep.objects.filter(session_id__in=sessions).count() == TURNS * len(steps)
-
-
-def _no_batch_backend() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
-        )
-        return not cursor.fetchone()[0]
+    assert TurnStep.objects.filter(session_id__in=sessions).count() == TURNS * len(STEPS)
