@@ -41,12 +41,8 @@ def test_config_comes_from_the_environment(
         engram.Engram()
 
 
-def test_the_sync_surface_end_to_end(
-    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
-) -> None:
-    client = client_for(live_server, live_key)
-    session = client.create_session(user_id="maria", agent_id="shop", budget_tokens=50_000)
-    assert isinstance(session, engram.Session)
+def _shop_through_the_session(session: engram.Session) -> None:
+    """Results, references, focus, selections, cart, context and budget of one session."""
     stored = session.store_results(query=LAPTOP_QUERY, filters=LAPTOP_FILTERS, items=LAPTOPS)
     assert stored["last_results"][0] == LAPTOPS[0]["mpn"]
     assert len(session.components()["results"]) == len(LAPTOPS)
@@ -66,31 +62,19 @@ def test_the_sync_surface_end_to_end(
     check = session.budget_check(estimated_tokens=1000)
     assert check["allowed"] is True and check["tokens_remaining_after"] == 49_000
 
-    # Resume by identity: the same external id finds the same session.
-    first = client.resume_session(user_id="maria", agent_id="cli", external_session_id="c-1")
-    again = client.resume_session(user_id="maria", agent_id="cli", external_session_id="c-1")
-    assert first.id == again.id
 
-    # Memories: add, bulk, search, get, update, history, delete.
+def _maria_fact(content: str) -> dict[str, str]:
+    return {"user_id": "maria", "agent_id": "shop", "type": "fact", "content": content}
+
+
+def _memories_round_trip(client: engram.Engram) -> None:
+    """Memories: add, bulk, search, get, update, history, delete."""
     added = client.add_memory(
         user_id="maria", agent_id="shop", type="preference", content="Maria prefers matte screens."
     )
     memory_id = added["memory"]["id"]
     bulk = client.add_memories(
-        [
-            {
-                "user_id": "maria",
-                "agent_id": "shop",
-                "type": "fact",
-                "content": "Maria lives in Lyon.",
-            },
-            {
-                "user_id": "maria",
-                "agent_id": "shop",
-                "type": "fact",
-                "content": "Maria codes in Rust.",
-            },
-        ]
+        [_maria_fact("Maria lives in Lyon."), _maria_fact("Maria codes in Rust.")]
     )
     assert bulk["counts"]["created"] == 2
     found = client.search_memories("What screens does Maria like?", user_id="maria")
@@ -108,16 +92,36 @@ def test_the_sync_surface_end_to_end(
         client.get_memory(memory_id, acting_user_id="maria")
     assert missing.value.status == 404 and missing.value.code == "not_found"
 
-    # Errors carry the API's code and fields; another tenant's session is a 404.
+
+def _errors_carry_the_api_code(
+    client: engram.Engram, session: engram.Session, foreign: engram.Engram
+) -> None:
+    """Errors carry the API's code and fields; another tenant's session is a 404."""
     with pytest.raises(engram.InvalidRequest) as invalid:
         client.create_session(user_id="", agent_id="shop")
     assert invalid.value.code == "invalid" and "user_id" in invalid.value.fields
     with pytest.raises(engram.Unresolved) as unresolved:
         session.resolve("the purple one")
     assert unresolved.value.code == "unresolved"
-    foreign = client_for(live_server, other_live_key)
     with pytest.raises(engram.NotFound):
         foreign.session(session.id).get()
+
+
+def test_the_sync_surface_end_to_end(
+    live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
+) -> None:
+    client = client_for(live_server, live_key)
+    session = client.create_session(user_id="maria", agent_id="shop", budget_tokens=50_000)
+    assert isinstance(session, engram.Session)
+    _shop_through_the_session(session)
+
+    # Resume by identity: the same external id finds the same session.
+    first = client.resume_session(user_id="maria", agent_id="cli", external_session_id="c-1")
+    again = client.resume_session(user_id="maria", agent_id="cli", external_session_id="c-1")
+    assert first.id == again.id
+
+    _memories_round_trip(client)
+    _errors_carry_the_api_code(client, session, client_for(live_server, other_live_key))
 
     usage = client.usage(group_by="agent")
     assert "rows" in usage
@@ -136,14 +140,15 @@ def test_budget_exceeded_carries_retry_after(live_server: Any, live_key: IssuedK
     assert exceeded.value.budget["budget_tokens"] == 100
 
 
-def test_a_turn_block_records_once_and_keeps_a_failure(
-    live_server: Any, live_key: IssuedKey, fake_llm: FakeLLM
-) -> None:
-    client = client_for(live_server, live_key)
-    session = client.create_session(user_id="u", agent_id="a")
+class ToolBroke(RuntimeError):
+    pass
+
+
+def _record_a_turn_of_four_steps(session: engram.Session, fake_llm: FakeLLM) -> dict[str, Any]:
+    """A turn block tracking an OpenAI chat call, a Responses call in a step, an Anthropic
+    message and a tool call; the turn as recorded."""
     llm = openai.OpenAI(base_url=fake_llm.url + "/v1", api_key="sk-test", max_retries=0)
     claude = anthropic.Anthropic(base_url=fake_llm.url, api_key="sk-test", max_retries=0)
-
     with session.turn(user_message="Which is cheapest?") as turn:
         chat = llm.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "Which is cheapest?"}]
@@ -160,7 +165,30 @@ def test_a_turn_block_records_once_and_keeps_a_failure(
         )  # fmt: skip
         turn.add_step("search", duration_ms=12)  # a tool call
         turn.assistant_response = chat.choices[0].message.content or ""
-    recorded = turn.result["turn"]
+    return turn.result["turn"]  # type: ignore[no-any-return]
+
+
+def _assert_a_failed_step_is_kept(session: engram.Session) -> None:
+    """A tool that raises inside a step: the turn is recorded with that step failed."""
+    with (
+        pytest.raises(ToolBroke),
+        session.turn(user_message="And the Dell?") as failing,
+        failing.step("search"),
+    ):
+        raise ToolBroke("inventory service down")
+    turns = session.list_turns()["results"]
+    assert len(turns) == 2
+    failed_step = turns[1]["steps"][0]
+    assert failed_step["success"] is False and "inventory service down" in failed_step["error"]
+    assert turns[1]["error_count"] == 1 and turns[1]["metadata"]["error"].startswith("ToolBroke")
+
+
+def test_a_turn_block_records_once_and_keeps_a_failure(
+    live_server: Any, live_key: IssuedKey, fake_llm: FakeLLM
+) -> None:
+    client = client_for(live_server, live_key)
+    session = client.create_session(user_id="u", agent_id="a")
+    recorded = _record_a_turn_of_four_steps(session, fake_llm)
     assert recorded["turn_number"] == 1
     assert [s["step_type"] for s in recorded["steps"]] == [
         "intent",
@@ -173,20 +201,7 @@ def test_a_turn_block_records_once_and_keeps_a_failure(
     assert recorded["steps"][2]["cache_write_tokens"] == 8
     assert totals(session) == fake_llm.totals()
 
-    class ToolBroke(RuntimeError):
-        pass
-
-    with (
-        pytest.raises(ToolBroke),
-        session.turn(user_message="And the Dell?") as failing,
-        failing.step("search"),
-    ):
-        raise ToolBroke("inventory service down")
-    turns = session.list_turns()["results"]
-    assert len(turns) == 2
-    failed_step = turns[1]["steps"][0]
-    assert failed_step["success"] is False and "inventory service down" in failed_step["error"]
-    assert turns[1]["error_count"] == 1 and turns[1]["metadata"]["error"].startswith("ToolBroke")
+    _assert_a_failed_step_is_kept(session)
 
     with pytest.raises(KeyError), session.turn(user_message="boom"):
         raise KeyError("no step open")
