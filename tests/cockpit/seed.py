@@ -5,7 +5,7 @@ memories learnt in it; a calm session of another user; staff and non-staff accou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
@@ -15,7 +15,7 @@ from analytics_app.services.rollups import rollups_fill
 from analytics_app.services.runaway import runaway_check_session
 from memory_app.services.compaction import session_compact
 from memory_app.services.memories import MemoryDraft, memory_add, memory_update
-from sessions_app.models import ChatSession
+from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.api_keys import tenant_get_or_create
 from sessions_app.services.references import session_focus_set
 from sessions_app.services.results import ResultItem, session_results_store
@@ -59,29 +59,50 @@ def seed_world() -> World:
     # Per-session thresholds have no API yet: set as the window tests do.
     ChatSession.objects.filter(pk=costly.pk).update(compact_keep_last_turns=2)
     calm = make_session(tenant, user_id="day-user", agent_id="support")
+    turns = _record_the_night(costly, calm, at)
+    _fill_the_cart(costly)
+    rollups_fill()
+    runaway_check_session(session_id=costly.pk, now=at + timedelta(minutes=9))
+    session_compact(session_id=costly.pk, force=True)
+    matte, order = _remember_the_night(tenant, costly, turns)
+    _create_accounts()
+    return World(tenant.pk, str(costly.pk), str(calm.pk), matte, order)
+
+
+def _costly_steps(n: int) -> list[Step]:
+    """An intent and an expensive tool call; the fourth turn's tool call times out."""
+    return [
+        Step(step_type="intent", model="gpt-4o-mini"),
+        Step(
+            step_type="tool_call",
+            model="claude-sonnet-4",
+            input_tokens=7000,
+            success=n != 3,
+            error=None if n != 3 else "tool timeout after 30s",
+        ),
+    ]
+
+
+def _record_the_night(costly: ChatSession, calm: ChatSession, at: datetime) -> list[ChatTurn]:
+    """One turn a minute in each session from `at`: MESSAGES in the costly one, "hi" in the
+    calm one. Returns the costly session's turns."""
     turns = []
-    # The world's memories are written by hand below (known contents and versions);
-    # memory_app's extraction from these turns would add its own copies of the same facts.
+    # The world's memories are written by hand (_remember_the_night: known contents and
+    # versions); memory_app's extraction from these turns would add its own copies of the
+    # same facts.
     with without_memory_reactions():
         for n, message in enumerate(MESSAGES):
             turns.append(
                 record_turn(
-                    costly,
-                    [
-                        Step(step_type="intent", model="gpt-4o-mini"),
-                        Step(
-                            step_type="tool_call",
-                            model="claude-sonnet-4",
-                            input_tokens=7000,
-                            success=n != 3,
-                            error=None if n != 3 else "tool timeout after 30s",
-                        ),
-                    ],
-                    at=at + timedelta(minutes=n),
-                    user_message=message,
+                    costly, _costly_steps(n), at=at + timedelta(minutes=n), user_message=message
                 )
             )
             record_turn(calm, [Step()], at=at + timedelta(minutes=n), user_message="hi")
+    return turns
+
+
+def _fill_the_cart(costly: ChatSession) -> None:
+    """Two laptops shown, the XPS selected and in focus."""
     session_results_store(
         session=costly,
         query="laptop 32GB",
@@ -93,9 +114,13 @@ def seed_world() -> World:
     )
     selection_add(session=costly, mpn="XPS-9530")
     session_focus_set(session=costly, mpn="XPS-9530")
-    rollups_fill()
-    runaway_check_session(session_id=costly.pk, now=at + timedelta(minutes=9))
-    session_compact(session_id=costly.pk, force=True)
+
+
+def _remember_the_night(
+    tenant: Tenant, costly: ChatSession, turns: list[ChatTurn]
+) -> tuple[str, str]:
+    """The memories learnt in the costly session; returns the matte-screens memory (edited
+    once) and the order memory."""
 
     def remember(content: str, kind: str, turn: int, **kw: object) -> str:
         draft = MemoryDraft(
@@ -117,12 +142,15 @@ def seed_world() -> World:
     order = remember("My order A-73812 never arrived", "fact", 3, importance=0.9)
     remember("Budget for the laptop is 1500 euros", "fact", 1)
     remember("Ships to the office in Lisbon", "fact", 8, scope="shared", allowed_users=["ops-bot"])
+    return matte, order
 
+
+def _create_accounts() -> None:
+    """A staff superuser `ops` and a non-staff `dev`, once."""
     users = get_user_model()
     if not users.objects.filter(username="ops").exists():
         users.objects.create_user("ops", password="ops-pass-123", is_staff=True, is_superuser=True)
         users.objects.create_user("dev", password="dev-pass-123")
-    return World(tenant.pk, str(costly.pk), str(calm.pk), matte, order)
 
 
 def _memory(pk: str):  # type: ignore[no-untyped-def]
