@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import requests
 from django.conf import settings as django_settings
-from django.db import connection
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
@@ -22,6 +20,7 @@ from rest_framework.test import APIClient
 from config.embedded import free_port
 from sessions_app.models import OutboxMessage
 from sessions_app.services.api_keys import IssuedKey
+from tests.live_processes import process_env, stop_process
 from tests.sessions_app.helpers import create_session, post_turn, turn_body
 
 TURNS_ROUTE = "/api/v1/sessions/<str:session_id>/turns"
@@ -84,28 +83,12 @@ def test_metrics_are_for_loopback_staff_or_the_token(settings: Any) -> None:
     assert Client().post("/metrics").status_code == 405
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.slow
-def test_metrics_add_up_every_gunicorn_worker(issued_key: IssuedKey, tmp_path: Path) -> None:
-    """Three workers serve the turns (each request on a new connection, so they spread);
-    every scrape, whichever worker answers it, counts all of them."""
-    folder = tmp_path / "prometheus"
+@contextmanager
+def _gunicorn_with_three_workers(tmp_path: Path, folder: Path) -> Iterator[str]:
+    """gunicorn with the metrics config and three workers writing samples to `folder`;
+    yields its base URL once it answers."""
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": django_settings.REDIS_URL,
-        "PROMETHEUS_MULTIPROC_DIR": str(folder),
-        "ENGRAM_COMPACT_MAX_TURNS": "1000",
-        "ENGRAM_LLM_URL": "",
-    }
+    env = process_env(PROMETHEUS_MULTIPROC_DIR=str(folder), ENGRAM_COMPACT_MAX_TURNS="1000")
     log = (tmp_path / "gunicorn.log").open("wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn_metrics.py",
@@ -113,7 +96,6 @@ def test_metrics_add_up_every_gunicorn_worker(issued_key: IssuedKey, tmp_path: P
         cwd=str(django_settings.BASE_DIR), env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {issued_key.secret}", "Connection": "close"}
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -124,33 +106,44 @@ def test_metrics_add_up_every_gunicorn_worker(issued_key: IssuedKey, tmp_path: P
                 assert server.poll() is None, (tmp_path / "gunicorn.log").read_text()
                 assert time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.3)
-        created = requests.post(
-            f"{base}/api/v1/sessions",
-            json={"user_id": "u", "agent_id": "a"},
-            headers=headers,
-            timeout=30,
+        yield base
+    finally:
+        stop_process(server, timeout=30)
+        log.close()
+
+
+def _post_twelve_turns(base: str, secret: str) -> None:
+    """Twelve turns of two steps in one session, each request on a new connection."""
+    headers = {"Authorization": f"Bearer {secret}", "Connection": "close"}
+    created = requests.post(
+        f"{base}/api/v1/sessions",
+        json={"user_id": "u", "agent_id": "a"},
+        headers=headers,
+        timeout=30,
+    )
+    sid = created.json()["id"]
+    steps = [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10,
+              "output_tokens": 5}] * 2  # fmt: skip
+    for n in range(12):
+        body = {"user_message": f"hello {n}", "assistant_response": "hi", "steps": steps}
+        answer = requests.post(
+            f"{base}/api/v1/sessions/{sid}/turns", json=body, headers=headers, timeout=30
         )
-        sid = created.json()["id"]
-        steps = [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10,
-                  "output_tokens": 5}] * 2  # fmt: skip
-        for n in range(12):
-            body = {"user_message": f"hello {n}", "assistant_response": "hi", "steps": steps}
-            answer = requests.post(
-                f"{base}/api/v1/sessions/{sid}/turns", json=body, headers=headers, timeout=30
-            )
-            assert answer.status_code == 201, answer.text
+        assert answer.status_code == 201, answer.text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_metrics_add_up_every_gunicorn_worker(issued_key: IssuedKey, tmp_path: Path) -> None:
+    """Three workers serve the turns (each request on a new connection, so they spread);
+    every scrape, whichever worker answers it, counts all of them."""
+    folder = tmp_path / "prometheus"
+    with _gunicorn_with_three_workers(tmp_path, folder) as base:
+        _post_twelve_turns(base, issued_key.secret)
         scrapes = [
             requests.get(f"{base}/metrics", headers={"Connection": "close"}, timeout=30).text
             for _ in range(6)
         ]
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
     writers = {path.name.rsplit("_", 1)[-1] for path in folder.glob("*.db")}
     assert len(writers) >= 2, writers  # more than one worker served and wrote samples
     for text in scrapes:
