@@ -14,7 +14,6 @@ hits a turn held inside the COPY of its steps; a third meets a task in the worke
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,10 +21,10 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -33,86 +32,17 @@ import requests
 from django.conf import settings as django_settings
 
 from config.embedded import EmbeddedPostgres, free_port, port_is_open
-from tests.sessions_app.helpers import SEED_STEPS
+from tests.live_processes import start_celery_worker, stop_process, wait_until
+from tests.sessions_app.restart_helpers import AGENTS, SEED, Agent, Cluster, Web, turn_body
 
 pytestmark = [pytest.mark.slow]
 
-AGENTS = 6
 # Turns each agent has acknowledged before the restart, and again after it.
 TURNS_BEFORE = 3
 TURNS_AFTER = 3
 # A bound on the whole scenario; claims that a restart left in flight are taken over
 # after STALE_IN_FLIGHT (2 minutes), which is the longest a retried key may wait.
 SCENARIO_SECONDS = 300
-
-SEED = """
-import json
-import django
-from datetime import timedelta
-django.setup()
-from django.core.management import call_command
-from django.utils import timezone
-call_command("migrate", verbosity=0)
-from sessions_app.models import ChatSession
-from sessions_app.services.api_keys import api_key_create, tenant_get_or_create
-from sessions_app.services.sessions import session_create
-tenant = tenant_get_or_create(name="restart")
-secret = api_key_create(tenant=tenant).secret
-sessions = [
-    str(session_create(tenant=tenant, user_id=f"u{n}", agent_id=f"agent-{n}").pk)
-    for n in range(AGENTS + 1)
-]
-due = session_create(tenant=tenant, user_id="idle", agent_id="idle")
-ChatSession.objects.filter(pk=due.pk).update(expires_at=timezone.now() - timedelta(hours=1))
-print(json.dumps({"secret": secret, "sessions": sessions, "due": str(due.pk)}))
-"""
-
-
-@dataclass
-class Cluster:
-    postgres: EmbeddedPostgres
-    secret: str
-    sessions: list[str]
-    due_session: str
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.test",
-            "DATABASE_URL": self.postgres.url,
-            "REDIS_URL": django_settings.REDIS_URL,
-            "ENGRAM_LLM_URL": "",
-            **extra,
-        }
-
-    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.postgres.url, autocommit=True) as conn:
-            return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
-
-    def restart(self) -> None:
-        """Fast shutdown (open transactions rolled back, every connection closed), then
-        start again on the same port and data."""
-        self.postgres.stop()
-        assert not port_is_open(self.postgres.port)
-        self.postgres.start()
-
-
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -139,83 +69,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         postgres.stop()
 
 
-def turn_body(key: str) -> dict[str, Any]:
-    return {"user_message": key, "assistant_response": f"ok {key}", "steps": SEED_STEPS}
-
-
-@dataclass
-class Agent:
-    """One agent recording turns in its session until told to stop."""
-
-    session_id: str
-    url: str
-    secret: str
-    stop: threading.Event
-    acknowledged: dict[str, str] = field(default_factory=dict)  # key -> turn id
-    statuses: list[int] = field(default_factory=list)
-    longest: float = 0.0  # seconds from a key's first attempt to its answer
-    refused: list[str] = field(default_factory=list)  # what no retry may answer
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.acknowledged)
-
-    def _post(self, key: str, body: dict[str, Any]) -> requests.Response | None:
-        try:
-            # No Session: a new TCP connection per request, as many agent frameworks do.
-            return requests.post(
-                self.url,
-                json=body,
-                headers={"Authorization": f"Bearer {self.secret}", "Idempotency-Key": key},
-                timeout=60,
-            )
-        except requests.RequestException:
-            return None
-
-    def record(self, key: str, deadline: float) -> None:
-        body = turn_body(key)
-        started = time.monotonic()
-        while time.monotonic() < deadline:
-            response = self._post(key, body)
-            if response is None:
-                time.sleep(0.2)
-                continue
-            with self.lock:
-                self.statuses.append(response.status_code)
-            if response.status_code in (200, 201):
-                with self.lock:
-                    self.acknowledged[key] = str(response.json()["turn"]["id"])
-                    self.longest = max(self.longest, time.monotonic() - started)
-                return
-            code = (response.json().get("error") or {}).get("code")
-            retryable = response.status_code == 503 or code == "idempotency_in_flight"
-            if not retryable or "Retry-After" not in response.headers:
-                with self.lock:
-                    self.refused.append(f"{response.status_code} {response.text[:300]}")
-                return
-            # The header says seconds; a shorter pause keeps the test short, the
-            # outcome is the same.
-            time.sleep(min(1.0, float(response.headers["Retry-After"])))
-        with self.lock:
-            self.refused.append(f"{key}: no answer before the deadline")
-
-    def run(self, deadline: float) -> None:
-        n = 0
-        while not self.stop.is_set() and time.monotonic() < deadline and not self.refused:
-            self.record(f"{self.session_id[:8]}-{n}", deadline)
-            n += 1
-
-
-@dataclass
-class Web:
-    port: int
-    log: Path
-
-    def url(self, session_id: str) -> str:
-        return f"http://127.0.0.1:{self.port}/api/v1/sessions/{session_id}/turns"
-
-
 @pytest.fixture(scope="module")
 def web(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
     """gunicorn as `make run` serves: gthread workers, Django's psycopg pool."""
@@ -238,16 +91,21 @@ def web(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
-        _wait(lambda: port_is_open(port) or server.poll() is not None, 120, "gunicorn")
+        wait_until(lambda: port_is_open(port) or server.poll() is not None, 120, "gunicorn")
         assert server.poll() is None, log.read_text()[-4000:]
         yield Web(port, log)
     finally:
-        _stop(server)
+        stop_process(server, timeout=30)
 
 
-def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
-    cluster: Cluster, web: Web
-) -> None:
+def _postmaster_started(cluster: Cluster) -> datetime:
+    return cluster.query("SELECT pg_postmaster_start_time()")[0][0]
+
+
+def _agents_across_a_restart(cluster: Cluster, web: Web) -> tuple[list[Agent], float]:
+    """Six agents record turns; once each has TURNS_BEFORE, the cluster restarts; they go
+    on until each has TURNS_AFTER more (or one is refused). Returns the agents and how
+    long the restart took."""
     stop = threading.Event()
     deadline = time.monotonic() + SCENARIO_SECONDS
     agents = [
@@ -259,11 +117,10 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
     def failed() -> bool:
         return any(agent.refused for agent in agents)
 
-    postmaster_started = cluster.query("SELECT pg_postmaster_start_time()")[0][0]
     try:
         for thread in threads:
             thread.start()
-        _wait(
+        wait_until(
             lambda: failed() or all(agent.count() >= TURNS_BEFORE for agent in agents),
             SCENARIO_SECONDS / 2,
             "turns before the restart",
@@ -273,7 +130,7 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
             cluster.restart()
         down = time.monotonic() - down
         marks = [agent.count() for agent in agents]
-        _wait(
+        wait_until(
             lambda: (
                 failed()
                 or all(a.count() >= m + TURNS_AFTER for a, m in zip(agents, marks, strict=True))
@@ -285,8 +142,35 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
         stop.set()
         for thread in threads:
             thread.join(timeout=SCENARIO_SECONDS)
+    return agents, down
+
+
+def _assert_stored_once(cluster: Cluster, agent: Agent) -> None:
+    rows = cluster.query(
+        "SELECT id::text, user_message, turn_number FROM chat_turn"
+        " WHERE session_id = %s ORDER BY turn_number",
+        [agent.session_id],
+    )
+    # Every acknowledged turn is stored once, under the id it was answered with;
+    # nothing unacknowledged was stored (every key was retried until answered).
+    stored = {message: turn_id for turn_id, message, _ in rows}
+    assert len(rows) == len(stored) == len(agent.acknowledged)
+    assert stored == agent.acknowledged
+    assert [number for *_, number in rows] == list(range(1, len(rows) + 1))
+    [(turn_count, last_number)] = cluster.query(
+        "SELECT turn_count, last_turn_number FROM chat_session WHERE id = %s",
+        [agent.session_id],
+    )
+    assert turn_count == last_number == len(rows)
+
+
+def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
+    cluster: Cluster, web: Web
+) -> None:
+    postmaster_started = _postmaster_started(cluster)
+    agents, down = _agents_across_a_restart(cluster, web)
     log = web.log.read_text()
-    assert cluster.query("SELECT pg_postmaster_start_time()")[0][0] > postmaster_started
+    assert _postmaster_started(cluster) > postmaster_started
 
     statuses = [status for agent in agents for status in agent.statuses]
     print(  # the run's shape, for `pytest -s`
@@ -298,48 +182,30 @@ def test_restart_under_six_agents_loses_doubles_and_fails_nothing(
     assert [agent.refused for agent in agents] == [[]] * AGENTS, log[-4000:]
     assert not [status for status in statuses if status >= 500 and status != 503], log[-4000:]
     assert "unhandled error" not in log
-
     for agent in agents:
-        rows = cluster.query(
-            "SELECT id::text, user_message, turn_number FROM chat_turn"
-            " WHERE session_id = %s ORDER BY turn_number",
-            [agent.session_id],
-        )
-        # Every acknowledged turn is stored once, under the id it was answered with;
-        # nothing unacknowledged was stored (every key was retried until answered).
-        stored = {message: turn_id for turn_id, message, _ in rows}
-        assert len(rows) == len(stored) == len(agent.acknowledged)
-        assert stored == agent.acknowledged
-        assert [number for *_, number in rows] == list(range(1, len(rows) + 1))
-        [(turn_count, last_number)] = cluster.query(
-            "SELECT turn_count, last_turn_number FROM chat_session WHERE id = %s",
-            [agent.session_id],
-        )
-        assert turn_count == last_number == len(rows)
+        _assert_stored_once(cluster, agent)
 
 
-def test_restart_during_a_turns_steps_copy_answers_503_and_its_retry_records_it_once(
-    cluster: Cluster, web: Web
-) -> None:
-    """The restart hits a turn inside the COPY of its steps (held there by a SHARE lock on
-    turn_step: reads pass, writes wait). That turn answers 503; its retry with the same
-    Idempotency-Key records it once: the claim the failed attempt had taken was released
-    on a new pooled connection once the database was back."""
-    session_id = cluster.sessions[AGENTS]
-    key = "copy-restart"
-    body = turn_body(key)
-    headers = {"Authorization": f"Bearer {cluster.secret}", "Idempotency-Key": key}
+def _turns_in(cluster: Cluster, session_id: str) -> list[tuple[object, ...]]:
+    return cluster.query("SELECT count(*) FROM chat_turn WHERE session_id = %s", [session_id])
+
+
+def _post_through_a_restart_mid_copy(
+    cluster: Cluster, url: str, body: dict[str, object], headers: dict[str, str]
+) -> requests.Response:
+    """Post the turn while turn_step is SHARE-locked; once its COPY waits on the lock,
+    restart the cluster. Returns the turn's answer."""
     out: dict[str, requests.Response] = {}
 
     def post() -> None:
-        out["first"] = requests.post(web.url(session_id), json=body, headers=headers, timeout=120)
+        out["first"] = requests.post(url, json=body, headers=headers, timeout=120)
 
     client = threading.Thread(target=post)
     locker = psycopg.connect(cluster.postgres.url)
     try:
         locker.execute("LOCK TABLE turn_step IN SHARE MODE")
         client.start()
-        _wait(
+        wait_until(
             lambda: bool(
                 cluster.query(
                     "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
@@ -353,13 +219,25 @@ def test_restart_during_a_turns_steps_copy_answers_503_and_its_retry_records_it_
     finally:
         client.join(timeout=120)
         locker.close()
-    first = out["first"]
+    return out["first"]
+
+
+def test_restart_during_a_turns_steps_copy_answers_503_and_its_retry_records_it_once(
+    cluster: Cluster, web: Web
+) -> None:
+    """The restart hits a turn inside the COPY of its steps (held there by a SHARE lock on
+    turn_step: reads pass, writes wait). That turn answers 503; its retry with the same
+    Idempotency-Key records it once: the claim the failed attempt had taken was released
+    on a new pooled connection once the database was back."""
+    session_id = cluster.sessions[AGENTS]
+    key = "copy-restart"
+    body = turn_body(key)
+    headers = {"Authorization": f"Bearer {cluster.secret}", "Idempotency-Key": key}
+    first = _post_through_a_restart_mid_copy(cluster, web.url(session_id), body, headers)
     assert first.status_code == 503, first.text
     assert first.json()["error"]["code"] == "dependency_unavailable"
     assert int(first.headers["Retry-After"]) > 0
-    assert cluster.query("SELECT count(*) FROM chat_turn WHERE session_id = %s", [session_id]) == [
-        (0,)
-    ]
+    assert _turns_in(cluster, session_id) == [(0,)]
 
     agent = Agent(session_id, web.url(session_id), cluster.secret, threading.Event())
     agent.record(key, time.monotonic() + SCENARIO_SECONDS)
@@ -371,10 +249,40 @@ def test_restart_during_a_turns_steps_copy_answers_503_and_its_retry_records_it_
     # Once more with the key: the stored answer, nothing new written.
     again = requests.post(web.url(session_id), json=body, headers=headers, timeout=60)
     assert again.status_code == 201 and str(again.json()["turn"]["id"]) == rows[0][0]
-    assert cluster.query("SELECT count(*) FROM chat_turn WHERE session_id = %s", [session_id]) == [
-        (1,)
-    ]
+    assert _turns_in(cluster, session_id) == [(1,)]
     assert "unhandled error" not in web.log.read_text()
+
+
+@contextmanager
+def _worker(cluster: Cluster, queue: str, env: dict[str, str], log_path: Path) -> Iterator[None]:
+    """A real worker on `queue`; on the way out the cluster is started again if it is
+    down, then the worker is stopped."""
+    worker = start_celery_worker(queue=queue, env=env, log=log_path.open("wb"))
+    try:
+        yield
+    finally:
+        if not port_is_open(cluster.postgres.port):
+            cluster.postgres.start()
+        stop_process(worker, timeout=30)
+
+
+def _send_expire_sessions(env: dict[str, str], queue: str) -> None:
+    """Publish the housekeeping task from a process with the worker's settings (broker,
+    eager off)."""
+    sent = subprocess.run(
+        [sys.executable, "-c",
+         "import django; django.setup();"
+         "from sessions_app.tasks import expire_sessions;"
+         f"expire_sessions.apply_async(queue={queue!r})"],
+        cwd=str(django_settings.BASE_DIR), env=env, capture_output=True, check=False,
+        timeout=120,
+    )  # fmt: skip
+    assert sent.returncode == 0, sent.stderr.decode()[-4000:]
+
+
+def _due_session_expired(cluster: Cluster) -> bool:
+    rows = cluster.query("SELECT status FROM chat_session WHERE id = %s", [cluster.due_session])
+    return bool(rows[0][0] == "expired")
 
 
 def test_task_meeting_a_restart_is_retried_with_backoff_until_it_runs(
@@ -386,40 +294,15 @@ def test_task_meeting_a_restart_is_retried_with_backoff_until_it_runs(
     broker = django_settings.REDIS_URL.rsplit("/", 1)[0] + "/14"
     env = cluster.env(CELERY_TASK_ALWAYS_EAGER="false", CELERY_BROKER_URL=broker)
     log_path = tmp_path / "worker.log"
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
-         "-l", "info", "-Q", queue, "-n", f"{queue}@%h",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=str(django_settings.BASE_DIR), env=env,
-        stdout=log_path.open("wb"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        _wait(lambda: "ready." in log_path.read_text(), 120, "the worker")
+    with _worker(cluster, queue, env, log_path):
+        wait_until(lambda: "ready." in log_path.read_text(), 120, "the worker")
         cluster.postgres.stop()
-        # Sent by a process with the worker's settings (broker, eager off).
-        sent = subprocess.run(
-            [sys.executable, "-c",
-             "import django; django.setup();"
-             "from sessions_app.tasks import expire_sessions;"
-             f"expire_sessions.apply_async(queue={queue!r})"],
-            cwd=str(django_settings.BASE_DIR), env=env, capture_output=True, check=False,
-            timeout=120,
-        )  # fmt: skip
-        assert sent.returncode == 0, sent.stderr.decode()[-4000:]
-        _wait(lambda: "Retry in" in log_path.read_text(), 120, "a retry")
+        _send_expire_sessions(env, queue)
+        wait_until(lambda: "Retry in" in log_path.read_text(), 120, "a retry")
         cluster.postgres.start()
-
-        def expired() -> bool:
-            rows = cluster.query(
-                "SELECT status FROM chat_session WHERE id = %s", [cluster.due_session]
-            )
-            return rows[0][0] == "expired"
-
-        _wait(expired, 120, "the retried task to expire the due session")
-    finally:
-        if not port_is_open(cluster.postgres.port):
-            cluster.postgres.start()
-        _stop(worker)
+        wait_until(
+            lambda: _due_session_expired(cluster), 120, "the retried task to expire the due session"
+        )
     log = log_path.read_text()
     retries = re.findall(r"expire_sessions\[[^\]]+\] retry: Retry in ([0-9.]+)s: (\w+)", log)
     assert retries, log[-4000:]
