@@ -38,7 +38,8 @@ def as_of_field() -> AsOfField:
         "time phrases are read in its calendar; without one, UTC). Default: now. Time "
         "phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', "
         "'since March', '8 May 2023') are resolved against it, and memories whose "
-        "occurred_at lies in the phrase's interval get a small boost (score part `time`).",
+        "occurred_at lies in the phrase's interval, or shortly after it, get a small boost "
+        "(score part `time`).",
     )
 
 

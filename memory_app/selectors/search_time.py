@@ -9,6 +9,13 @@ beside seed 004's 0.6 relevance): between candidates about as relevant, the one 
 named time ranks first; a candidate clearly more relevant (by more than TIME_WEIGHT / 0.6
 = 1/6 of the pool's relevance range) still ranks above it.
 
+A thing is told when it happens or after it: "what did I watch on 1 May" is answered by
+what was said on the 2nd ("I watched it yesterday"), "in March" by a chat in early
+April, "the week before 3 August" on the 3rd. So a memory that occurred after the
+interval's end keeps part of the boost, falling linearly from 1 at the end to 0 one
+`told_after` later: the interval's length, within [TOLD_AFTER_MIN, TOLD_AFTER_MAX]
+(TOLD_AFTER_MIN for an interval open at its start). Nothing before the start is boosted.
+
 The boost ranks the pool the vector and lexical steps found (their top-k): a memory of
 the named time that neither found is not brought in. A phrase about an event ("before I
 moved") has no interval here: nothing is boosted.
@@ -17,7 +24,7 @@ moved") has no interval here: nothing is boosted.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import sql
@@ -25,13 +32,16 @@ from psycopg import sql
 from memory_app.timeq import TimeScope, resolve_time_phrases
 
 TIME_WEIGHT = 0.1
+TOLD_AFTER_MIN = timedelta(days=7)
+TOLD_AFTER_MAX = timedelta(days=31)
 
-# The pool's members that occurred inside the interval. Either end may be open (NULL).
+# The pool's members that occurred inside the interval or within its told-after reach,
+# with their time. Either end may be open (NULL).
 IN_INTERVAL_SQL = sql.SQL("""
-    SELECT id FROM memory
+    SELECT id, occurred_at FROM memory
     WHERE id = ANY(%(ids)s::uuid[]) AND occurred_at IS NOT NULL
       AND (%(start)s::timestamptz IS NULL OR occurred_at >= %(start)s::timestamptz)
-      AND (%(end)s::timestamptz IS NULL OR occurred_at < %(end)s::timestamptz)
+      AND (%(reach)s::timestamptz IS NULL OR occurred_at < %(reach)s::timestamptz)
 """)
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
@@ -46,19 +56,48 @@ def query_time_scope(query: str, as_of: datetime | None) -> TimeScope | None:
     return resolve_time_phrases(query, as_of)
 
 
+def told_after(scope: TimeScope) -> timedelta | None:
+    """How long after the scope's end a memory still counts as telling of it (None: the
+    interval is open at its end, nothing lies after it)."""
+    if scope.end is None:
+        return None
+    if scope.start is None:
+        return TOLD_AFTER_MIN
+    return min(max(scope.end - scope.start, TOLD_AFTER_MIN), TOLD_AFTER_MAX)
+
+
+def time_credit(scope: TimeScope, occurred_at: datetime) -> float:
+    """1 inside the interval; after its end, falling linearly to 0 over `told_after`."""
+    if scope.end is None or occurred_at < scope.end:
+        return 1.0
+    reach = told_after(scope) or TOLD_AFTER_MIN
+    return max(0.0, 1.0 - (occurred_at - scope.end) / reach)
+
+
+def _reach(scope: TimeScope) -> datetime | None:
+    """The end of the told-after reach; None when open (or past the calendar's end)."""
+    after = told_after(scope)
+    if scope.end is None or after is None:
+        return None
+    try:
+        return scope.end + after
+    except OverflowError:
+        return None
+
+
 def apply_time_scope(cursor: Any, scope: TimeScope | None, scored: list[Scored]) -> list[Scored]:
-    """`scored` (id, score, parts) with the `time` part in each hit's parts (1 when the
-    memory occurred inside the scope's interval, else 0) and TIME_WEIGHT times it added
-    to the score. One query, only when the scope has an interval."""
-    inside: set[uuid.UUID] = set()
+    """`scored` (id, score, parts) with the `time` part in each hit's parts (its
+    `time_credit`, 0 outside the scope's reach) and TIME_WEIGHT times it added to the
+    score. One query, only when the scope has an interval."""
+    credit: dict[uuid.UUID, float] = {}
     if scope is not None and scope.has_interval and scored:
         cursor.execute(
             IN_INTERVAL_SQL,
-            {"ids": [pk for pk, _, _ in scored], "start": scope.start, "end": scope.end},
+            {"ids": [pk for pk, _, _ in scored], "start": scope.start, "reach": _reach(scope)},
         )
-        inside = {row[0] for row in cursor.fetchall()}
+        credit = {pk: round(time_credit(scope, at), 6) for pk, at in cursor.fetchall()}
     out: list[Scored] = []
     for pk, score, parts in scored:
-        time = 1.0 if pk in inside else 0.0
+        time = credit.get(pk, 0.0)
         out.append((pk, round(score + TIME_WEIGHT * time, 6), {**parts, "time": time}))
     return out

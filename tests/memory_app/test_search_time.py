@@ -151,3 +151,31 @@ def test_as_of_at_the_calendar_s_end_is_no_error(api: APIClient, as_of: str) -> 
     assert set(ids.values()) <= set(_ranked(body))
     assert all(hit["parts"]["after_question"] == 0.0 for hit in body["results"])
     assert _search(api, "what do I cook for dinner now?", as_of=as_of)["results"]
+
+
+def test_a_memory_told_after_the_named_time_keeps_part_of_the_boost(api: APIClient) -> None:
+    """What happened on 1 May is told on the 2nd ("I watched it yesterday"): a memory
+    after the interval keeps a boost falling to none a week (the interval's length, at
+    least a week) after its end."""
+    told_next_day = add(
+        api,
+        content="Watched Lord of the Rings again",
+        type="episodic",
+        occurred_at="2022-05-02T11:54:00Z",
+    ).json()["memory"]["id"]
+    told_weeks_later = add(
+        api,
+        content="Watched Little Women at the cinema",
+        type="episodic",
+        occurred_at="2022-06-20T18:00:00Z",
+    ).json()["memory"]["id"]
+    for content in _OTHERS:
+        assert add(api, content=content, type="fact").status_code == 201
+
+    body = _search(api, "What movie did I watch on 1 May, 2022?", as_of="2026-11-29T12:00:00Z")
+
+    times = {hit["memory"]["id"]: hit["parts"]["time"] for hit in body["results"]}
+    # 11 h 54 min after the day's end, of a week's reach.
+    assert times[told_next_day] == pytest.approx(1 - (11 + 54 / 60) / (7 * 24), abs=1e-5)
+    assert times[told_weeks_later] == 0.0
+    assert _ranked(body)[0] == told_next_day

@@ -1,6 +1,6 @@
 
-    SELECT id FROM memory
+    SELECT id, occurred_at FROM memory
     WHERE id = ANY(%(ids)s::uuid[]) AND occurred_at IS NOT NULL
       AND (%(start)s::timestamptz IS NULL OR occurred_at >= %(start)s::timestamptz)
-      AND (%(end)s::timestamptz IS NULL OR occurred_at < %(end)s::timestamptz)
+      AND (%(reach)s::timestamptz IS NULL OR occurred_at < %(reach)s::timestamptz)
 
