@@ -135,13 +135,16 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     importance = serializers.FloatField(help_text="The memory's importance.")
     access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
     time = serializers.FloatField(
-        help_text="1 when the query names a time (see time_scope) and the memory occurred "
-        "(occurred_at) inside it, else 0."
+        help_text="When the query names a time (see time_scope): 1 if the memory occurred "
+        "(occurred_at) inside it; after its end, falling linearly to 0 over the interval's "
+        "length, at least 7 and at most 31 days (7 when open at its start), since a thing "
+        "is told when or after it happens; else 0."
     )
     superseded = serializers.FloatField(
         help_text="1 when the query asks about the current state ('now', 'currently', "
-        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory no "
-        "longer holds (superseded, or outside its validity interval): its score is halved "
+        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory does "
+        "not hold at as_of (outside its validity interval, or superseded by a memory begun "
+        "by then): its score is halved "
         "and kept below its successor's. Else 0."
     )
     speaker = serializers.FloatField(

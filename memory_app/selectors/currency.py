@@ -2,14 +2,17 @@
 
 A query that asks about the current state ("where do I live now?", "do I still work at
 Acme?", "what is my address at the moment?", "currently", "these days", "anymore",
-"current") down-weights the candidates that no longer hold at the search's `now`: those
-superseded by a newer memory (`superseded_by`, memory_app.services.supersession) or
-whose validity interval does not hold it (`valid_to` at or before now, or `valid_from`
-after it). Their score is multiplied by SUPERSEDED_FACTOR, part `superseded` = 1, and a
-superseded memory never ranks above the memory that replaced it when both are
-candidates. They stay in the results, with their dates: "where did I live before?"
-still reads them, and a question that does not ask about now ranks them on relevance
-alone (part `superseded` = 0 for every hit).
+"current") down-weights the candidates that do not hold at the search's `now` (its
+`as_of`): those whose validity interval does not hold it (`valid_to` at or before now,
+or `valid_from` after it), and those superseded (`superseded_by`,
+memory_app.services.supersession) by a memory whose own validity had begun by then.
+Superseding ends the older memory where the newer starts, so asked at an earlier
+`as_of`, the older holds and the newer, not yet begun, does not. Their score is
+multiplied by SUPERSEDED_FACTOR, part `superseded` = 1, and a superseded memory never
+ranks above the memory that replaced it when both are candidates. They stay in the
+results, with their dates: "where did I live before?" still reads them, and a question
+that does not ask about now ranks them on relevance alone (part `superseded` = 0 for
+every hit).
 
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
 instant, valid_from <= t < valid_to, an open end holding every time.
@@ -34,13 +37,16 @@ _CURRENT_STATE = re.compile(
     re.IGNORECASE,
 )
 
-# The pool's members that no longer hold at %(now)s, with what replaced them.
+# The pool's members that do not hold at %(now)s, with what replaced them. A successor's
+# start is supersession.validity_start: valid_from, else occurred_at, else created_at.
 NOT_CURRENT_SQL = sql.SQL("""
-    SELECT id, superseded_by_id FROM memory
-    WHERE id = ANY(%(ids)s::uuid[])
-      AND (superseded_by_id IS NOT NULL
-           OR valid_to <= %(now)s::timestamptz
-           OR valid_from > %(now)s::timestamptz)
+    SELECT m.id, m.superseded_by_id FROM memory m
+    LEFT JOIN memory successor ON successor.id = m.superseded_by_id
+    WHERE m.id = ANY(%(ids)s::uuid[])
+      AND (m.valid_to <= %(now)s::timestamptz
+           OR m.valid_from > %(now)s::timestamptz
+           OR coalesce(successor.valid_from, successor.occurred_at, successor.created_at)
+              <= %(now)s::timestamptz)
 """)
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]

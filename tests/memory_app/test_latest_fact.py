@@ -155,10 +155,35 @@ def test_a_callers_supersedes_edge_supersedes_and_removing_it_restores(api: APIC
     assert get(api, porto["id"])["superseded_by"] == lisbon["id"]
 
 
-def test_deleting_the_newer_makes_the_older_current_in_the_pointer(api: APIClient) -> None:
+def test_deleting_the_newer_makes_the_older_current(api: APIClient) -> None:
     porto, lisbon = porto_then_lisbon(api)
     assert api.delete(f"{MEMORIES}/{lisbon['id']}{AS}").status_code == 204
-    assert get(api, porto["id"])["superseded_by"] is None
+    restored = get(api, porto["id"])
+    # The end that superseding gave it goes with the pointer.
+    assert restored["superseded_by"] is None and restored["valid_to"] is None
+    results = search(api, "where do I live now?", user_id="alice")
+    assert ids(results)[0] == porto["id"] and results[0]["parts"]["superseded"] == 0.0
+
+
+def test_a_now_question_asked_before_the_move_prefers_what_held_then(api: APIClient) -> None:
+    porto, lisbon = porto_then_lisbon(api)
+    results = search(api, "where do I live now?", user_id="alice", as_of="2024-12-01T00:00:00Z")
+    parts = {hit["memory"]["id"]: hit["parts"]["superseded"] for hit in results}
+    # Porto held until the move; Lisbon had not begun.
+    assert ids(results)[0] == porto["id"], [hit["memory"]["content"] for hit in results]
+    assert (parts[porto["id"]], parts[lisbon["id"]]) == (0.0, 1.0)
+
+
+def test_a_successor_not_yet_begun_leaves_the_reopened_older_current(api: APIClient) -> None:
+    porto, lisbon = porto_then_lisbon(api)
+    later = {"valid_from": "2099-01-01T00:00:00Z"}
+    assert api.patch(f"{MEMORIES}/{lisbon['id']}{AS}", later, format="json").status_code == 200
+    reopened = {"valid_to": None}
+    assert api.patch(f"{MEMORIES}/{porto['id']}{AS}", reopened, format="json").status_code == 200
+    results = search(api, "where do I live now?", user_id="alice")
+    parts = {hit["memory"]["id"]: hit["parts"]["superseded"] for hit in results}
+    assert ids(results)[0] == porto["id"], [hit["memory"]["content"] for hit in results]
+    assert (parts[porto["id"]], parts[lisbon["id"]]) == (0.0, 1.0)
 
 
 @pytest.mark.parametrize("thread_key", ["", "chat-7"])

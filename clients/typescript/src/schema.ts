@@ -1563,7 +1563,7 @@ export interface components {
             acting_roles?: string[];
             /**
              * Format: date-time
-             * @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval get a small boost (score part `time`).
+             * @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`).
              */
             as_of?: string;
         };
@@ -2218,12 +2218,12 @@ export interface components {
             access: number;
             /**
              * Format: double
-             * @description 1 when the query names a time (see time_scope) and the memory occurred (occurred_at) inside it, else 0.
+             * @description When the query names a time (see time_scope): 1 if the memory occurred (occurred_at) inside it; after its end, falling linearly to 0 over the interval's length, at least 7 and at most 31 days (7 when open at its start), since a thing is told when or after it happens; else 0.
              */
             time: number;
             /**
              * Format: double
-             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore') and the memory no longer holds (superseded, or outside its validity interval): its score is halved and kept below its successor's. Else 0.
+             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore') and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then): its score is halved and kept below its successor's. Else 0.
              */
             superseded: number;
             /**
@@ -5221,7 +5221,7 @@ export interface operations {
                 acting_roles?: string;
                 /** @description Whose eyes the memories are chosen for (visibility); default the session's user. */
                 acting_user_id?: string;
-                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval get a small boost (score part `time`). */
+                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). */
                 as_of?: string;
                 /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET. */
                 budget?: number;

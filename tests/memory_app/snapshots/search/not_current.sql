@@ -1,7 +1,9 @@
 
-    SELECT id, superseded_by_id FROM memory
-    WHERE id = ANY(%(ids)s::uuid[])
-      AND (superseded_by_id IS NOT NULL
-           OR valid_to <= %(now)s::timestamptz
-           OR valid_from > %(now)s::timestamptz)
+    SELECT m.id, m.superseded_by_id FROM memory m
+    LEFT JOIN memory successor ON successor.id = m.superseded_by_id
+    WHERE m.id = ANY(%(ids)s::uuid[])
+      AND (m.valid_to <= %(now)s::timestamptz
+           OR m.valid_from > %(now)s::timestamptz
+           OR coalesce(successor.valid_from, successor.occurred_at, successor.created_at)
+              <= %(now)s::timestamptz)
 
