@@ -165,3 +165,21 @@ def test_a_memory_s_recency_is_its_own_time_not_its_last_access(
     assert _entry(body, hike)[1]["score_parts"]["recency"] < 0.01
     # …and a memory noted now (no `occurred_at`) is new.
     assert _entry(body, boots)[1]["score_parts"]["recency"] > 0.9
+
+
+def test_a_long_memory_shows_the_passage_that_answers(tenant: Tenant, api: APIClient) -> None:
+    days = [
+        f"On day {i} we weeded the {crop} beds and watered the seedlings."
+        for i, crop in enumerate(["carrot", "onion", "bean", "pea", "leek", "kale"] * 8)
+    ]
+    notes = " ".join([*days, "The shed padlock is the one with code 4471."])
+    memory = _add(tenant, notes, datetime(2026, 11, 2, 9, tzinfo=UTC))
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "What is the code of the shed padlock?", as_of=AS_OF)
+
+    assert _entry(body, memory)[0] == "included"
+    text = _memories_message(body)
+    # The garden notes run past a line: the line is the passage with the code, not
+    # their beginning.
+    assert "code 4471" in text and "On day 0 we weeded" not in text

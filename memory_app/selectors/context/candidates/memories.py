@@ -8,10 +8,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_app.selectors.context.candidate import Candidate, FoundCandidates
-from memory_app.selectors.context.lines import line, memory_label
+from memory_app.selectors.context.lines import MAX_LINE_TOKENS, line, memory_label
 from memory_app.selectors.context.recall import TURN_SOURCES
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.window.passages import best_passage
 
 if TYPE_CHECKING:
     from memory_app.models import Memory
@@ -44,7 +45,7 @@ def memory_candidates(
     # Two memories that read the same (a preference stated in two turns) are one line.
     by_text: dict[str, Any] = {}
     for hit in hits:
-        by_text.setdefault(line(hit.memory.summary or hit.memory.content), hit)
+        by_text.setdefault(_text(hit.memory, query), hit)
     out.candidates.extend(_related_memory_candidates(tenant, actor, list(by_text.values()), as_of))
     for index, (text, hit) in enumerate(by_text.items()):
         memory = hit.memory
@@ -61,6 +62,14 @@ def memory_candidates(
         semantic = float(hit.parts.get("semantic", 0.0))
         out.add(candidate, semantic=semantic, supported=hit.beyond_vector)
     return out
+
+
+def _text(memory: Memory, query: str) -> str:
+    """The memory's line: its summary, else its content; of a content longer than a line,
+    the passage that best answers `query` rather than its beginning."""
+    if memory.summary:
+        return line(memory.summary)
+    return line(best_passage(" ".join(memory.content.split()), query, MAX_LINE_TOKENS))
 
 
 def _when(memory: Memory) -> datetime:
