@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,12 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
-from tests.memory_app.retrieval_data import generate, generate_dialogues
+from tests.memory_app.retrieval_data import (
+    ConversationSet,
+    DialogueSet,
+    generate,
+    generate_dialogues,
+)
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "RESULTS.md"
 START, END = "<!-- retrieval-eval:start -->", "<!-- retrieval-eval:end -->"
@@ -50,11 +56,8 @@ def _write_results(table: str, start: str = START, end: str = END) -> None:
     RESULTS.write_text(text)
 
 
-@pytest.mark.slow
-@pytest.mark.django_db
-def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
-    data = generate()
-    assert len(data.facts) >= 200 and len(data.questions) >= 200
+def _store_planted_facts(tenant: Tenant, data: ConversationSet) -> dict[str, Any]:
+    """Store the facts and fillers; the memory id of each planted fact, by its key."""
     drafts = [
         MemoryDraft(
             user_id=fact.user_id,
@@ -71,7 +74,14 @@ def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
         # Planted facts are distinct: none may be swallowed by a merge or dedupe.
         assert result.action == "created", (fact.statement, result.action)
         memory_of[fact.key] = result.memory.pk
+    return memory_of
 
+
+def _search_every_question(
+    tenant: Tenant, data: ConversationSet, memory_of: dict[str, Any]
+) -> tuple[dict[tuple[str, str, int], int], dict[str, int]]:
+    """Ask each question in each mode: hits by (mode, kind, k) for k in 5 and 10, and the
+    number of questions by kind ("all" included)."""
     vectors = embed_texts([question.text for question in data.questions])
     hits: dict[tuple[str, str, int], int] = defaultdict(int)
     totals: dict[str, int] = defaultdict(int)
@@ -94,10 +104,12 @@ def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
                 if target in ranked[:k]:
                     hits[(mode, question.kind, k)] += 1
                     hits[(mode, "all", k)] += 1
+    return hits, totals
 
-    def recall(mode: str, kind: str, k: int) -> float:
-        return hits[(mode, kind, k)] / totals[kind]
 
+def _recall_table(
+    data: ConversationSet, totals: dict[str, int], recall: Callable[[str, str, int], float]
+) -> str:
     kinds = ["all", "paraphrase", "direct", "exact_id"]
     lines = [
         f"{len(data.facts)} planted facts + {len(data.fillers)} small-talk distractors, "
@@ -112,7 +124,21 @@ def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
             f"{recall(mode, kind, 5):.3f} | {recall(mode, kind, 10):.3f}" for kind in kinds
         )
         lines.append(f"| {mode} | {cells} |")
-    table = "\n".join(lines)
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
+    data = generate()
+    assert len(data.facts) >= 200 and len(data.questions) >= 200
+    memory_of = _store_planted_facts(tenant, data)
+    hits, totals = _search_every_question(tenant, data, memory_of)
+
+    def recall(mode: str, kind: str, k: int) -> float:
+        return hits[(mode, kind, k)] / totals[kind]
+
+    table = _recall_table(data, totals, recall)
     print("\n" + table)
     _write_results(table)
 
@@ -125,12 +151,11 @@ def test_hybrid_beats_vector_and_lexical_at_recall_10(tenant: Tenant) -> None:
     assert recall("hybrid", "paraphrase", 10) > recall("lexical", "paraphrase", 10)
 
 
-@pytest.mark.slow
-@pytest.mark.django_db
-def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Tenant) -> None:
-    """The same dialogue lines stored twice: in a thread, and as free-standing memories.
-    Each question names a subject that only the turn before its answer mentions."""
-    data = generate_dialogues()
+def _store_threaded_and_loose(
+    tenant: Tenant, data: DialogueSet
+) -> dict[tuple[str, str], list[Any]]:
+    """Each user's dialogue lines stored twice: as a thread (user "<id>-thread") and as
+    free-standing memories (user "<id>-loose"); their ids by (user, variant), in order."""
     ids: dict[tuple[str, str], list[Any]] = {}
     for user_id, lines in data.lines.items():
         for variant, thread in (("thread", "dialogue-1"), ("loose", "")):
@@ -146,6 +171,14 @@ def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Te
             ]
             results = memory_add_many(tenant=tenant, drafts=drafts)
             ids[(user_id, variant)] = [result.memory.pk for result in results]
+    return ids
+
+
+def _search_both_variants(
+    tenant: Tenant, data: DialogueSet, ids: dict[tuple[str, str], list[Any]]
+) -> dict[tuple[str, str, int], int]:
+    """Ask each question of both variants in each mode: answers found by
+    (variant, mode, k) for k in 1 and 5."""
     vectors = embed_texts([text for _, text, _ in data.questions])
     found: dict[tuple[str, str, int], int] = defaultdict(int)
     for (user_id, text, line), vector in zip(data.questions, vectors, strict=True):
@@ -164,11 +197,10 @@ def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Te
                 for k in (1, 5):
                     if target in [hit.memory.pk for hit in outcome.hits[:k]]:
                         found[(variant, mode, k)] += 1
-    total = len(data.questions)
+    return found
 
-    def recall(variant: str, mode: str, k: int) -> float:
-        return found[(variant, mode, k)] / total
 
+def _thread_table(total: int, recall: Callable[[str, str, int], float]) -> str:
     lines = [
         f"{total} questions whose answer line is explained only by the line before it.",
         "",
@@ -181,8 +213,25 @@ def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Te
                 f"| {variant} | {mode} | {recall(variant, mode, 1):.3f} "
                 f"| {recall(variant, mode, 5):.3f} |"
             )
-    print("\n" + "\n".join(lines))
-    _write_results("\n".join(lines), THREAD_START, THREAD_END)
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_answers_explained_by_their_neighbouring_turn_need_the_thread(tenant: Tenant) -> None:
+    """The same dialogue lines stored twice: in a thread, and as free-standing memories.
+    Each question names a subject that only the turn before its answer mentions."""
+    data = generate_dialogues()
+    ids = _store_threaded_and_loose(tenant, data)
+    found = _search_both_variants(tenant, data, ids)
+    total = len(data.questions)
+
+    def recall(variant: str, mode: str, k: int) -> float:
+        return found[(variant, mode, k)] / total
+
+    table = _thread_table(total, recall)
+    print("\n" + table)
+    _write_results(table, THREAD_START, THREAD_END)
     assert recall("thread", "hybrid", 5) > recall("loose", "hybrid", 5) + 0.2
     assert recall("thread", "lexical", 5) > recall("loose", "lexical", 5) + 0.2
     assert recall("thread", "hybrid", 5) >= recall("thread", "vector", 5)
