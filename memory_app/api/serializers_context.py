@@ -26,7 +26,9 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
         max_length=MAX_CONTEXT_QUERY_CHARS,
         help_text="What the next LLM call is about; ranks candidates by semantic match.",
     )
-    as_of = as_of_field()
+    as_of = as_of_field(
+        "The dates that label recalled turns and memories are written in its offset."
+    )
     budget = serializers.IntegerField(
         required=False,
         min_value=MIN_BUDGET,

@@ -31,7 +31,8 @@ class AsOfField(serializers.DateTimeField):
         return super().enforce_timezone(value)
 
 
-def as_of_field() -> AsOfField:
+def as_of_field(more: str = "") -> AsOfField:
+    """The `as_of` field of a request; `more`: what else the route reads it for."""
     return AsOfField(
         required=False,
         help_text="When the question is asked (ISO 8601, with its UTC offset: the query's "
@@ -39,7 +40,7 @@ def as_of_field() -> AsOfField:
         "phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', "
         "'since March', '8 May 2023') are resolved against it, and memories whose "
         "occurred_at lies in the phrase's interval, or shortly after it, get a small boost "
-        "(score part `time`).",
+        "(score part `time`)." + (f" {more}" if more else ""),
     )
 
 

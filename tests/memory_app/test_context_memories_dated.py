@@ -183,3 +183,12 @@ def test_a_long_memory_shows_the_passage_that_answers(tenant: Tenant, api: APICl
     # The garden notes run past a line: the line is the passage with the code, not
     # their beginning.
     assert "code 4471" in text and "On day 0 we weeded" not in text
+
+
+def test_a_memory_is_labelled_in_the_offset_of_the_question(tenant: Tenant, api: APIClient) -> None:
+    _add(tenant, HIKE, datetime(2026, 11, 21, 22, 30, tzinfo=UTC))
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "Where did I go hiking?", as_of="2026-11-25T12:00:00+05:30")
+    # 22:30 UTC is 04:00 the next day at +05:30.
+    assert "[2026-11-22 04:00] Went hiking in Gerês" in _memories_message(body)

@@ -213,7 +213,8 @@ def test_the_context_takes_the_time_the_question_is_asked(
         url, {"query": "What did the dentist say in March?", "as_of": "2023-07-01T09:00:00+02:00"}
     )
     assert body.status_code == 200, body.content
-    assert "[2023-03-10 10:00" in _text(body.json())
+    # Labelled in the question's offset: 10:00 UTC is 12:00 at +02:00.
+    assert "[2023-03-10 12:00" in _text(body.json())
     for value in ("next tuesday", ""):
         bad = api.get(url, {"query": "dentist", "as_of": value})
         assert bad.status_code == 400, value
@@ -242,3 +243,26 @@ def test_memories_that_read_the_same_are_one_line(api: APIClient) -> None:
     assert len(lines) == 1 and re.fullmatch(
         r"\[[0-9-]{10} [0-9:]{5}\] User prefers aisle seats", lines[0]
     )
+
+
+def test_labels_are_in_the_offset_of_the_question(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    """Said on Saturday 23:30 in California (Sunday 07:30 UTC): asked there on Sunday,
+    the line reads Saturday night, as "last Saturday" in the question does."""
+    converse(
+        api,
+        "ana",
+        [("I bought a red kayak at the marina.", "Fun!")],
+        occurred_at="2026-11-28T23:30:00-08:00",
+    )
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    query = {"query": "What did I buy last Saturday?", "as_of": "2026-11-29T12:00:00-08:00"}
+    body = api.get(f"/api/v1/sessions/{session}/context", query)
+    assert body.status_code == 200, body.content
+    assert "[2026-11-28 23:30, session" in _text(body.json())
+    # Without as_of (now, UTC) the same turn reads in UTC.
+    body = api.get(f"/api/v1/sessions/{session}/context", {"query": "What did I buy?"})
+    assert "[2026-11-29 07:30, session" in _text(body.json())

@@ -5221,7 +5221,7 @@ export interface operations {
                 acting_roles?: string;
                 /** @description Whose eyes the memories are chosen for (visibility); default the session's user. */
                 acting_user_id?: string;
-                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). */
+                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). The dates that label recalled turns and memories are written in its offset. */
                 as_of?: string;
                 /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET. */
                 budget?: number;

@@ -29,7 +29,9 @@ def past_turn_candidates(
         memory = recalled.memory
         at = memory.occurred_at
         session_label = str(memory.session_id)[:SESSION_LABEL_CHARS]
-        label = f"{date_label(at)}, session {session_label}, turn {recalled.turn_number}"
+        label = (
+            f"{date_label(at, as_of.tzinfo)}, session {session_label}, turn {recalled.turn_number}"
+        )
         out.add(
             Candidate(
                 key=f"past:{memory.session_id}:{recalled.turn_number}",

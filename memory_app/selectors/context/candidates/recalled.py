@@ -44,7 +44,7 @@ def recalled_turn_candidates(
         if recalled.turn_number in offered:
             continue
         at = recalled.memory.occurred_at
-        label = f"turn {recalled.turn_number}, {date_label(at)}"
+        label = f"turn {recalled.turn_number}, {date_label(at, as_of.tzinfo)}"
         out.add(
             Candidate(
                 key=f"recalled:{recalled.turn_number}",
