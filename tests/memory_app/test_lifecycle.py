@@ -131,13 +131,38 @@ def _session_with_everything(tenant: Tenant, user_id: str) -> ChatSession:
     return session
 
 
-@pytest.mark.django_db
-def test_erasure_leaves_no_row_about_the_user(
-    api: APIClient, tenant: Tenant, other_tenant: Tenant
+# The tables holding rows about a user with a session of everything and memories.
+ALICE_TABLES = {
+    "memory",
+    "memory_version",
+    "memory_term_stat",  # BM25 statistics hold her words: erasure removes them too
+    "memory_lexicon_stat",
+    "chat_session",
+    "chat_turn",
+    "turn_step",
+    "session_component",
+    "session_selection",
+    "idempotency_record",
+}
+# Bob's rows: his session of everything and two memories (one shared with alice).
+BOB_ROWS = {
+    "chat_session": 1,
+    "chat_turn": 1,
+    "turn_step": 2,
+    "session_component": 1,
+    "session_selection": 1,
+    "idempotency_record": 1,
+    "memory": 2,
+    "memory_lexicon_stat": 1,
+    "memory_term_stat": 6,
+}
+
+
+def _remember_alice_and_bob(
+    tenant: Tenant, other_tenant: Tenant, alice_session: ChatSession
 ) -> None:
-    alice_session = _session_with_everything(tenant, "alice")
-    bob_session = _session_with_everything(tenant, "bob")
-    elsewhere = _session_with_everything(other_tenant, "alice")  # another tenant's alice
+    """Alice's fact (merged: two versions), Bob's memory shared with her, Bob's own fact,
+    and another tenant's alice's fact."""
     for content in ("I live in Lisbon", "I live in Lisbon, Portugal"):  # merged: 2 versions
         memory_add(
             tenant=tenant,
@@ -162,20 +187,9 @@ def test_erasure_leaves_no_row_about_the_user(
         tenant=other_tenant,
         draft=MemoryDraft(user_id="alice", type="fact", content="I live in Lisbon"),
     )
-    assert set(_rows_about(tenant, "alice", [alice_session.pk])) == {
-        "memory",
-        "memory_version",
-        "memory_term_stat",  # BM25 statistics hold her words: erasure removes them too
-        "memory_lexicon_stat",
-        "chat_session",
-        "chat_turn",
-        "turn_step",
-        "session_component",
-        "session_selection",
-        "idempotency_record",
-    }
 
-    response = api.delete("/api/v1/users/alice")
+
+def _assert_one_of_each_deleted(response: Any) -> None:
     assert response.status_code == 200, response.content
     deleted = response.json()["deleted"]
     assert deleted["memories"] == 1 and deleted["memory_versions"] == 1
@@ -183,23 +197,26 @@ def test_erasure_leaves_no_row_about_the_user(
     assert deleted["components"] == 1 and deleted["selections"] == 1
     assert deleted["idempotency_records"] == 1 and deleted["memories_unshared"] == 1
 
+
+@pytest.mark.django_db
+def test_erasure_leaves_no_row_about_the_user(
+    api: APIClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    alice_session = _session_with_everything(tenant, "alice")
+    bob_session = _session_with_everything(tenant, "bob")
+    elsewhere = _session_with_everything(other_tenant, "alice")  # another tenant's alice
+    _remember_alice_and_bob(tenant, other_tenant, alice_session)
+    assert set(_rows_about(tenant, "alice", [alice_session.pk])) == ALICE_TABLES
+
+    _assert_one_of_each_deleted(api.delete("/api/v1/users/alice"))
+
     assert _rows_about(tenant, "alice", [alice_session.pk]) == {}
     # Erasure is per tenant: another tenant's "alice" is another person.
     assert _rows_about(other_tenant, "alice", [elsewhere.pk]) != {}
     assert Memory.objects.get(tenant=other_tenant, user_id="alice")
     assert ChatSession.objects.filter(pk=elsewhere.pk).exists()
     # Bob keeps everything, minus alice in his shared memory's allowed_users.
-    assert _rows_about(tenant, "bob", [bob_session.pk]) == {
-        "chat_session": 1,
-        "chat_turn": 1,
-        "turn_step": 2,
-        "session_component": 1,
-        "session_selection": 1,
-        "idempotency_record": 1,
-        "memory": 2,
-        "memory_lexicon_stat": 1,
-        "memory_term_stat": 6,
-    }
+    assert _rows_about(tenant, "bob", [bob_session.pk]) == BOB_ROWS
     assert Memory.objects.get(content="Alice helped me pick the XPS").allowed_users == []
 
 
