@@ -6,6 +6,8 @@ before August 3, 2023", "two days after 8 May").
   that resolved after the last ("August 11" without a year, asked in 2026, before
   "August 15 2023") takes the last one's year: moved back a year at a time until it
   starts before the range ends.
+- A month and a relative year ("in February last year", "last year in February",
+  "early March of this year") is that month of that year.
 - An offset of N units ("the"/"a" is one) before X ends where X starts and starts N units
   earlier; after X it starts where X ends and lasts N units.
 """
@@ -27,11 +29,16 @@ _OFFSET = re.compile(
     re.IGNORECASE,
 )
 _MAX_YEARS_BACK = 100
+_MONTH_THEN_YEAR = re.compile(r"\s+(?:of\s+)?", re.IGNORECASE)
+_YEAR_THEN_MONTH = re.compile(r"\s+")
+_YEAR_WRITTEN = re.compile(r"\d{4}")
 
 
 class Dated(Protocol):
     """A dated phrase of the query (phrases.TimeScope)."""
 
+    @property
+    def kind(self) -> str: ...
     @property
     def span(self) -> tuple[int, int]: ...
     @property
@@ -41,7 +48,7 @@ class Dated(Protocol):
 
 
 class Compound(NamedTuple):
-    kind: str  # "range" or "offset"
+    kind: str  # "range", "offset" or "named_month"
     span: tuple[int, int]
     start: datetime
     end: datetime
@@ -108,3 +115,39 @@ def _before(start: datetime, end: datetime) -> datetime | None:
             day = day.replace(year=day.year - 1, day=28)
         start = cal.day_start(day, start.tzinfo)  # type: ignore[arg-type]
     return None
+
+
+def months_of_years(query: str, by_start: Mapping[int, Dated]) -> list[Compound]:
+    """A named month without its year next to "last/this/next year", in either order."""
+    out: list[Compound] = []
+    for first in list(by_start.values()):
+        joint = (_MONTH_THEN_YEAR if first.kind == "named_month" else _YEAR_THEN_MONTH).match(
+            query, first.span[1]
+        )
+        second = by_start.get(joint.end()) if joint is not None else None
+        if second is None:
+            continue
+        kinds = (first.kind, second.kind)
+        if kinds == ("named_month", "relative_year"):
+            month, year = first, second
+        elif kinds == ("relative_year", "named_month"):
+            month, year = second, first
+        else:
+            continue
+        if _YEAR_WRITTEN.search(query, *month.span) or None in (month.start, month.end, year.start):
+            continue
+        moved = _in_year(month, year.start.year)  # type: ignore[union-attr]  # checked above
+        if moved is not None:
+            out.append(Compound("named_month", (first.span[0], second.span[1]), *moved))
+    return out
+
+
+def _in_year(month: Dated, year: int) -> tuple[datetime, datetime] | None:
+    """The month's interval moved to `year` (its end with it: December ends in January)."""
+    start, end = month.start, month.end
+    assert start is not None and end is not None
+    shift = year - start.year
+    try:
+        return start.replace(year=start.year + shift), end.replace(year=end.year + shift)
+    except ValueError:  # past year 1 or 9999
+        return None

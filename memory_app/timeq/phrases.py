@@ -160,7 +160,11 @@ def _compounds(query: str, by_start: dict[int, TimeScope]) -> list[TimeScope]:
             start=found.start,
             end=found.end,
         )
-        for found in compound.ranges(query, by_start) + compound.offsets(query, by_start)
+        for found in (
+            compound.ranges(query, by_start)
+            + compound.offsets(query, by_start)
+            + compound.months_of_years(query, by_start)
+        )
     ]
 
 

@@ -148,3 +148,43 @@ def test_no_compound_without_its_dated_parts(
     query: str, expected: tuple[str, date | None, date | None, str]
 ) -> None:
     assert _resolved(query, LATE_2026) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "end", "phrase"),
+    [
+        (
+            "what did I drink in February last year?",
+            date(2025, 2, 1),
+            date(2025, 3, 1),
+            "in February last year",
+        ),
+        (
+            "what did I drink last year in February?",
+            date(2025, 2, 1),
+            date(2025, 3, 1),
+            "last year in February",
+        ),
+        (
+            "in early March of last year",
+            date(2025, 3, 1),
+            date(2025, 3, 11),
+            "in early March of last year",
+        ),
+        # December's end moves with it into the next year.
+        ("in December this year", date(2026, 12, 1), date(2027, 1, 1), "in December this year"),
+    ],
+)
+def test_a_month_of_a_relative_year_is_that_year_s(
+    query: str, first: date, end: date, phrase: str
+) -> None:
+    assert _resolved(query, LATE_2026) == ("named_month", first, end, phrase)
+
+
+def test_a_month_with_its_year_written_keeps_it() -> None:
+    assert _resolved("in February 2024 last year", LATE_2026) == (
+        "named_month",
+        date(2024, 2, 1),
+        date(2024, 3, 1),
+        "in February 2024",
+    )
