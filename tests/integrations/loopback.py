@@ -16,6 +16,14 @@ from typing import Any
 
 import httpx
 
+from tests.integrations.provider_payloads import (
+    ANSWER,
+    anthropic_events,
+    anthropic_message,
+    responses_events,
+    responses_object,
+)
+
 
 @dataclass
 class Served:
@@ -56,9 +64,6 @@ def _counts(body: dict[str, Any]) -> tuple[int, int, int, int]:
     output = 20 + size % 7
     reasoning = 3
     return input_tokens, output, cached, reasoning
-
-
-ANSWER = "The Acer Aspire 5 is the cheapest at $549."
 
 
 def _sse(handler: BaseHTTPRequestHandler, events: list[tuple[str | None, Any]]) -> None:
@@ -134,64 +139,11 @@ def _responses(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: Fake
     tin, tout, cached, reasoning = _counts(body)
     stream = bool(body.get("stream"))
     fake.served.append(Served("openai_responses", model, tin, tout, cached, reasoning, stream))
-    response = {
-        "id": "resp_1",
-        "object": "response",
-        "created_at": int(time.time()),
-        "model": model,
-        "status": "completed",
-        "output": [
-            {
-                "type": "message",
-                "id": "msg_1",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
-            }
-        ],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
-            "input_tokens": tin,
-            "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens": tout,
-            "output_tokens_details": {"reasoning_tokens": reasoning},
-            "total_tokens": tin + tout,
-        },
-    }
+    response = responses_object(model, tin, tout, cached, reasoning)
     if not stream:
         _json(handler, 200, response)
         return
-    created = {**response, "status": "in_progress", "output": [], "usage": None}
-    events: list[tuple[str | None, Any]] = [
-        (
-            "response.created",
-            {"type": "response.created", "sequence_number": 0, "response": created},
-        )
-    ]
-    for n, word in enumerate(ANSWER.split(" "), start=1):
-        events.append(
-            (
-                "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "sequence_number": n,
-                    "item_id": "msg_1",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": word + " ",
-                    "logprobs": [],
-                },
-            )
-        )
-    events.append(
-        (
-            "response.completed",
-            {"type": "response.completed", "sequence_number": 99, "response": response},
-        )
-    )
-    _sse(handler, events)
+    _sse(handler, responses_events(response))
 
 
 def _messages(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: FakeLLM) -> None:
@@ -207,55 +159,11 @@ def _messages(handler: BaseHTTPRequestHandler, body: dict[str, Any], fake: FakeL
         "cache_read_input_tokens": cached,
         "cache_creation_input_tokens": written,
     }
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": ANSWER}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": usage,
-    }
+    message = anthropic_message(model, usage)
     if not stream:
         _json(handler, 200, message)
         return
-    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    events: list[tuple[str | None, Any]] = [
-        ("message_start", {"type": "message_start", "message": start}),
-        (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-    ]
-    for word in ANSWER.split(" "):
-        events.append(
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": word + " "},
-                },
-            )
-        )
-    events += [
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": tout},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    _sse(handler, events)
+    _sse(handler, anthropic_events(message, usage, tout))
 
 
 ROUTES: dict[str, Callable[[BaseHTTPRequestHandler, dict[str, Any], FakeLLM], None]] = {
@@ -307,6 +215,47 @@ class DroppingProxy:
     failed: list[str] = field(default_factory=list)
 
 
+def _incoming(handler: BaseHTTPRequestHandler) -> tuple[bytes, dict[str, str]]:
+    """The request's body, and its headers but those of this hop."""
+    length = int(handler.headers.get("Content-Length", 0))
+    body = handler.rfile.read(length) if length else b""
+    headers = {
+        k: v
+        for k, v in handler.headers.items()
+        if k.lower() not in ("host", "content-length", "connection")
+    }
+    return body, headers
+
+
+def _answer_injected(handler: BaseHTTPRequestHandler, status: int) -> None:
+    """An error in the API's shape, with `Retry-After: 0`, as the server would send it."""
+    code = {429: "rate_limited", 503: "dependency_unavailable"}.get(status, "invalid")
+    _json_error = {"error": {"code": code, "message": "injected", "fields": {}}}
+    raw = json.dumps(_json_error).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Retry-After", "0")
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
+
+
+def _relay(handler: BaseHTTPRequestHandler, upstream_response: httpx.Response) -> None:
+    """The upstream answer, its body re-framed with a Content-Length of its own."""
+    handler.send_response(upstream_response.status_code)
+    for name, value in upstream_response.headers.items():
+        if name.lower() not in (
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "content-encoding",
+        ):
+            handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(upstream_response.content)))
+    handler.end_headers()
+    handler.wfile.write(upstream_response.content)
+
+
 @contextmanager
 def serve_dropping_proxy(
     upstream: str,
@@ -324,25 +273,11 @@ def serve_dropping_proxy(
             pass
 
         def _forward(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            body = self.rfile.read(length) if length else b""
-            headers = {
-                k: v
-                for k, v in self.headers.items()
-                if k.lower() not in ("host", "content-length", "connection")
-            }
+            body, headers = _incoming(self)
             status = proxy.fail_with(self.command, self.path) if proxy.fail_with else None
             if status is not None:  # answer for the server, without reaching it
                 proxy.failed.append(f"{status} {self.command} {self.path}")
-                code = {429: "rate_limited", 503: "dependency_unavailable"}.get(status, "invalid")
-                _json_error = {"error": {"code": code, "message": "injected", "fields": {}}}
-                raw = json.dumps(_json_error).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Retry-After", "0")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                _answer_injected(self, status)
                 return
             upstream_response = client.request(
                 self.command, upstream + self.path, content=body, headers=headers
@@ -352,18 +287,7 @@ def serve_dropping_proxy(
                 proxy.dropped.append(f"{self.command} {self.path}")
                 self.close_connection = True
                 return  # no status line: the client sees the connection close
-            self.send_response(upstream_response.status_code)
-            for name, value in upstream_response.headers.items():
-                if name.lower() not in (
-                    "content-length",
-                    "transfer-encoding",
-                    "connection",
-                    "content-encoding",
-                ):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(upstream_response.content)))
-            self.end_headers()
-            self.wfile.write(upstream_response.content)
+            _relay(self, upstream_response)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
 
