@@ -17,76 +17,21 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 from rest_framework.test import APIClient
 
 from integrations.otlp_decode import parse_request, spans_of
 from integrations.otlp_ingest import ingest_spans
 from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
+from tests.integrations.otlp_spans import CALLS, emit, expected, otlp_json
 
 TOKENS = ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens")
-CALLS = [
-    # (conversation, model, input, output, cached, reasoning, failed)
-    ("conv-a", "gpt-4o-mini", 1200, 300, 400, 0, False),
-    ("conv-a", "gpt-4o", 800, 150, 0, 64, False),
-    ("conv-a", "claude-sonnet-4-5", 500, 0, 0, 0, True),
-    ("conv-b", "gpt-4o-mini", 90, 10, 0, 0, False),
-]
 
 
 def api(live_server: Any, key: IssuedKey) -> httpx.Client:
     return httpx.Client(
         base_url=live_server.url, headers={"Authorization": f"Bearer {key.secret}"}, timeout=30
     )
-
-
-def emit(tracer: Any) -> None:
-    """Per conversation one trace: an invoke_agent span around chat and tool spans, plus
-    an HTTP span that is not GenAI, and a trace without a conversation id."""
-    for conversation in ("conv-a", "conv-b"):
-        with tracer.start_as_current_span("invoke_agent shop") as agent:
-            agent.set_attribute("gen_ai.operation.name", "invoke_agent")
-            agent.set_attribute("gen_ai.agent.name", "shop-agent")
-            agent.set_attribute("gen_ai.conversation.id", conversation)
-            agent.set_attribute("user.id", "maria")
-            # An instrumentation's roll-up of its children: must not be counted again.
-            agent.set_attribute("gen_ai.usage.input_tokens", 99_999)
-            for conv, model, tin, tout, cached, reasoning, failed in CALLS:
-                if conv != conversation:
-                    continue
-                with tracer.start_as_current_span(f"chat {model}") as span:
-                    span.set_attribute("gen_ai.operation.name", "chat")
-                    span.set_attribute("gen_ai.request.model", model)
-                    span.set_attribute("gen_ai.response.model", model + "-2024")
-                    span.set_attribute("gen_ai.usage.input_tokens", tin)
-                    span.set_attribute("gen_ai.usage.output_tokens", tout)
-                    if cached:
-                        span.set_attribute("gen_ai.usage.cache_read.input_tokens", cached)
-                    if reasoning:
-                        span.set_attribute("gen_ai.usage.reasoning.output_tokens", reasoning)
-                    if failed:
-                        span.set_attribute("error.type", "overloaded")
-                        span.set_status(Status(StatusCode.ERROR, "529 overloaded"))
-            with tracer.start_as_current_span("execute_tool search") as tool:
-                tool.set_attribute("gen_ai.operation.name", "execute_tool")
-                tool.set_attribute("gen_ai.tool.name", "search")
-            with tracer.start_as_current_span("GET /inventory"):
-                pass
-    with tracer.start_as_current_span("chat orphan") as orphan:
-        orphan.set_attribute("gen_ai.operation.name", "chat")
-        orphan.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-        orphan.set_attribute("gen_ai.usage.input_tokens", 5)
-        orphan.set_attribute("gen_ai.usage.output_tokens", 5)
-
-
-def expected() -> dict[str, int]:
-    return {
-        "input_tokens": sum(c[2] for c in CALLS),
-        "output_tokens": sum(c[3] for c in CALLS),
-        "cached_tokens": sum(c[4] for c in CALLS),
-        "reasoning_tokens": sum(c[5] for c in CALLS),
-    }
 
 
 def usage_totals(client: httpx.Client) -> dict[str, Any]:
@@ -148,25 +93,53 @@ def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: 
     exporter.shutdown()
 
 
-def otlp_json(trace_id: str, span_id: str, input_tokens: int) -> dict[str, Any]:
-    attrs = [
-        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-        {"key": "gen_ai.conversation.id", "value": {"stringValue": "json-conv"}},
-        {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o-mini"}},
-        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(input_tokens)}},
-        {"key": "gen_ai.usage.output_tokens", "value": {"intValue": "7"}},
-    ]
-    span = {
-        "traceId": trace_id, "spanId": span_id, "name": "chat gpt-4o-mini", "kind": 3,
-        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000250000000",
-        "attributes": attrs, "status": {},
-    }  # fmt: skip
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "js-agent"}}]}
-    return {
-        "resourceSpans": [
-            {"resource": resource, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}
-        ]
-    }
+def assert_error(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["error"]["code"] == code
+
+
+def assert_bad_bodies_refused(client: httpx.Client) -> None:
+    """Garbage protobuf, bad gzip, malformed JSON, a bad trace id, another media type and
+    a gzip bomb: each refused with its code."""
+    proto = {"Content-Type": "application/x-protobuf"}
+    assert_error(
+        client.post("/v1/traces", content=b"\xff\xff\xff\x0f garbage", headers=proto),
+        400,
+        "invalid",
+    )
+    assert_error(
+        client.post("/v1/traces", content=b"\x0a\x05\x0a\x03", headers=proto), 400, "invalid"
+    )
+    assert_error(
+        client.post(
+            "/v1/traces", content=b"not gzip", headers={**proto, "Content-Encoding": "gzip"}
+        ),
+        400,
+        "invalid",
+    )
+    assert_error(
+        client.post("/v1/traces", content=b"{nope", headers={"Content-Type": "application/json"}),
+        400,
+        "malformed_json",
+    )
+    bad_id = json.dumps(otlp_json("zz", "eee19b7ec3c1b174", 1)).encode()
+    assert_error(
+        client.post("/v1/traces", content=bad_id, headers={"Content-Type": "application/json"}),
+        400,
+        "invalid",
+    )
+    assert_error(
+        client.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+    )
+    bomb = gzip.compress(b"\0" * (17 * 1024 * 1024))
+    assert_error(
+        client.post("/v1/traces", content=bomb, headers={**proto, "Content-Encoding": "gzip"}),
+        413,
+        "request_too_large",
+    )
 
 
 def test_otlp_json_gzip_and_bad_bodies(
@@ -186,49 +159,9 @@ def test_otlp_json_gzip_and_bad_bodies(
     assert usage_totals(client)["input_tokens"] == 321
     assert usage_totals(api(live_server, other_live_key))["input_tokens"] == 0
 
-    def error(response: httpx.Response, status: int, code: str) -> None:
-        assert response.status_code == status, response.text
-        assert response.headers["content-type"].startswith("application/json")
-        assert response.json()["error"]["code"] == code
-
-    proto = {"Content-Type": "application/x-protobuf"}
-    error(
-        client.post("/v1/traces", content=b"\xff\xff\xff\x0f garbage", headers=proto),
-        400,
-        "invalid",
-    )
-    error(client.post("/v1/traces", content=b"\x0a\x05\x0a\x03", headers=proto), 400, "invalid")
-    error(
-        client.post(
-            "/v1/traces", content=b"not gzip", headers={**proto, "Content-Encoding": "gzip"}
-        ),
-        400,
-        "invalid",
-    )
-    error(
-        client.post("/v1/traces", content=b"{nope", headers={"Content-Type": "application/json"}),
-        400,
-        "malformed_json",
-    )
-    bad_id = json.dumps(otlp_json("zz", "eee19b7ec3c1b174", 1)).encode()
-    error(
-        client.post("/v1/traces", content=bad_id, headers={"Content-Type": "application/json"}),
-        400,
-        "invalid",
-    )
-    error(
-        client.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"}),
-        415,
-        "unsupported_media_type",
-    )
-    bomb = gzip.compress(b"\0" * (17 * 1024 * 1024))
-    error(
-        client.post("/v1/traces", content=bomb, headers={**proto, "Content-Encoding": "gzip"}),
-        413,
-        "request_too_large",
-    )
+    assert_bad_bodies_refused(client)
     anonymous = httpx.post(f"{live_server.url}/v1/traces", content=body, headers=headers)
-    error(anonymous, 401, "not_authenticated")
+    assert_error(anonymous, 401, "not_authenticated")
     assert usage_totals(client)["input_tokens"] == 321
 
 
