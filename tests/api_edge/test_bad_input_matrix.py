@@ -62,6 +62,75 @@ def _assert_json_4xx(response: Any, what: str) -> None:
     assert error["code"] and isinstance(error["fields"], dict), what
 
 
+def _check_body(
+    api: APIClient,
+    method: str,
+    template: str,
+    path: str,
+    operation: dict[str, Any],
+    components: dict[str, Any],
+) -> int:
+    """Each bad value (and a wrong type) in each property of the JSON body, an unknown
+    field, a deeply nested body; returns how many property cases were checked."""
+    body_schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+    if not body_schema:
+        return 0
+    call = getattr(api, method)
+    checked = 0
+    ref = body_schema["schema"].get("$ref", "")
+    properties: dict[str, Any] = {"user_id": {}, "query": {}, "state": {}}
+    if ref:
+        component = ref.rsplit("/", 1)[-1]
+        properties = components[component].get("properties", {}) or properties
+    for name, prop in properties.items():
+        cases = dict(BAD_VALUES)
+        if prop.get("type") in WRONG_TYPE:
+            cases["wrong_type"] = WRONG_TYPE[prop["type"]]
+        for case, raw in cases.items():
+            text = "{" + json.dumps(name) + ": " + raw + "}"
+            response = call(path, data=text, content_type="application/json")
+            _assert_json_4xx(response, f"{method} {template} {name}={case}")
+            checked += 1
+    unknown = call(path, data='{"no_such_field": 1}', content_type="application/json")
+    _assert_json_4xx(unknown, f"{method} {template} unknown field")
+    whole = call(path, data=DEEP, content_type="application/json")
+    _assert_json_4xx(whole, f"{method} {template} deep body")
+    return checked
+
+
+def _check_query(
+    api: APIClient, method: str, template: str, path: str, operation: dict[str, Any]
+) -> int:
+    """Each bad value in each query parameter of a GET; returns how many were refused."""
+    call = getattr(api, method)
+    checked = 0
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") != "query":
+            continue
+        for case, value in BAD_QUERY.items():
+            response = call(path, {parameter["name"]: value}) if method == "get" else None
+            if response is None or response.status_code < 400:
+                continue  # a free-text filter may legitimately match nothing
+            _assert_json_4xx(response, f"{method} {template} ?{parameter['name']}={case}")
+            checked += 1
+    return checked
+
+
+def _check_ids(api: APIClient, method: str, template: str, ids: dict[str, str]) -> int:
+    """Each bad id in each id of the path; returns how many were checked."""
+    checked = 0
+    for name in ids:
+        if "{" + name + "}" not in template:
+            continue
+        for bad in BAD_IDS:
+            if name == "user_id" and bad in FREE_TEXT_IDS:
+                continue  # a user id is the agent's own string: these are valid ones
+            response = getattr(api, method)(_fill(template, {**ids, name: bad}))
+            _assert_json_4xx(response, f"{method} {template} {name}={bad}")
+            checked += 1
+    return checked
+
+
 def test_every_route_refuses_bad_input_with_json_4xx_and_writes_nothing(
     api: APIClient,
 ) -> None:
@@ -80,47 +149,9 @@ def test_every_route_refuses_bad_input_with_json_4xx_and_writes_nothing(
             # which must ignore unknown fields): tests/integrations covers their bad input.
             continue
         path = _fill(template, ids)
-        call = getattr(api, method)
-        body_schema = (
-            operation.get("requestBody", {}).get("content", {}).get("application/json", {})
-        )
-        if body_schema:
-            ref = body_schema["schema"].get("$ref", "")
-            properties: dict[str, Any] = {"user_id": {}, "query": {}, "state": {}}
-            if ref:
-                component = ref.rsplit("/", 1)[-1]
-                properties = components[component].get("properties", {}) or properties
-            for name, prop in properties.items():
-                cases = dict(BAD_VALUES)
-                if prop.get("type") in WRONG_TYPE:
-                    cases["wrong_type"] = WRONG_TYPE[prop["type"]]
-                for case, raw in cases.items():
-                    text = "{" + json.dumps(name) + ": " + raw + "}"
-                    response = call(path, data=text, content_type="application/json")
-                    _assert_json_4xx(response, f"{method} {template} {name}={case}")
-                    checked += 1
-            unknown = call(path, data='{"no_such_field": 1}', content_type="application/json")
-            _assert_json_4xx(unknown, f"{method} {template} unknown field")
-            whole = call(path, data=DEEP, content_type="application/json")
-            _assert_json_4xx(whole, f"{method} {template} deep body")
-        for parameter in operation.get("parameters", []):
-            if parameter.get("in") != "query":
-                continue
-            for case, value in BAD_QUERY.items():
-                response = call(path, {parameter["name"]: value}) if method == "get" else None
-                if response is None or response.status_code < 400:
-                    continue  # a free-text filter may legitimately match nothing
-                _assert_json_4xx(response, f"{method} {template} ?{parameter['name']}={case}")
-                checked += 1
-        for name in ids:
-            if "{" + name + "}" not in template:
-                continue
-            for bad in BAD_IDS:
-                if name == "user_id" and bad in FREE_TEXT_IDS:
-                    continue  # a user id is the agent's own string: these are valid ones
-                response = getattr(api, method)(_fill(template, {**ids, name: bad}))
-                _assert_json_4xx(response, f"{method} {template} {name}={bad}")
-                checked += 1
+        checked += _check_body(api, method, template, path, operation, components)
+        checked += _check_query(api, method, template, path, operation)
+        checked += _check_ids(api, method, template, ids)
     for bad in BAD_IDS:
         _assert_json_4xx(api.delete(f"/api/v1/sessions/{bad}"), f"delete session {bad}")
         _assert_json_4xx(api.delete(f"/api/v1/memories/{bad}"), f"delete memory {bad}")
