@@ -245,18 +245,7 @@ def test_add_rejects_bad_input(api: APIClient, body: dict[str, Any], field: str)
     assert_error(api.post(MEMORIES, payload, format="json"), 400, "invalid", field)
 
 
-def test_other_routes_reject_bad_input(api: APIClient, other_api: APIClient) -> None:
-    memory = add(api, content="I like tea").json()["memory"]
-    url = f"{MEMORIES}/{memory['id']}?acting_user_id=alice"
-    assert_error(api.post(MEMORIES, [1, 2], format="json"), 400, "invalid")
-    assert_error(api.patch(url, {}, format="json"), 400, "invalid", "non_field_errors")
-    assert_error(api.patch(url, {"importance": -1}, format="json"), 400, "invalid", "importance")
-    assert_error(api.patch(url, {"content": "y" * 9000}, format="json"), 400, "invalid", "content")
-    assert_error(api.get(f"{MEMORIES}/not-a-uuid"), 404, "not_found")
-    assert_error(api.get(f"{MEMORIES}/{uuid.uuid4()}/history"), 404, "not_found")
-    assert_error(api.get(MEMORIES, {"acting_user_id": "a" * 300}), 400, "invalid", "acting_user_id")
-    assert_error(api.get(MEMORIES, {"type": "gossip"}), 400, "invalid", "type")
-    # Search.
+def _assert_search_rejects_bad_input(api: APIClient) -> None:
     search_url = f"{MEMORIES}/search"
     assert_error(api.post(search_url, {}, format="json"), 400, "invalid", "query")
     assert_error(
@@ -277,7 +266,9 @@ def test_other_routes_reject_bad_input(api: APIClient, other_api: APIClient) -> 
         "invalid",
         "acting_roles",
     )
-    # Bulk.
+
+
+def _assert_bulk_rejects_bad_input(api: APIClient) -> None:
     bulk_url = f"{MEMORIES}/bulk"
     assert_error(api.post(bulk_url, {"content": "x"}, format="json"), 400, "invalid")
     assert_error(api.post(bulk_url, [], format="json"), 400, "invalid")
@@ -293,6 +284,21 @@ def test_other_routes_reject_bad_input(api: APIClient, other_api: APIClient) -> 
     )
     too_many = [{"user_id": "a", "type": "fact", "content": f"fact {i}"} for i in range(501)]
     assert_error(api.post(bulk_url, too_many, format="json"), 400, "invalid")
+
+
+def test_other_routes_reject_bad_input(api: APIClient, other_api: APIClient) -> None:
+    memory = add(api, content="I like tea").json()["memory"]
+    url = f"{MEMORIES}/{memory['id']}?acting_user_id=alice"
+    assert_error(api.post(MEMORIES, [1, 2], format="json"), 400, "invalid")
+    assert_error(api.patch(url, {}, format="json"), 400, "invalid", "non_field_errors")
+    assert_error(api.patch(url, {"importance": -1}, format="json"), 400, "invalid", "importance")
+    assert_error(api.patch(url, {"content": "y" * 9000}, format="json"), 400, "invalid", "content")
+    assert_error(api.get(f"{MEMORIES}/not-a-uuid"), 404, "not_found")
+    assert_error(api.get(f"{MEMORIES}/{uuid.uuid4()}/history"), 404, "not_found")
+    assert_error(api.get(MEMORIES, {"acting_user_id": "a" * 300}), 400, "invalid", "acting_user_id")
+    assert_error(api.get(MEMORIES, {"type": "gossip"}), 400, "invalid", "type")
+    _assert_search_rejects_bad_input(api)
+    _assert_bulk_rejects_bad_input(api)
     # Erasure: an absurd id is 400; no key is 401.
     assert_error(api.delete(f"/api/v1/users/{'u' * 300}"), 400, "invalid", "user_id")
     assert_error(APIClient().delete("/api/v1/users/alice"), 401, "not_authenticated")
