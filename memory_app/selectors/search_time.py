@@ -18,7 +18,8 @@ interval's end keeps part of the boost, falling linearly from 1 at the end to 0 
 
 The boost ranks the pool the vector and lexical steps found (their top-k): a memory of
 the named time that neither found is not brought in. A phrase about an event ("before I
-moved") has no interval here: nothing is boosted.
+moved") has an interval only once the search has dated the event by the memory that
+tells of it (search.engine); undated, it boosts nothing.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def test_as_of_defaults_to_now(api: APIClient) -> None:
     assert body["time_scope"]["start"] == "2023-05-01T00:00:00Z"
 
 
-def test_an_event_is_named_but_boosts_nothing(api: APIClient) -> None:
+def test_an_event_no_memory_tells_of_boosts_nothing(api: APIClient) -> None:
     ids = _add_dinners(api)
     body = _search(api, "lasagna before I moved to Denver", as_of="2023-05-30T10:00:00Z")
     assert body["time_scope"]["kind"] == "before_event"
@@ -179,3 +179,31 @@ def test_a_memory_told_after_the_named_time_keeps_part_of_the_boost(api: APIClie
     assert times[told_next_day] == pytest.approx(1 - (11 + 54 / 60) / (7 * 24), abs=1e-5)
     assert times[told_weeks_later] == 0.0
     assert _ranked(body)[0] == told_next_day
+
+
+def test_an_event_a_memory_tells_of_is_dated_by_it(api: APIClient) -> None:
+    """ "before I moved": the move is dated by the memory that tells of it, and what
+    happened before it is boosted."""
+    boston = add(api, content="Rented a small flat near the harbour in Boston", type="episodic",
+                 occurred_at="2024-02-01T09:00:00Z").json()["memory"]["id"]  # fmt: skip
+    add(api, content="I moved to Denver for the new job", type="episodic",
+        occurred_at="2026-04-10T09:00:00Z")  # fmt: skip
+    denver = add(api, content="Rented a loft with a view of the mountains", type="episodic",
+                 occurred_at="2026-05-01T09:00:00Z").json()["memory"]["id"]  # fmt: skip
+    for content in _OTHERS:
+        assert add(api, content=content, type="fact").status_code == 201
+
+    body = _search(api, "which flat did I rent before I moved?", as_of="2026-11-29T12:00:00Z")
+
+    assert body["time_scope"] == {
+        "phrase": "before I moved",
+        "kind": "before",
+        "start": None,
+        "end": "2026-04-10T09:00:00Z",
+        "anchor": "I moved",
+    }
+    times = {hit["memory"]["id"]: hit["parts"]["time"] for hit in body["results"]}
+    assert (times[boston], times[denver]) == (1.0, 0.0)
+    # Asked before the move happened, nothing dates it.
+    early = _search(api, "which flat did I rent before I moved?", as_of="2025-01-01T00:00:00Z")
+    assert early["time_scope"]["kind"] == "before_event"

@@ -2599,7 +2599,7 @@ export interface components {
         TimeScope: {
             /** @description The words of the query that name a time. */
             phrase: string;
-            /** @description What kind of phrase: relative_day, earlier, ago, past_span, relative_week, weekend, relative_month, relative_year, year, named_month, named_weekday, absolute_date, before, after, range ('between August 11 and August 15 2023', 'from March to June'), offset ('the week before August 3, 2023') (an interval); before_event, after_event (an order relative to an event the query names, `anchor`, with no interval: nothing boosted). */
+            /** @description What kind of phrase: relative_day, earlier, ago, past_span, relative_week, weekend, relative_month, relative_year, year, named_month, named_weekday, absolute_date, before, after, range ('between August 11 and August 15 2023', 'from March to June'), offset ('the week before August 3, 2023') (an interval); before_event, after_event (an order relative to an event the query names, `anchor`, that no memory dates: no interval, nothing boosted). An event that a memory tells of (the top hit for its words, holding one of them, happened by as_of) is dated by it: kind before or after, its `anchor` kept. */
             kind: string;
             /**
              * Format: date-time

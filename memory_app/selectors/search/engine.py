@@ -5,7 +5,8 @@ The round trips of a search: the query's lexical terms (`lexical_query`), the po
 their edges (`hit_rows`); the time boost and the current-state weighting each add one
 when the query has a time phrase or asks about now. The memories dated after the
 question, the speaker the query names and the length prior are read from the pool's
-own rows (no round trip).
+own rows (no round trip). A query ordered by an event ("before I moved") first searches
+for the event's words to date it (`_event_dated`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ def memory_search(
     `as_of`, the moment the question is asked: the query's time phrases are read against
     it (a boost, memory_app.selectors.search_time) and it stands for `now`."""
     time_scope = query_time_scope(query, as_of)
+    if time_scope is not None and time_scope.anchor and as_of is not None:
+        time_scope = _event_dated(
+            time_scope, as_of, tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id,
+            filters=filters,
+        )  # fmt: skip
     now = now or as_of or timezone.now()
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags,
@@ -113,6 +119,21 @@ def memory_search(
         memories = hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
     return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, time_scope)
+
+
+def _event_dated(scope: TimeScope, as_of: datetime, **where: Any) -> TimeScope:
+    """An event the query orders by ("before I moved") dated by the memory that best
+    tells of it: the top hit of a search for the event's words, among the memories this
+    search may read, when a word of them occurs in it (part lexical) and it happened by
+    `as_of`. Its time is when it happened (`occurred_at`, else when it was noted). Else
+    the scope stays undated and boosts nothing."""
+    assert scope.anchor is not None
+    found = memory_search(query=scope.anchor, limit=1, **where).hits
+    if not found or found[0].parts.get("lexical", 0.0) <= 0:
+        return scope
+    memory = found[0].memory
+    when = memory.occurred_at or memory.created_at
+    return scope.around(when) if when <= as_of else scope
 
 
 def _ranked(
