@@ -86,12 +86,10 @@ def memory_search(
 
     `as_of`, the moment the question is asked: the query's time phrases are read against
     it (a boost, memory_app.selectors.search_time) and it stands for `now`."""
-    time_scope = query_time_scope(query, as_of)
-    if time_scope is not None and time_scope.anchor and as_of is not None:
-        time_scope = _event_dated(
-            time_scope, as_of, tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id,
-            filters=filters,
-        )  # fmt: skip
+    time_scope = _query_scope(
+        query, as_of, tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id,
+        filters=filters,
+    )  # fmt: skip
     now = now or as_of or timezone.now()
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags,
@@ -102,12 +100,7 @@ def memory_search(
         params["q"] = vector_literal(vector)
     with connection.cursor() as cursor:
         load_timestamps_compiled(cursor)  # the pool's two dates a candidate
-        lexical = None
-        if mode in ("hybrid", "lexical"):
-            own_user_id = actor.user_id if where.own_branch is not None else None
-            lexical = lexical_query(
-                cursor, tenant=tenant, user_id=user_id, text=query, own_user_id=own_user_id
-            )
+        lexical = _lexical_terms(cursor, mode, query, tenant, actor, where, user_id)
         if "q" not in params and lexical is None:
             return SearchOutcome([], [], [], time_scope)
         pool = _pool(cursor, where, params, lexical, query, candidates=max(3 * limit, 30))
@@ -119,6 +112,34 @@ def memory_search(
         memories = hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
     return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, time_scope)
+
+
+def _lexical_terms(
+    cursor: Any,
+    mode: SearchMode,
+    query: str,
+    tenant: Tenant,
+    actor: Actor,
+    where: SearchWhere,
+    user_id: str | None,
+) -> LexicalQuery | None:
+    """The query's lexical terms, None in vector mode; an end user's tenant-wide search
+    also weighs them for its own branch (`lexical_query`)."""
+    if mode not in ("hybrid", "lexical"):
+        return None
+    own_user_id = actor.user_id if where.own_branch is not None else None
+    return lexical_query(
+        cursor, tenant=tenant, user_id=user_id, text=query, own_user_id=own_user_id
+    )
+
+
+def _query_scope(query: str, as_of: datetime | None, **where: Any) -> TimeScope | None:
+    """The query's time phrase read against `as_of`, an event it orders by dated by the
+    memories `where` may read (`_event_dated`)."""
+    scope = query_time_scope(query, as_of)
+    if scope is None or not scope.anchor or as_of is None:
+        return scope
+    return _event_dated(scope, as_of, **where)
 
 
 def _event_dated(scope: TimeScope, as_of: datetime, **where: Any) -> TimeScope:
