@@ -73,12 +73,15 @@ async def exercise(session: ClientSession) -> dict[str, Any]:
     return {"sid": sid, "tools": tools}
 
 
-async def exercise_with_results(
-    session: ClientSession, store: Callable[[str], Awaitable[None]]
-) -> dict[str, Any]:
-    seen = await exercise(session)
-    sid = seen["sid"]
-    await store(sid)
+TURN_ARGS = {
+    "user_message": "add the cheapest", "assistant_response": "Done.",
+    "idempotency_key": "mcp-turn-1",
+    "steps": [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 300,
+               "output_tokens": 40, "cached_tokens": 100}],
+}  # fmt: skip
+
+
+async def check_cart_from_stored_results(session: ClientSession, sid: str) -> None:
     resolved = data(
         await session.call_tool("resolve_reference", {"session_id": sid, "ref": "the cheapest"})
     )
@@ -87,18 +90,16 @@ async def exercise_with_results(
     assert added["added"] is True and added["line"]["mpn"] == ACER
     cart = data(await session.call_tool("cart_list", {"session_id": sid}))
     assert [line["mpn"] for line in cart["results"]] == [ACER]
-    turn = data(await session.call_tool("turn_record", {
-        "session_id": sid, "user_message": "add the cheapest", "assistant_response": "Done.",
-        "idempotency_key": "mcp-turn-1",
-        "steps": [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 300,
-                   "output_tokens": 40, "cached_tokens": 100}]}))  # fmt: skip
+
+
+async def check_turn_record_and_its_replay(session: ClientSession, sid: str) -> None:
+    turn = data(await session.call_tool("turn_record", {"session_id": sid, **TURN_ARGS}))
     assert turn["turn"]["turn_number"] == 1 and turn["replayed"] is False
-    replay = data(await session.call_tool("turn_record", {
-        "session_id": sid, "user_message": "add the cheapest", "assistant_response": "Done.",
-        "idempotency_key": "mcp-turn-1",
-        "steps": [{"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 300,
-                   "output_tokens": 40, "cached_tokens": 100}]}))  # fmt: skip
+    replay = data(await session.call_tool("turn_record", {"session_id": sid, **TURN_ARGS}))
     assert replay["replayed"] is True and replay["totals"]["input_tokens"] == 300
+
+
+async def check_memory_context_and_usage(session: ClientSession, sid: str) -> None:
     fact = {"user_id": "maria", "type": "preference", "content": "Maria prefers matte screens."}
     memory = data(await session.call_tool("memory_add", fact))
     assert memory["action"] == "created"
@@ -111,7 +112,9 @@ async def exercise_with_results(
     usage = data(await session.call_tool("usage_report", {"group_by": "session"}))
     assert usage["totals"]["input_tokens"] == 300
 
-    # Bad arguments are tool errors, and the session goes on working.
+
+async def check_bad_arguments_are_tool_errors(session: ClientSession, sid: str) -> None:
+    """Bad arguments are tool errors, and the session goes on working."""
     missing = await session.call_tool("cart_add", {"ref": "the cheapest"})
     assert missing.is_error
     wrong_type = await session.call_tool(
@@ -129,6 +132,18 @@ async def exercise_with_results(
     )
     assert bad_step.is_error and "step_type" in bad_step.content[0].text
     assert data(await session.call_tool("cart_list", {"session_id": sid}))["count"] == 1
+
+
+async def exercise_with_results(
+    session: ClientSession, store: Callable[[str], Awaitable[None]]
+) -> dict[str, Any]:
+    seen = await exercise(session)
+    sid = seen["sid"]
+    await store(sid)
+    await check_cart_from_stored_results(session, sid)
+    await check_turn_record_and_its_replay(session, sid)
+    await check_memory_context_and_usage(session, sid)
+    await check_bad_arguments_are_tool_errors(session, sid)
     return {"sid": sid}
 
 

@@ -27,6 +27,46 @@ def live_reservations() -> list[Any]:
         connection.close()
 
 
+async def check_budget_check_schema(session: Any) -> None:
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    schema = tools["budget_check"].input_schema
+    assert set(schema["required"]) == {"session_id", "estimated_tokens"}
+
+
+async def reserve_then_record_turn(session: Any, sid: str, budget: Any, held: list[Any]) -> None:
+    """One reservation of 1000 tokens, the live reservations it leaves, then a turn."""
+    check = data(
+        await session.call_tool(
+            "budget_check",
+            {"session_id": sid, "estimated_tokens": 1000, "model": "gpt-4o-mini"},
+        )
+    )
+    assert check["allowed"] is True and check["reservation"]["tokens"] == 1000
+    assert [b["id"] for b in check["budgets"]] == [str(budget.pk)]
+    held.append(await anyio.to_thread.run_sync(live_reservations))
+    turn = await session.call_tool("turn_record", {"session_id": sid, "steps": [STEP]})
+    assert data(turn)["turn"]["input_tokens"] == 900
+
+
+async def check_refusals_at_the_limit(session: Any, sid: str) -> None:
+    refused = await session.call_tool("budget_check", {"session_id": sid, "estimated_tokens": 1})
+    assert refused.is_error
+    text = refused.content[0].text
+    assert "budget_exceeded" in text and "Ask again in" in text
+    bad = await session.call_tool("budget_check", {"session_id": sid, "estimated_tokens": -5})
+    assert bad.is_error and "estimated_tokens" in bad.content[0].text
+
+
+async def check_foreign_key_cannot_check(url: str, secret: str, sid: str) -> None:
+    """Another tenant's key cannot check this session."""
+    async with http_session(url, secret) as foreign:
+        await foreign.initialize()
+        refused = await foreign.call_tool(
+            "budget_check", {"session_id": sid, "estimated_tokens": 1}
+        )
+        assert refused.is_error and "not_found" in refused.content[0].text
+
+
 def test_budget_check_reserves_and_the_recorded_turn_spends_it(
     live_server: Any, live_key: IssuedKey, other_live_key: IssuedKey
 ) -> None:
@@ -40,45 +80,12 @@ def test_budget_check_reserves_and_the_recorded_turn_spends_it(
     async def main() -> None:
         async with http_session(url, live_key.secret) as session:
             await session.initialize()
-            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-            schema = tools["budget_check"].input_schema
-            assert set(schema["required"]) == {"session_id", "estimated_tokens"}
-            opened = data(
-                await session.call_tool(
-                    "session_open",
-                    {"agent_id": "shop", "external_session_id": "c-9", "user_id": "maria"},
-                )
-            )
-            sid = opened["session"]["id"]
+            await check_budget_check_schema(session)
+            sid = await open_session(session, "c-9")
             for _ in range(2):
-                check = data(
-                    await session.call_tool(
-                        "budget_check",
-                        {"session_id": sid, "estimated_tokens": 1000, "model": "gpt-4o-mini"},
-                    )
-                )
-                assert check["allowed"] is True and check["reservation"]["tokens"] == 1000
-                assert [b["id"] for b in check["budgets"]] == [str(budget.pk)]
-                held.append(await anyio.to_thread.run_sync(live_reservations))
-                turn = await session.call_tool("turn_record", {"session_id": sid, "steps": [STEP]})
-                assert data(turn)["turn"]["input_tokens"] == 900
-            refused = await session.call_tool(
-                "budget_check", {"session_id": sid, "estimated_tokens": 1}
-            )
-            assert refused.is_error
-            text = refused.content[0].text
-            assert "budget_exceeded" in text and "Ask again in" in text
-            bad = await session.call_tool(
-                "budget_check", {"session_id": sid, "estimated_tokens": -5}
-            )
-            assert bad.is_error and "estimated_tokens" in bad.content[0].text
-        # Another tenant's key cannot check this session.
-        async with http_session(url, other_live_key.secret) as foreign:
-            await foreign.initialize()
-            refused = await foreign.call_tool(
-                "budget_check", {"session_id": sid, "estimated_tokens": 1}
-            )
-            assert refused.is_error and "not_found" in refused.content[0].text
+                await reserve_then_record_turn(session, sid, budget, held)
+            await check_refusals_at_the_limit(session, sid)
+        await check_foreign_key_cannot_check(url, other_live_key.secret, sid)
 
     anyio.run(main)
     assert [len(ids) for ids in held] == [1, 1]  # one live reservation before each turn

@@ -40,25 +40,22 @@ def usage_totals(client: httpx.Client) -> dict[str, Any]:
     return report.json()["totals"]
 
 
-def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: IssuedKey) -> None:
-    exporter = OTLPSpanExporter(
+def sdk_exporter(live_server: Any, key: IssuedKey) -> OTLPSpanExporter:
+    """The SDK's OTLP/HTTP exporter (protobuf, gzip) pointed at the live server."""
+    return OTLPSpanExporter(
         endpoint=f"{live_server.url}/v1/traces",
-        headers={"Authorization": f"Bearer {live_key.secret}"},
+        headers={"Authorization": f"Bearer {key.secret}"},
         compression=Compression.Gzip,
     )
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "shop-service"}))
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    emit(provider.get_tracer("engram-test"))
-    spans = memory.get_finished_spans()
-    assert exporter.export(spans) == SpanExportResult.SUCCESS
 
-    client = api(live_server, live_key)
-    totals = usage_totals(client)
+
+def assert_totals_count_every_call(totals: dict[str, Any]) -> None:
     assert {k: totals[k] for k in TOKENS} == expected()
     assert totals["errors"] == 1
     assert totals["calls"] == len(CALLS) + 2  # every chat plus one tool call per trace
 
+
+def conversation_a_with_its_steps(client: httpx.Client) -> ChatSession:
     sessions = {s.external_session_id: s for s in ChatSession.objects.all()}
     assert set(sessions) == {"conv-a", "conv-b"}  # the orphan trace made none
     conv_a = sessions["conv-a"]
@@ -70,16 +67,22 @@ def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: 
     assert steps[0]["model"] == "gpt-4o-mini-2024" and steps[0]["cached_tokens"] == 400
     assert steps[2]["success"] is False and steps[2]["error"] == "529 overloaded"
     assert all(s["duration_ms"] >= 0 for s in steps)
+    return conv_a
 
-    # Replays: the whole export, then a part of it, count nothing twice.
+
+def assert_replays_count_nothing_twice(
+    exporter: OTLPSpanExporter, spans: Any, client: httpx.Client, totals: dict[str, Any]
+) -> None:
+    """Replays: the whole export, then a part of it, count nothing twice."""
     assert exporter.export(spans) == SpanExportResult.SUCCESS
     assert exporter.export(spans[: len(spans) // 2]) == SpanExportResult.SUCCESS
     again = usage_totals(client)
     assert {k: again[k] for k in TOKENS} == expected() and again["cost_usd"] == totals["cost_usd"]
     assert ChatTurn.objects.count() == 2
 
-    # A later trace of the same conversation is a new turn of the same session.
-    memory.clear()
+
+def emit_follow_up_chat(provider: TracerProvider) -> None:
+    """A later trace of conversation conv-a: one chat span."""
     tracer = provider.get_tracer("engram-test")
     with tracer.start_as_current_span("chat follow-up") as span:
         span.set_attribute("gen_ai.operation.name", "chat")
@@ -88,6 +91,26 @@ def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: 
         span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
         span.set_attribute("gen_ai.usage.input_tokens", 10)
         span.set_attribute("gen_ai.usage.output_tokens", 2)
+
+
+def test_genai_spans_from_the_otel_sdk_become_turns(live_server: Any, live_key: IssuedKey) -> None:
+    exporter = sdk_exporter(live_server, live_key)
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop-service"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    emit(provider.get_tracer("engram-test"))
+    spans = memory.get_finished_spans()
+    assert exporter.export(spans) == SpanExportResult.SUCCESS
+
+    client = api(live_server, live_key)
+    totals = usage_totals(client)
+    assert_totals_count_every_call(totals)
+    conv_a = conversation_a_with_its_steps(client)
+    assert_replays_count_nothing_twice(exporter, spans, client, totals)
+
+    # A later trace of the same conversation is a new turn of the same session.
+    memory.clear()
+    emit_follow_up_chat(provider)
     assert exporter.export(memory.get_finished_spans()) == SpanExportResult.SUCCESS
     assert ChatTurn.objects.filter(session=conv_a).count() == 2
     exporter.shutdown()

@@ -23,10 +23,7 @@ def names(api: APIClient) -> dict[str, dict[str, Any]]:
     return {policy["name"]: policy for policy in response.json()["policies"]}
 
 
-@override_settings(ENGRAM_COMPACT_KEEP_LAST_TURNS=6, ENGRAM_CONTEXT_PREDECESSOR_DEPTH=3)
-def test_a_tenant_defines_replaces_and_deletes_its_policies(
-    api: APIClient, other_api: APIClient
-) -> None:
+def assert_defaults_and_settings_policies_listed(api: APIClient) -> None:
     listed = names(api)
     assert list(listed) == ["default", "keep4", "keep8", "no_compression"]
     assert listed["default"] == {"name": "default", "origin": "default", "keep_last_turns": 6,
@@ -34,6 +31,8 @@ def test_a_tenant_defines_replaces_and_deletes_its_policies(
                                  "predecessor_depth": 3}  # fmt: skip
     assert listed["keep4"]["origin"] == "settings" and listed["keep4"]["keep_last_turns"] == 4
 
+
+def define_then_replace_lean(api: APIClient) -> None:
     made = api.put(f"{POLICIES}/lean", {"keep_last_turns": 2, "memory_limit": 3,
                                          "compression": False}, format="json")  # fmt: skip
     assert made.status_code == 201, made.content
@@ -44,7 +43,12 @@ def test_a_tenant_defines_replaces_and_deletes_its_policies(
     assert replaced.status_code == 200
     assert replaced.json()["keep_last_turns"] == 6  # replaced whole: left out = default's
     assert replaced.json()["memory_limit"] == 5
-    # A tenant's policy named like a settings one replaces it for that tenant only.
+
+
+def assert_tenant_policy_shadows_settings_for_that_tenant_only(
+    api: APIClient, other_api: APIClient
+) -> None:
+    """A tenant's policy named like a settings one replaces it for that tenant only."""
     assert api.put(f"{POLICIES}/keep4", {"keep_last_turns": 1}, format="json").status_code == 201
     assert names(api)["keep4"]["keep_last_turns"] == 1
     assert names(api)["keep4"]["origin"] == "tenant"
@@ -53,7 +57,9 @@ def test_a_tenant_defines_replaces_and_deletes_its_policies(
     assert_error(other_api.get(f"{POLICIES}/lean"), 404, "not_found")
     assert api.get(f"{POLICIES}/lean").json()["memory_limit"] == 5
 
-    # Sessions name the tenant's policies; another tenant's names are unknown to them.
+
+def session_naming_lean(api: APIClient, other_api: APIClient) -> str:
+    """Sessions name the tenant's policies; another tenant's names are unknown to them."""
     sid = create_session(api, context_policy="lean")
     assert_error(other_api.post("/api/v1/sessions", {"user_id": "u", "agent_id": "a",
                                                      "context_policy": "lean"}, format="json"),
@@ -63,9 +69,12 @@ def test_a_tenant_defines_replaces_and_deletes_its_policies(
     assert context["policy"]["memory_limit"] == 5
     keep4 = api.get(f"/api/v1/sessions/{sid}/context", {"policy": "keep4"}).json()["policy"]
     assert keep4["keep_last_turns"] == 1
+    return sid
 
-    # Deleting: the sessions that named it fall back (settings' policy of the name, else
-    # default), so no session names a policy that does not exist.
+
+def assert_deleting_falls_sessions_back(api: APIClient, sid: str) -> None:
+    """Deleting: the sessions that named it fall back (settings' policy of the name, else
+    default), so no session names a policy that does not exist."""
     keep4_session = create_session(api, context_policy="keep4")
     assert api.delete(f"{POLICIES}/lean").status_code == 204
     assert api.delete(f"{POLICIES}/keep4").status_code == 204
@@ -76,6 +85,17 @@ def test_a_tenant_defines_replaces_and_deletes_its_policies(
     assert_error(api.delete(f"{POLICIES}/keep8"), 404, "not_found")  # settings': not the tenant's
     assert_error(api.get(f"/api/v1/sessions/{sid}/context", {"policy": "lean"}), 400, "invalid",
                  field="policy")  # fmt: skip
+
+
+@override_settings(ENGRAM_COMPACT_KEEP_LAST_TURNS=6, ENGRAM_CONTEXT_PREDECESSOR_DEPTH=3)
+def test_a_tenant_defines_replaces_and_deletes_its_policies(
+    api: APIClient, other_api: APIClient
+) -> None:
+    assert_defaults_and_settings_policies_listed(api)
+    define_then_replace_lean(api)
+    assert_tenant_policy_shadows_settings_for_that_tenant_only(api, other_api)
+    sid = session_naming_lean(api, other_api)
+    assert_deleting_falls_sessions_back(api, sid)
 
 
 def test_bad_policies_are_400_naming_the_field(api: APIClient) -> None:

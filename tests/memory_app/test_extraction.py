@@ -176,33 +176,32 @@ def _answer(memories: Any) -> Callable[[dict[str, Any]], str]:
     return lambda body: memories if isinstance(memories, str) else json.dumps(memories)
 
 
-def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeLLM) -> None:
-    llm.chat_reply = _answer(
+DATED_LLM_MEMORIES = {
+    "memories": [
         {
-            "memories": [
-                {
-                    "type": "event",
-                    "content": "Moved to Lisbon",
-                    "when": "2025-05",
-                    "when_text": "last May",
-                    "tags": ["location"],
-                    "importance": 0.8,
-                    "confidence": 0.9,
-                },
-                {"type": "preference", "content": "Is vegetarian", "when": None},
-                {"type": "fact", "content": "Has two kids", "importance": 7, "confidence": "high"},
-                {"type": "fact", "content": "Born on the 31st of February", "when": "1990-02-31"},
-                {"type": "fact", "content": "Started school", "when": "1850-09-01"},
-                {"type": "event", "content": "Retires", "when": "2090-01-01"},
-                {"type": "gossip", "content": "dropped: unknown type"},
-                {"type": "policy", "content": "dropped: not the user's to set"},
-                {"type": "fact", "content": "   "},
-                {"type": "fact"},
-                "not an object",
-            ]
-        }
-    )
-    turn = record_turn(tenant, "We moved to Lisbon last May. No meat for me, and the two kids.")
+            "type": "event",
+            "content": "Moved to Lisbon",
+            "when": "2025-05",
+            "when_text": "last May",
+            "tags": ["location"],
+            "importance": 0.8,
+            "confidence": 0.9,
+        },
+        {"type": "preference", "content": "Is vegetarian", "when": None},
+        {"type": "fact", "content": "Has two kids", "importance": 7, "confidence": "high"},
+        {"type": "fact", "content": "Born on the 31st of February", "when": "1990-02-31"},
+        {"type": "fact", "content": "Started school", "when": "1850-09-01"},
+        {"type": "event", "content": "Retires", "when": "2090-01-01"},
+        {"type": "gossip", "content": "dropped: unknown type"},
+        {"type": "policy", "content": "dropped: not the user's to set"},
+        {"type": "fact", "content": "   "},
+        {"type": "fact"},
+        "not an object",
+    ]
+}
+
+
+def assert_request_carries_the_turn_and_its_time(llm: FakeLLM, turn: ChatTurn) -> None:
     [request] = llm.requests
     assert request["path"] == "/v1/chat/completions"
     assert request["headers"]["Authorization"] == "Bearer sk-test"
@@ -214,6 +213,9 @@ def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeL
         f"({turn.occurred_at.astimezone(UTC):%A})\n\n"
         "Message:\nWe moved to Lisbon last May. No meat for me, and the two kids."
     )
+
+
+def assert_valid_memories_stored_with_their_time(tenant: Tenant, turn: ChatTurn) -> None:
     stored = {
         m.content: m
         for m in Memory.objects.filter(tenant=tenant).exclude(source="conversation_turn")
@@ -231,6 +233,13 @@ def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeL
     assert stored["Is vegetarian"].occurred_at == turn.occurred_at  # no time: the turn's
     kids = stored["Has two kids"]
     assert (kids.importance, kids.confidence) == (1.0, 0.7)  # clamped / defaulted
+
+
+def test_llm_extraction_returns_facts_with_their_time(tenant: Tenant, llm: FakeLLM) -> None:
+    llm.chat_reply = _answer(DATED_LLM_MEMORIES)
+    turn = record_turn(tenant, "We moved to Lisbon last May. No meat for me, and the two kids.")
+    assert_request_carries_the_turn_and_its_time(llm, turn)
+    assert_valid_memories_stored_with_their_time(tenant, turn)
 
 
 @pytest.mark.parametrize(

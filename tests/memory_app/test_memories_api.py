@@ -146,9 +146,9 @@ def test_list_filters_and_paginates(api: APIClient) -> None:
     assert rest["results"][0]["id"] != page["results"][0]["id"]
 
 
-def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
+def add_memories_of_each_scope(api: APIClient) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Alice's private fact's id, a shared memory and a public policy."""
     private = add(api, content="My bank PIN hint is the cat's name Biscuit", type="fact").json()
-    memory_id = private["memory"]["id"]
     shared = add(
         api,
         content="Alice's team uses the staging cluster STG-42",
@@ -164,8 +164,11 @@ def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
         type="policy",
         scope="public",
     ).json()["memory"]
+    return private["memory"]["id"], shared, public
 
-    # B searches with every trick: by alice's user_id, by words, by id.
+
+def assert_b_finds_private_memory_nowhere(api: APIClient, memory_id: str, shared_id: str) -> None:
+    """B searches with every trick: by alice's user_id, by words, by id."""
     for query in ["Biscuit", "bank PIN hint", "cat name"]:
         for fields in ({"acting_user_id": "bob"}, {"user_id": "alice", "acting_user_id": "bob"}):
             ids = {hit["memory"]["id"] for hit in search(api, query, **fields)}
@@ -173,7 +176,7 @@ def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
     assert memory_id in {hit["memory"]["id"] for hit in search(api, "Biscuit", user_id="alice")}
     listed = api.get(MEMORIES, {"user_id": "alice", "acting_user_id": "bob"}).json()["results"]
     assert memory_id not in {m["id"] for m in listed}
-    assert shared["id"] not in {m["id"] for m in listed}
+    assert shared_id not in {m["id"] for m in listed}
     for suffix in ("", "/history"):
         assert_error(
             api.get(f"{MEMORIES}/{memory_id}{suffix}?acting_user_id=bob"), 404, "not_found"
@@ -187,7 +190,11 @@ def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
     assert_error(api.delete(f"{MEMORIES}/{memory_id}?acting_user_id=bob"), 404, "not_found")
     assert Memory.objects.filter(pk=memory_id, pinned=False).exists()
 
-    # shared: listed users and roles see it; public: everyone in the tenant.
+
+def assert_shared_and_public_reach_whom_they_name(
+    api: APIClient, shared: dict[str, Any], public: dict[str, Any]
+) -> None:
+    """shared: listed users and roles see it; public: everyone in the tenant."""
     assert api.get(f"{MEMORIES}/{shared['id']}?acting_user_id=carol").status_code == 200
     assert api.get(f"{MEMORIES}/{shared['id']}?acting_user_id=bob").status_code == 404
     assert (
@@ -199,6 +206,12 @@ def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
     assert public["id"] in {
         hit["memory"]["id"] for hit in search(api, "returns", acting_user_id="bob")
     }
+
+
+def test_private_memory_of_a_reaches_b_nowhere(api: APIClient) -> None:
+    memory_id, shared, public = add_memories_of_each_scope(api)
+    assert_b_finds_private_memory_nowhere(api, memory_id, shared["id"])
+    assert_shared_and_public_reach_whom_they_name(api, shared, public)
 
 
 def test_nothing_crosses_tenants(api: APIClient, other_api: APIClient) -> None:

@@ -180,15 +180,10 @@ def test_a_context_embeds_a_new_query_once(
     assert batches == [[query]]
 
 
-def test_a_batch_is_remembered_across_its_sessions_by_one_drain(
-    tenant: Tenant, api: APIClient, django_capture_on_commit_callbacks: Any
-) -> None:
-    """A batch sends `turn_recorded` per turn; the hook marks each session's last turn
-    and, while a drain is due, publishes nothing. One drain then writes every new turn
-    of both sessions, each with its window, as a task per turn would."""
-    first, second = new_session(tenant), new_session(tenant)
+def _alternating_batch(first: Any, second: Any) -> list[dict[str, Any]]:
+    """Five turns for each session, interleaved, as one batch body."""
     step = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 10, "output_tokens": 5}
-    turns = [
+    return [
         {
             "session_id": str(session.pk),
             "user_message": f"{label} question {n}",
@@ -198,6 +193,13 @@ def test_a_batch_is_remembered_across_its_sessions_by_one_drain(
         for n in range(1, 6)
         for session, label in ((first, "alpha"), (second, "beta"))
     ]
+
+
+def _batch_marked_then_drained(
+    api: APIClient, capture: Any, first: Any, second: Any
+) -> turn_queue.DrainReport:
+    """Posts the batch while a drain is due: the sessions are marked and no task runs;
+    then drains once."""
     ran: list[str] = []
 
     def count(sender: Any = None, **kwargs: Any) -> None:
@@ -207,27 +209,43 @@ def test_a_batch_is_remembered_across_its_sessions_by_one_drain(
     valkey().set(turn_queue._key("due"), 1, px=60_000)  # a drain is due already
     task_prerun.connect(count, weak=False)
     try:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = api.post("/api/v1/turns/batch", {"turns": turns}, format="json")
+        with capture(execute=True):
+            response = api.post(
+                "/api/v1/turns/batch", {"turns": _alternating_batch(first, second)}, format="json"
+            )
         assert response.status_code == 200, response.content
         assert [r["status"] for r in response.json()["results"]] == [201] * 10
         assert ran == []  # marked, nothing published
         marks = {m.decode() for m in valkey().zrange(turn_queue._key("pending"), 0, -1)}
         assert {f"{first.pk}:5", f"{second.pk}:5"} <= marks
         assert not _turn_memories(first) and not _turn_memories(second)
-        report = turns_remember_pending()
+        return turns_remember_pending()
     finally:
         task_prerun.disconnect(count)
         valkey().delete(turn_queue._key("due"))
-    assert report.batches == 1
-    assert report.written == 10
-    assert report.left == 0
-    assert not valkey().exists(turn_queue._key("due"))  # the next turn publishes a drain
+
+
+def _assert_each_turn_remembered_with_its_window(first: Any, second: Any) -> None:
     for session, label in ((first, "alpha"), (second, "beta")):
         entries = _turn_memories(session)
         assert sorted(entries) == [1, 2, 3, 4, 5]
         middle = entries[3].thread_context  # two turns before it, itself, one after
         assert f"{label} question 1" in middle and f"{label} answer 4" in middle
         assert f"{label} question 5" not in middle
+
+
+def test_a_batch_is_remembered_across_its_sessions_by_one_drain(
+    tenant: Tenant, api: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A batch sends `turn_recorded` per turn; the hook marks each session's last turn
+    and, while a drain is due, publishes nothing. One drain then writes every new turn
+    of both sessions, each with its window, as a task per turn would."""
+    first, second = new_session(tenant), new_session(tenant)
+    report = _batch_marked_then_drained(api, django_capture_on_commit_callbacks, first, second)
+    assert report.batches == 1
+    assert report.written == 10
+    assert report.left == 0
+    assert not valkey().exists(turn_queue._key("due"))  # the next turn publishes a drain
+    _assert_each_turn_remembered_with_its_window(first, second)
     # A task for a later number finds nothing left to write.
     assert conversation_remember_session(session_id=first.pk, up_to=5) == 0

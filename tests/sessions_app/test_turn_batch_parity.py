@@ -163,21 +163,9 @@ def _planned(result: TurnRecorded) -> Any:
     return json.loads(JSONRenderer().render(turn_recorded_body()(result)))
 
 
-@override_settings(ENGRAM_TURN_MAX_TOKENS=1500)
-def test_the_planned_201_body_is_drf_s_rendering(tenant: Tenant) -> None:
-    """Every key and value, over turns that fill the optional parts: warnings (price
-    missing, over the ceiling, budget spent, rotated), captured prompts, null errors,
-    tool outputs, a rolled-back-at of None, decimals and dates."""
-    session = session_create(
-        tenant=tenant,
-        user_id="u",
-        agent_id="a",
-        budget_tokens=1200,
-        budget_usd=None,
-        rotate_after_tokens=2500,
-        capture_prompts=True,
-    )
-    steps = [
+def steps_filling_the_optional_parts() -> list[StepInput]:
+    """A captured, over-the-ceiling response; an unpriced model; a failed tool call."""
+    return [
         StepInput(
             step_type="response",
             model="gpt-4o-mini",
@@ -196,6 +184,20 @@ def test_the_planned_201_body_is_drf_s_rendering(tenant: Tenant) -> None:
             duration_ms=7,
         ),
     ]
+
+
+def four_turns_past_budget_and_rotation(tenant: Tenant) -> list[TurnRecorded]:
+    """Four turns on a capturing session whose budget runs out and which rotates."""
+    session = session_create(
+        tenant=tenant,
+        user_id="u",
+        agent_id="a",
+        budget_tokens=1200,
+        budget_usd=None,
+        rotate_after_tokens=2500,
+        capture_prompts=True,
+    )
+    steps = steps_filling_the_optional_parts()
     results: list[TurnRecorded] = []
     for n in range(4):
         results.append(
@@ -208,6 +210,15 @@ def test_the_planned_201_body_is_drf_s_rendering(tenant: Tenant) -> None:
                 metadata={"m": [1, None]},
             )
         )
+    return results
+
+
+@override_settings(ENGRAM_TURN_MAX_TOKENS=1500)
+def test_the_planned_201_body_is_drf_s_rendering(tenant: Tenant) -> None:
+    """Every key and value, over turns that fill the optional parts: warnings (price
+    missing, over the ceiling, budget spent, rotated), captured prompts, null errors,
+    tool outputs, a rolled-back-at of None, decimals and dates."""
+    results = four_turns_past_budget_and_rotation(tenant)
     codes = {w.code for result in results for w in result.warnings}
     assert {"price_missing", "turn_over_limit", "budget_exceeded", "session_rotated"} <= codes
     for result in results:

@@ -63,32 +63,25 @@ def assert_totals_match_turns(session_id: str) -> ChatSession:
     return session
 
 
-@pytest.mark.django_db
-def test_mixed_batch_answers_each_item_like_the_single_route(api: APIClient) -> None:
-    a, b, c = create_session(api), create_session(api), create_session(api)
-    ChatSession.objects.filter(pk=c["id"]).update(expires_at=timezone.now() - timedelta(1))
-    earlier = post_turn(api, a["id"], turn_body(user_message="earlier"), key="single")
-    assert earlier.status_code == 201
+def mixed_batch_items(a: str, b: str, c: str) -> list[Any]:
+    """Eleven items covering every per-item outcome; comments give each item's index."""
     bad_steps = [{**SEED_STEPS[0], "input_tokens": -1}]
+    return [
+        item(a, key="k1"),  # 0 recorded
+        item(b, state={"step": "b1"}),  # 1 recorded, no key
+        item(a, key="k1"),  # 2 the same key and body again: replay of 0
+        item(a, key="single", user_message="earlier"),  # 3 replay across routes
+        item(b, steps=bad_steps),  # 4 invalid
+        item(c, key="k-expired"),  # 5 expired session
+        item(UNKNOWN, key="k-unknown"),  # 6 no such session
+        item(a, key="k1", user_message="other"),  # 7 key reused, other body
+        item(a, key="single"),  # 8 the single route's key, other body
+        item(b, state={"step": "b2"}),  # 9 recorded, state chained from 1
+        "not an object",  # 10
+    ]
 
-    response = post_batch(
-        api,
-        [
-            item(a["id"], key="k1"),  # 0 recorded
-            item(b["id"], state={"step": "b1"}),  # 1 recorded, no key
-            item(a["id"], key="k1"),  # 2 the same key and body again: replay of 0
-            item(a["id"], key="single", user_message="earlier"),  # 3 replay across routes
-            item(b["id"], steps=bad_steps),  # 4 invalid
-            item(c["id"], key="k-expired"),  # 5 expired session
-            item(UNKNOWN, key="k-unknown"),  # 6 no such session
-            item(a["id"], key="k1", user_message="other"),  # 7 key reused, other body
-            item(a["id"], key="single"),  # 8 the single route's key, other body
-            item(b["id"], state={"step": "b2"}),  # 9 recorded, state chained from 1
-            "not an object",  # 10
-        ],
-    )
-    assert response.status_code == 200, response.content
-    results = response.json()["results"]
+
+def assert_each_item_status_and_error(results: list[dict[str, Any]], earlier: Any) -> None:
     assert [r["index"] for r in results] == list(range(11))
     assert [r["status"] for r in results] == [201, 201, 201, 201, 400, 410, 404, 422, 422, 201, 400]
     assert [r["replayed"] for r in results] == [False, False, True, True] + [False] * 7
@@ -102,7 +95,9 @@ def test_mixed_batch_answers_each_item_like_the_single_route(api: APIClient) -> 
     assert results[2]["turn"] == results[0]["turn"]
     assert results[3]["turn"] == earlier.json()
 
-    # The recorded items carry what the single route answers: numbers, totals, state.
+
+def assert_recorded_items_answer_like_the_single_route(results: list[dict[str, Any]]) -> None:
+    """The recorded items carry what the single route answers: numbers, totals, state."""
     assert results[0]["turn"]["turn"]["turn_number"] == 2
     assert results[0]["turn"]["totals"]["turns"] == 2
     assert [results[i]["turn"]["turn"]["turn_number"] for i in (1, 9)] == [1, 2]
@@ -111,18 +106,40 @@ def test_mixed_batch_answers_each_item_like_the_single_route(api: APIClient) -> 
     assert results[9]["turn"]["totals"]["turns"] == 2
     assert Decimal(results[0]["turn"]["turn"]["cost_usd"]) == round(expected_cost(SEED_STEPS), 6)
 
-    a_row, b_row = assert_totals_match_turns(a["id"]), assert_totals_match_turns(b["id"])
+
+def assert_session_rows_after_mixed_batch(a: str, b: str, c: str) -> None:
+    a_row, b_row = assert_totals_match_turns(a), assert_totals_match_turns(b)
     assert (a_row.turn_count, b_row.turn_count) == (2, 2)
     assert a_row.total_input_tokens == 2 * 1250
     assert b_row.state == {"step": "b2"} and b_row.status == "active"
-    assert ChatTurn.objects.filter(session_id=c["id"]).count() == 0
+    assert ChatTurn.objects.filter(session_id=c).count() == 0
 
-    # Keys: the recorded one replays on the single route; failed items' keys are free.
-    replay = post_turn(api, a["id"], turn_body(), key="k1")
+
+def assert_recorded_key_replays_and_failed_keys_are_free(
+    api: APIClient, a: str, results: list[dict[str, Any]]
+) -> None:
+    """Keys: the recorded one replays on the single route; failed items' keys are free."""
+    replay = post_turn(api, a, turn_body(), key="k1")
     assert replay["Idempotent-Replayed"] == "true"
     assert replay.json() == results[0]["turn"]
     assert not IdempotencyRecord.objects.filter(key__in=["k-expired", "k-unknown"]).exists()
-    assert ChatTurn.objects.filter(session_id=a["id"]).count() == 2
+    assert ChatTurn.objects.filter(session_id=a).count() == 2
+
+
+@pytest.mark.django_db
+def test_mixed_batch_answers_each_item_like_the_single_route(api: APIClient) -> None:
+    a, b, c = (create_session(api)["id"] for _ in range(3))
+    ChatSession.objects.filter(pk=c).update(expires_at=timezone.now() - timedelta(1))
+    earlier = post_turn(api, a, turn_body(user_message="earlier"), key="single")
+    assert earlier.status_code == 201
+
+    response = post_batch(api, mixed_batch_items(a, b, c))
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert_each_item_status_and_error(results, earlier)
+    assert_recorded_items_answer_like_the_single_route(results)
+    assert_session_rows_after_mixed_batch(a, b, c)
+    assert_recorded_key_replays_and_failed_keys_are_free(api, a, results)
 
 
 @pytest.mark.django_db
