@@ -1,6 +1,7 @@
 """Time phrases resolved against a fixed `as_of`: one class per kind of phrase, with
-month lengths, year boundaries, weekday arithmetic and a daylight-saving zone. Pure
-Python: no database."""
+month lengths, year boundaries, weekday arithmetic and a daylight-saving zone (named
+months, weekdays and absolute dates are in test_time_phrases_calendar). Pure Python: no
+database."""
 
 from __future__ import annotations
 
@@ -9,38 +10,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memory_app.timeq import TimeScope, find_time_phrases, resolve_time_phrases
-from memory_app.timeq.calendar import add_months, latest_date, previous_weekday
-
-# Tuesday 30 May 2023, 23:40 UTC (LongMemEval writes its question dates this way).
-TUESDAY = datetime(2023, 5, 30, 23, 40, tzinfo=UTC)
-# Monday 1 January 2024, 09:00 UTC: every "last ..." crosses a year.
-NEW_YEAR = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
-# Thursday 31 March 2022: month lengths.
-MARCH_31 = datetime(2022, 3, 31, 12, 0, tzinfo=UTC)
-
-
-def _scope(query: str, as_of: datetime) -> TimeScope:
-    scope = resolve_time_phrases(query, as_of)
-    assert scope is not None, query
-    return scope
-
-
-def _days(scope: TimeScope) -> tuple[date | None, date | None]:
-    """The interval as local dates (both ends at local midnight)."""
-    for end in (scope.start, scope.end):
-        if end is not None:
-            assert (end.hour, end.minute, end.second) == (0, 0, 0), scope
-    return (
-        scope.start.date() if scope.start is not None else None,
-        scope.end.date() if scope.end is not None else None,
-    )
-
-
-def _expect(query: str, as_of: datetime, kind: str, first: date, end: date, phrase: str) -> None:
-    scope = _scope(query, as_of)
-    assert (scope.kind, _days(scope), scope.phrase) == (kind, (first, end), phrase)
-    assert query[scope.span[0] : scope.span[1]] == scope.phrase
+from memory_app.timeq import find_time_phrases, resolve_time_phrases
+from tests.memory_app.time_phrase_helpers import (
+    MARCH_31,
+    NEW_YEAR,
+    TUESDAY,
+    expect_scope,
+    local_days,
+    resolved_scope,
+)
 
 
 class TestRelativeDays:
@@ -55,20 +33,20 @@ class TestRelativeDays:
         ],
     )
     def test_one_day(self, query: str, first: date, phrase: str) -> None:
-        _expect(query, TUESDAY, "relative_day", first, first + timedelta(days=1), phrase)
+        expect_scope(query, TUESDAY, "relative_day", first, first + timedelta(days=1), phrase)
 
     def test_yesterday_crosses_the_year(self) -> None:
-        _expect(
+        expect_scope(
             "yesterday", NEW_YEAR, "relative_day", date(2023, 12, 31), date(2024, 1, 1), "yesterday"
         )
 
     def test_last_night_spans_the_evening_and_small_hours(self) -> None:
-        scope = _scope("I slept badly last night", TUESDAY)
+        scope = resolved_scope("I slept badly last night", TUESDAY)
         assert scope.start == datetime(2023, 5, 29, 18, tzinfo=UTC)
         assert scope.end == datetime(2023, 5, 30, 6, tzinfo=UTC)
 
     def test_earlier_today_ends_at_as_of(self) -> None:
-        scope = _scope("what did I say earlier today", TUESDAY)
+        scope = resolved_scope("what did I say earlier today", TUESDAY)
         assert (scope.kind, scope.start, scope.end) == (
             "earlier",
             datetime(2023, 5, 30, tzinfo=UTC),
@@ -98,14 +76,16 @@ class TestAgo:
         ],
     )
     def test_window_around_the_day_back(self, query: str, first: date, end: date) -> None:
-        _expect(f"What happened {query}?", TUESDAY, "ago", first, end, query)
+        expect_scope(f"What happened {query}?", TUESDAY, "ago", first, end, query)
 
     def test_months_back_clamp_to_the_month_length(self) -> None:
         # 31 March - 1 month = 28 February 2022 (not a leap year), +- 15 days
-        _expect("a month ago", MARCH_31, "ago", date(2022, 2, 13), date(2022, 3, 16), "a month ago")
+        expect_scope(
+            "a month ago", MARCH_31, "ago", date(2022, 2, 13), date(2022, 3, 16), "a month ago"
+        )
 
     def test_ten_days_ago_crosses_the_year(self) -> None:
-        _expect(
+        expect_scope(
             "ten days ago", NEW_YEAR, "ago", date(2023, 12, 21), date(2023, 12, 24), "ten days ago"
         )
 
@@ -122,7 +102,9 @@ class TestPastSpan:
         ],
     )
     def test_up_to_and_including_today(self, query: str, first: date, phrase: str) -> None:
-        _expect(f"what did I buy {query}?", TUESDAY, "past_span", first, date(2023, 5, 31), phrase)
+        expect_scope(
+            f"what did I buy {query}?", TUESDAY, "past_span", first, date(2023, 5, 31), phrase
+        )
 
     def test_the_last_day_of_something_is_no_span(self) -> None:
         assert find_time_phrases("on the last day of the trip", TUESDAY) == []
@@ -139,11 +121,14 @@ class TestRelativeWeeks:
         ],
     )
     def test_iso_weeks(self, query: str, first: date) -> None:
-        scope = _scope(query, TUESDAY)
-        assert (scope.kind, _days(scope)) == ("relative_week", (first, first + timedelta(days=7)))
+        scope = resolved_scope(query, TUESDAY)
+        assert (scope.kind, local_days(scope)) == (
+            "relative_week",
+            (first, first + timedelta(days=7)),
+        )
 
     def test_last_week_crosses_the_year(self) -> None:
-        _expect(
+        expect_scope(
             "last week",
             NEW_YEAR,
             "relative_week",
@@ -164,12 +149,21 @@ class TestRelativeWeeks:
     )
     def test_last_weekend(self, as_of: datetime, first: date) -> None:
         for query in ("last weekend", "over the weekend", "this past weekend"):
-            scope = _scope(f"what did we do {query}", as_of)
-            assert (scope.kind, _days(scope)) == ("weekend", (first, first + timedelta(days=2)))
+            scope = resolved_scope(f"what did we do {query}", as_of)
+            assert (scope.kind, local_days(scope)) == (
+                "weekend",
+                (first, first + timedelta(days=2)),
+            )
 
     def test_this_and_next_weekend(self) -> None:
-        assert _days(_scope("this weekend", TUESDAY)) == (date(2023, 6, 3), date(2023, 6, 5))
-        assert _days(_scope("next weekend", TUESDAY)) == (date(2023, 6, 10), date(2023, 6, 12))
+        assert local_days(resolved_scope("this weekend", TUESDAY)) == (
+            date(2023, 6, 3),
+            date(2023, 6, 5),
+        )
+        assert local_days(resolved_scope("next weekend", TUESDAY)) == (
+            date(2023, 6, 10),
+            date(2023, 6, 12),
+        )
 
 
 class TestRelativeMonthsAndYears:
@@ -186,7 +180,7 @@ class TestRelativeMonthsAndYears:
         ],
     )
     def test_calendar_months(self, query: str, as_of: datetime, first: date, end: date) -> None:
-        _expect(query, as_of, "relative_month", first, end, query)
+        expect_scope(query, as_of, "relative_month", first, end, query)
 
     @pytest.mark.parametrize(
         ("query", "first"),
@@ -197,10 +191,12 @@ class TestRelativeMonthsAndYears:
         ],
     )
     def test_calendar_years(self, query: str, first: date) -> None:
-        _expect(query, TUESDAY, "relative_year", first, first.replace(year=first.year + 1), query)
+        expect_scope(
+            query, TUESDAY, "relative_year", first, first.replace(year=first.year + 1), query
+        )
 
     def test_earlier_this_year_ends_at_as_of(self) -> None:
-        scope = _scope("what did I read earlier this year", TUESDAY)
+        scope = resolved_scope("what did I read earlier this year", TUESDAY)
         assert (scope.kind, scope.start, scope.end) == (
             "earlier",
             datetime(2023, 1, 1, tzinfo=UTC),
@@ -208,8 +204,10 @@ class TestRelativeMonthsAndYears:
         )
 
     def test_year_number(self) -> None:
-        _expect("my trips in 2021", TUESDAY, "year", date(2021, 1, 1), date(2022, 1, 1), "in 2021")
-        _expect(
+        expect_scope(
+            "my trips in 2021", TUESDAY, "year", date(2021, 1, 1), date(2022, 1, 1), "in 2021"
+        )
+        expect_scope(
             "during the year 2019",
             TUESDAY,
             "year",
@@ -222,157 +220,10 @@ class TestRelativeMonthsAndYears:
         assert find_time_phrases("I paid 2021 dollars", TUESDAY) == []
 
 
-class TestNamedMonths:
-    @pytest.mark.parametrize(
-        ("query", "as_of", "first", "phrase"),
-        [
-            # the latest one that has begun by as_of
-            ("what did I do in May", TUESDAY, date(2023, 5, 1), "in May"),
-            ("in June", TUESDAY, date(2022, 6, 1), "in June"),
-            ("in December", NEW_YEAR, date(2023, 12, 1), "in December"),
-            ("in January", NEW_YEAR, date(2024, 1, 1), "in January"),
-            ("my March trip", TUESDAY, date(2023, 3, 1), "March"),
-            # an explicit year
-            ("in May 2021", TUESDAY, date(2021, 5, 1), "in May 2021"),
-            ("during July of 2020", TUESDAY, date(2020, 7, 1), "during July of 2020"),
-            # last / this / next
-            ("last May", TUESDAY, date(2022, 5, 1), "last May"),
-            ("last April", TUESDAY, date(2023, 4, 1), "last April"),
-            ("this August", TUESDAY, date(2023, 8, 1), "this August"),
-            ("next February", TUESDAY, date(2024, 2, 1), "next February"),
-            ("next June", TUESDAY, date(2023, 6, 1), "next June"),
-        ],
-    )
-    def test_whole_month(self, query: str, as_of: datetime, first: date, phrase: str) -> None:
-        _expect(query, as_of, "named_month", first, add_months(first, 1), phrase)
-
-    def test_february_lengths(self) -> None:
-        assert _days(_scope("in February 2024", TUESDAY)) == (date(2024, 2, 1), date(2024, 3, 1))
-        assert _days(_scope("in February", TUESDAY)) == (date(2023, 2, 1), date(2023, 3, 1))
-
-    @pytest.mark.parametrize(
-        ("query", "first", "end"),
-        [
-            ("early May", date(2023, 5, 1), date(2023, 5, 11)),
-            ("mid-April", date(2023, 4, 11), date(2023, 4, 21)),
-            ("late February", date(2023, 2, 21), date(2023, 3, 1)),
-            ("the end of January", date(2023, 1, 21), date(2023, 2, 1)),
-        ],
-    )
-    def test_thirds_of_a_month(self, query: str, first: date, end: date) -> None:
-        _expect(query, TUESDAY, "named_month", first, end, query)
-
-    def test_may_the_verb_is_no_month(self) -> None:
-        assert find_time_phrases("May I ask what my sister likes?", TUESDAY) == []
-        assert find_time_phrases("I may have told you", TUESDAY) == []
-
-
-class TestNamedWeekdays:
-    @pytest.mark.parametrize(
-        ("query", "day"),
-        [
-            # TUESDAY is Tuesday 30 May 2023
-            ("last Saturday", date(2023, 5, 27)),
-            ("on Saturday", date(2023, 5, 27)),
-            ("Monday", date(2023, 5, 29)),
-            # the same weekday as today: a week back
-            ("last Tuesday", date(2023, 5, 23)),
-            ("on Wednesday", date(2023, 5, 24)),
-            ("this past Sunday", date(2023, 5, 28)),
-            # this: the current ISO week's; next: the first after today
-            ("this Friday", date(2023, 6, 2)),
-            ("this Monday", date(2023, 5, 29)),
-            ("next Tuesday", date(2023, 6, 6)),
-            ("next Wednesday", date(2023, 5, 31)),
-        ],
-    )
-    def test_weekday(self, query: str, day: date) -> None:
-        _expect(
-            f"what did I cook {query}?",
-            TUESDAY,
-            "named_weekday",
-            day,
-            day + timedelta(days=1),
-            query,
-        )
-
-    def test_last_friday_crosses_the_year(self) -> None:
-        _expect(
-            "last Friday",
-            NEW_YEAR,
-            "named_weekday",
-            date(2023, 12, 29),
-            date(2023, 12, 30),
-            "last Friday",
-        )
-
-    def test_previous_weekday_over_a_fortnight(self) -> None:
-        start = date(2023, 5, 1)
-        for offset in range(14):
-            today = start + timedelta(days=offset)
-            for weekday in range(7):
-                found = previous_weekday(today, weekday)
-                assert found.weekday() == weekday
-                assert 1 <= (today - found).days <= 7
-
-    def test_plural_weekday_is_a_habit_not_a_date(self) -> None:
-        assert find_time_phrases("I swim on Saturdays", TUESDAY) == []
-        assert find_time_phrases("when do I wake up on Saturday mornings", TUESDAY) == []
-
-    @pytest.mark.parametrize("query", ["the Sunday mass at St. Mary's", "the Friday market stall"])
-    def test_a_bare_weekday_before_a_noun_is_no_date(self, query: str) -> None:
-        assert find_time_phrases(query, TUESDAY) == []
-
-    @pytest.mark.parametrize(
-        ("query", "phrase"),
-        [("we met Saturday, then left", "Saturday"), ("Saturday morning I ran", "Saturday")],
-    )
-    def test_a_bare_weekday_at_a_clause_end_or_part_of_day(self, query: str, phrase: str) -> None:
-        day = date(2023, 5, 27)
-        _expect(query, TUESDAY, "named_weekday", day, day + timedelta(days=1), phrase)
-
-
-class TestAbsoluteDates:
-    @pytest.mark.parametrize(
-        ("query", "day"),
-        [
-            ("2023-05-08", date(2023, 5, 8)),
-            ("2021/12/31", date(2021, 12, 31)),
-            ("8 May 2023", date(2023, 5, 8)),
-            ("the 8th of May", date(2023, 5, 8)),
-            ("May 8th", date(2023, 5, 8)),
-            ("May 8, 2021", date(2021, 5, 8)),
-            ("Sept. 3rd", date(2022, 9, 3)),
-            ("3 Aug 2020", date(2020, 8, 3)),
-            ("on Saturday, May 6", date(2023, 5, 6)),
-            # without a year: the latest one not after as_of
-            ("June 2nd", date(2022, 6, 2)),
-            ("May 30th", date(2023, 5, 30)),
-            ("May 31st", date(2022, 5, 31)),
-            ("on the 8th", date(2023, 5, 8)),
-            ("on the 31st", date(2023, 3, 31)),  # 31 May is tomorrow, April has 30 days
-        ],
-    )
-    def test_one_day(self, query: str, day: date) -> None:
-        _expect(
-            f"what happened {query}?", TUESDAY, "absolute_date", day, day + timedelta(days=1), query
-        )
-
-    def test_impossible_dates_are_no_phrase(self) -> None:
-        assert find_time_phrases("on 2023-02-30", TUESDAY) == []
-        # no such day: what is left is the month
-        scope = _scope("February 30th", TUESDAY)
-        assert (scope.kind, scope.phrase) == ("named_month", "February")
-
-    def test_leap_day_without_a_year_is_the_latest_leap_years(self) -> None:
-        assert latest_date(2, 29, date(2023, 5, 30)) == date(2020, 2, 29)
-        assert _days(_scope("February 29th", TUESDAY)) == (date(2020, 2, 29), date(2020, 3, 1))
-
-
 class TestBeforeAfter:
     def test_before_a_date_ends_where_it_starts(self) -> None:
-        scope = _scope("what did I own before May 2023?", TUESDAY)
-        assert (scope.kind, scope.start, _days(scope)[1], scope.phrase) == (
+        scope = resolved_scope("what did I own before May 2023?", TUESDAY)
+        assert (scope.kind, scope.start, local_days(scope)[1], scope.phrase) == (
             "before",
             None,
             date(2023, 5, 1),
@@ -380,16 +231,20 @@ class TestBeforeAfter:
         )
 
     def test_after_a_date_starts_where_it_ends(self) -> None:
-        scope = _scope("anything after last Saturday", TUESDAY)
-        assert (scope.kind, _days(scope)[0], scope.end) == ("after", date(2023, 5, 28), None)
+        scope = resolved_scope("anything after last Saturday", TUESDAY)
+        assert (scope.kind, local_days(scope)[0], scope.end) == ("after", date(2023, 5, 28), None)
 
     def test_since_includes_the_phrase(self) -> None:
-        scope = _scope("what have I read since March", TUESDAY)
-        assert (scope.kind, _days(scope)[0], scope.end) == ("after", date(2023, 3, 1), None)
+        scope = resolved_scope("what have I read since March", TUESDAY)
+        assert (scope.kind, local_days(scope)[0], scope.end) == ("after", date(2023, 3, 1), None)
 
     def test_until_includes_the_phrase(self) -> None:
-        scope = _scope("until yesterday", TUESDAY)
-        assert (scope.kind, scope.start, _days(scope)[1]) == ("before", None, date(2023, 5, 30))
+        scope = resolved_scope("until yesterday", TUESDAY)
+        assert (scope.kind, scope.start, local_days(scope)[1]) == (
+            "before",
+            None,
+            date(2023, 5, 30),
+        )
 
     @pytest.mark.parametrize(
         ("query", "kind", "anchor"),
@@ -416,13 +271,13 @@ class TestBeforeAfter:
         ],
     )
     def test_an_event_is_an_order_and_its_words(self, query: str, kind: str, anchor: str) -> None:
-        scope = _scope(query, TUESDAY)
+        scope = resolved_scope(query, TUESDAY)
         assert (scope.kind, scope.anchor, scope.start, scope.end) == (kind, anchor, None, None)
         assert not scope.has_interval
         assert not scope.contains(TUESDAY)
 
     def test_an_event_dated_later_becomes_an_interval(self) -> None:
-        scope = _scope("before I moved", TUESDAY)
+        scope = resolved_scope("before I moved", TUESDAY)
         moved = datetime(2022, 9, 1, tzinfo=UTC)
         dated = scope.around(moved)
         assert (dated.kind, dated.start, dated.end) == ("before", None, moved)
@@ -434,7 +289,7 @@ class TestBeforeAfter:
             ("after_event", "my trip to Japan"),
             ("named_month", None),
         ]
-        assert _scope("after my trip to Japan in April", TUESDAY).kind == "named_month"
+        assert resolved_scope("after my trip to Japan in April", TUESDAY).kind == "named_month"
 
     @pytest.mark.parametrize(
         "query",
@@ -453,7 +308,7 @@ class TestTimeZones:
     def test_days_are_local_to_as_of(self) -> None:
         # 23:40 UTC on Tuesday is already Wednesday 08:40 in Tokyo
         tokyo = TUESDAY.astimezone(ZoneInfo("Asia/Tokyo"))
-        scope = _scope("yesterday", tokyo)
+        scope = resolved_scope("yesterday", tokyo)
         assert (scope.start, scope.end) == (
             datetime(2023, 5, 30, tzinfo=ZoneInfo("Asia/Tokyo")),
             datetime(2023, 5, 31, tzinfo=ZoneInfo("Asia/Tokyo")),
@@ -463,13 +318,13 @@ class TestTimeZones:
 
     def test_a_fixed_offset_is_a_zone_too(self) -> None:
         as_of = datetime(2023, 5, 30, 1, 0, tzinfo=timezone(timedelta(hours=-5)))
-        scope = _scope("yesterday", as_of)
+        scope = resolved_scope("yesterday", as_of)
         assert scope.start == datetime(2023, 5, 29, 5, tzinfo=UTC)
 
     def test_the_day_the_clocks_go_forward_has_23_hours(self) -> None:
         berlin = ZoneInfo("Europe/Berlin")
         as_of = datetime(2023, 3, 27, 10, tzinfo=berlin)  # Monday after the change
-        scope = _scope("what did I do yesterday", as_of)
+        scope = resolved_scope("what did I do yesterday", as_of)
         assert scope.start is not None and scope.end is not None
         assert (scope.start.date(), scope.end.date()) == (date(2023, 3, 26), date(2023, 3, 27))
         assert scope.end - scope.start == timedelta(hours=24)  # wall clock
@@ -478,7 +333,7 @@ class TestTimeZones:
     def test_last_week_across_the_clocks_going_back(self) -> None:
         berlin = ZoneInfo("Europe/Berlin")
         as_of = datetime(2023, 11, 1, 12, tzinfo=berlin)
-        scope = _scope("last week", as_of)
+        scope = resolved_scope("last week", as_of)
         assert scope.start is not None and scope.end is not None
         assert scope.start.utcoffset() == timedelta(hours=2)  # CEST on Monday 23 October
         assert scope.end.utcoffset() == timedelta(hours=1)  # CET on Monday 30 October
@@ -487,7 +342,7 @@ class TestTimeZones:
     def test_phrases_past_the_calendar_are_dropped(self) -> None:
         end_of_time = datetime(9999, 12, 31, 12, tzinfo=UTC)
         assert resolve_time_phrases("next year", end_of_time) is None
-        assert _days(_scope("next year or last year", end_of_time)) == (
+        assert local_days(resolved_scope("next year or last year", end_of_time)) == (
             date(9998, 1, 1),
             date(9999, 1, 1),
         )
