@@ -1,23 +1,22 @@
-"""Session workspace over HTTP: results, components, resolve, focus, cart, CSV, cart links,
-expiry, and the snapshot contract the turn rollback relies on."""
+"""Session workspace over HTTP: results, components, resolve, focus, cart, CSV, expiry,
+and the snapshot contract the turn rollback relies on. The cart page that cart links
+open is in test_cart_page."""
 
 from __future__ import annotations
 
 import csv
 import io
-import time
 from datetime import timedelta
 
 import pytest
-from django.core.signing import TimestampSigner, b62_encode
 from django.test import Client, override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from sessions_app.models import ChatSession, SessionComponent, SessionSelection, Tenant
-from sessions_app.selectors.cart_links import CART_LINK_SALT
 from sessions_app.services.demo import demo_load
 from sessions_app.services.snapshots import session_workspace_restore, session_workspace_snapshot
+from tests.sessions_app.cart_helpers import add, cart, stocked_session
 from tests.sessions_app.workspace_helpers import (
     ACER,
     ASUS,
@@ -34,22 +33,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def sid(api: APIClient) -> str:
-    session_id = create_session(api)
-    store_laptops(api, session_id)
-    return session_id
+    return stocked_session(api)
 
 
 def items(prefix: str, count: int) -> list[dict]:
     return [{"mpn": f"{prefix}-{n}", "name": f"{prefix} {n}"} for n in range(count)]
-
-
-def cart(api: APIClient, sid: str) -> list[tuple[int, str, int]]:
-    body = api.get(f"/api/v1/sessions/{sid}/selections").json()
-    return [(line["position"], line["mpn"], line["quantity"]) for line in body["results"]]
-
-
-def add(api: APIClient, sid: str, **payload):
-    return api.post(f"/api/v1/sessions/{sid}/selections", payload, format="json")
 
 
 # --- results and components ------------------------------------------------------------
@@ -314,114 +302,6 @@ def test_snapshot_and_restore_cover_focus_results_query_and_cart(api: APIClient,
     assert cart(api, sid) == [(1, DELL, 2), (2, ACER, 1)]
     first = api.get(f"/api/v1/sessions/{sid}/resolve", {"ref": "the first one"}).json()
     assert first["item"]["mpn"] == DELL
-
-
-# --- cart links ------------------------------------------------------------------------
-
-
-@override_settings(ENGRAM_PUBLIC_BASE_URL="https://shop.example.com/")
-def test_cart_link_opens_the_page(api: APIClient, sid: str) -> None:
-    add(api, sid, mpn=DELL)
-    r = api.post(f"/api/v1/sessions/{sid}/cart-link")
-    assert r.status_code == 201
-    url = r.json()["url"]
-    assert url.startswith("https://shop.example.com/cart/")
-    path = url.removeprefix("https://shop.example.com")
-    page = Client().get(path)
-    assert page.status_code == 200
-    assert b"Dell XPS 15" in page.content and b"$899.00" in page.content
-    assert page["Referrer-Policy"] == "no-referrer"
-    assert b"unpkg" not in page.content and b"/static/vendor/htmx/htmx.min.js" in page.content
-
-
-def test_cart_page_refuses_tampered_expired_and_csrfless(api: APIClient, sid: str) -> None:
-    add(api, sid, mpn=DELL)
-    path = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
-    token = path.split("/")[2]
-    tampered = path.replace(token, token[:-2] + ("AA" if not token.endswith("AA") else "BB"))
-    assert Client().get(tampered).status_code == 403
-    assert b"not valid" in Client().get(tampered).content
-    other_session = path.replace(token[:36], "00000000-0000-0000-0000-000000000000")
-    assert Client().get(other_session).status_code == 403
-
-    class PastSigner(TimestampSigner):
-        def timestamp(self) -> str:
-            return b62_encode(int(time.time()) - 8 * 24 * 3600)
-
-    old = PastSigner(salt=CART_LINK_SALT).sign(sid)
-    expired = Client().get(f"/cart/{old}/")
-    assert expired.status_code == 410 and b"expired" in expired.content
-
-    strict = Client(enforce_csrf_checks=True)
-    assert strict.get(path).status_code == 200
-    r = strict.post(path + "update", {"action": "remove", "mpn": DELL})
-    assert r.status_code == 403
-    assert cart(api, sid) == [(1, DELL, 1)]
-
-
-def test_cart_link_never_outlives_its_session(api: APIClient) -> None:
-    """A session with a 60 s TTL gets a link that says it ends with the session (not in
-    7 days), the page says until when, and once the session has expired the link
-    answers the error page, even if the session is extended by a later write."""
-    short = create_session(api, ttl_seconds=60)
-    store_laptops(api, short)
-    add(api, short, mpn=DELL)
-    session = ChatSession.objects.get(pk=short)
-    body = api.post(f"/api/v1/sessions/{short}/cart-link").json()
-    link_end = timezone.datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
-    assert link_end <= session.expires_at
-    assert session.expires_at - link_end < timedelta(seconds=1)
-    path = body["url"].split("8000", 1)[1]
-    page = Client().get(path)
-    assert page.status_code == 200
-    shown = page.content.decode().split('id="link-expiry"')[1].split("</p>")[0]
-    assert link_end.strftime("%Y-%m-%d %H:%M") in shown
-
-    # A long-lived session: the link ends after the configured lifetime instead.
-    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=120):
-        long_lived = create_session(api, ttl_seconds=3600)
-        end = api.post(f"/api/v1/sessions/{long_lived}/cart-link").json()["expires_at"]
-    end_at = timezone.datetime.fromisoformat(end.replace("Z", "+00:00"))
-    assert timedelta(seconds=100) < end_at - timezone.now() <= timedelta(seconds=120)
-
-    # The session expires: the link is the error page, never the cart.
-    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() - timedelta(seconds=1))
-    gone = Client().get(path)
-    assert gone.status_code == 410 and b"expired" in gone.content and b"Dell" not in gone.content
-    # Extended again later (a new turn): the old link stays past its stated end.
-    ChatSession.objects.filter(pk=short).update(expires_at=timezone.now() + timedelta(hours=1))
-    ChatSession.objects.filter(pk=short).update(status="active")
-    with override_settings(ENGRAM_CART_LINK_TTL_SECONDS=3600):
-        from sessions_app.errors import CartLinkExpired
-        from sessions_app.selectors.cart_links import cart_link_open
-
-        with pytest.raises(CartLinkExpired):
-            cart_link_open(token=path.split("/")[2], now=link_end + timedelta(seconds=1))
-
-
-def test_cart_page_without_javascript_posts_and_redirects(api: APIClient, sid: str) -> None:
-    for mpn in (DELL, HP):
-        add(api, sid, mpn=mpn)
-    path = api.post(f"/api/v1/sessions/{sid}/cart-link").json()["url"].split("8000", 1)[1]
-    browser = Client()
-    assert browser.post(path + "update", {"action": "down", "mpn": DELL}).status_code == 302
-    assert (
-        browser.post(
-            path + "update", {"action": "quantity", "mpn": HP, "quantity": "4"}
-        ).status_code
-        == 302
-    )
-    assert (
-        browser.post(
-            path + "update", {"action": "quantity", "mpn": HP, "quantity": "0"}
-        ).status_code
-        == 302
-    )
-    assert cart(api, sid) == [(1, HP, 4), (2, DELL, 1)]
-    fragment = browser.post(
-        path + "update", {"action": "remove", "mpn": "NOPE"}, HTTP_HX_REQUEST="true"
-    )
-    assert fragment.status_code == 200 and b"not in the cart" in fragment.content
 
 
 # --- demo --------------------------------------------------------------------------------
