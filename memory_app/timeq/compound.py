@@ -1,5 +1,5 @@
 """Time phrases built on others that the query also names: a range between two ("between
-August 11 and August 15 2023", "from March to May") and an offset from one ("the week
+August 11 and August 15 2023", "from March to June") and an offset from one ("the week
 before August 3, 2023", "two days after 8 May").
 
 - A range runs from its first phrase's start to its last phrase's end. A first phrase

@@ -14,7 +14,7 @@ its kind. The kinds and what they resolve to are the rows of `patterns.PATTERNS`
   caller that can date X (e.g. by searching the memories for the anchor and reading the
   best hit's `occurred_at`) turns it into an interval with `TimeScope.around`.
 
-- "range" / "offset": "between August 11 and August 15 2023", "from March to May"; "the
+- "range" / "offset": "between August 11 and August 15 2023", "from March to June"; "the
   week before August 3, 2023", "two days after 8 May" (`compound`).
 
 When a query holds several phrases, `resolve_time_phrases` answers the first one, by
