@@ -39,7 +39,7 @@ from memory_app.services.memories import (
     memory_add_many,
     memory_gate_reasons,
 )
-from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live, turns_by_number
+from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live, turns_last_occurred
 
 __all__ = [
     "Candidate",
@@ -203,7 +203,10 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
         confidence=0.8,
         source=MemorySource.SYSTEM_GENERATED,
         session_id=session.pk,
-        occurred_at=_span_end(span),
+        # An episode is dated by its conversation, not by when it was compacted.
+        occurred_at=turns_last_occurred(
+            session_id=span.session_id, first=span.first_turn, last=span.last_turn
+        ),
         relations=[
             (RelationType.DERIVED_FROM, pk)
             for pk in _memories_of_turns(
@@ -214,15 +217,6 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
     if memory_gate_reasons(draft):
         return []
     return memory_add_many(tenant=span.tenant, drafts=[draft])
-
-
-def _span_end(span: Any) -> datetime | None:
-    """When the span's last live turn happened (`occurred_at`): an episode is dated by
-    its conversation, not by when it was compacted (imported history is years old)."""
-    turns = turns_by_number(
-        session_id=span.session_id, numbers=list(range(span.first_turn, span.last_turn + 1))
-    )
-    return max((turn.occurred_at for turn in turns.values()), default=None)
 
 
 def _memories_of_turns(

@@ -83,6 +83,14 @@ def turn_times(*, session_id: Any, compacted: bool) -> dict[int, datetime]:
     )
 
 
+def turns_last_occurred(*, session_id: Any, first: int, last: int) -> datetime | None:
+    """When the latest of the session's live turns `first..last` happened
+    (`occurred_at`); None when all were rolled back."""
+    return ChatTurn.objects.filter(
+        session_id=session_id, turn_number__range=(first, last), rolled_back=False
+    ).aggregate(end=Max("occurred_at"))["end"]
+
+
 def turn_workspace_before(*, session_id: Any, turn_number: int) -> dict[str, Any] | None:
     """The workspace snapshot (`context_after`) left by the newest turn before
     `turn_number`, or None when there is none."""
