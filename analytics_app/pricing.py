@@ -72,16 +72,53 @@ def _price_table() -> _PriceTable:
     return table
 
 
+# Routing prefixes that gateways put before the provider's own model name: LiteLLM
+# (`openai/gpt-4o-mini`, `vertex_ai/gemini-1.5-pro`, `openrouter/openai/gpt-4o`) and
+# OpenRouter (`anthropic/claude-3.5-sonnet`, `x-ai/grok-2`). Only these are stripped: an
+# unknown `org/model` (a Hugging Face id) names a model of its own, not a route.
+PROVIDER_PREFIXES = frozenset(
+    {
+        "openai", "anthropic", "google", "gemini", "vertex_ai", "vertex_ai_beta", "azure",
+        "azure_ai", "mistral", "mistralai", "deepseek", "x-ai", "xai", "cohere", "cohere_chat",
+        "openrouter", "text-completion-openai",
+    }
+)  # fmt: skip
+
+
+def without_provider_prefix(name: str) -> str:
+    """`name` (lower case) without its leading known routing prefixes, or `name` itself."""
+    while "/" in name:
+        head, rest = name.split("/", 1)
+        if head not in PROVIDER_PREFIXES or not rest:
+            break
+        name = rest
+    return name
+
+
 def price_for_model(model: str, at: datetime) -> ModelPrice | None:
     """The price row for `model` valid at `at`: exact name or alias first, then the most
-    specific pattern (longest canonical name); the latest `valid_from <= at` of that model."""
+    specific pattern (longest canonical name); the latest `valid_from <= at` of that model.
+    A name routed through a gateway (`openai/gpt-4o-mini`) is priced as the provider's
+    own name unless a price row names it exactly."""
     name = model.strip().lower()
     if not name:
         return None
     table = _price_table()
+    found = _price_by_name(table, name, at)
+    bare = without_provider_prefix(name)
+    if found is None and bare != name:
+        found = _price_by_name(table, bare, at) or _price_by_pattern(table, bare, at)
+    return found or _price_by_pattern(table, name, at)
+
+
+def _price_by_name(table: _PriceTable, name: str, at: datetime) -> ModelPrice | None:
     for row in table.by_name.get(name, ()):
         if row.valid_from <= at:
             return row
+    return None
+
+
+def _price_by_pattern(table: _PriceTable, name: str, at: datetime) -> ModelPrice | None:
     latest_by_model: dict[str, ModelPrice] = {}
     for row in table.patterned:
         if row.valid_from <= at:

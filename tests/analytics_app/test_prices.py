@@ -104,3 +104,28 @@ def test_cost_formula_bills_cached_and_cache_write_tokens_at_their_prices() -> N
     )
     assert cost == expected == Decimal("0.01665")
     assert price_step_from_table(usage("no-such-model", input_tokens=5)) is None
+
+
+def test_gateway_prefixed_names_are_priced_as_the_providers_model() -> None:
+    mini = price_for_model("gpt-4o-mini", AT)
+    assert mini is not None
+    assert price_for_model("openai/gpt-4o-mini", AT) == mini
+    assert price_for_model("OpenRouter/OpenAI/GPT-4o-mini-2024-07-18", AT) == mini
+    sonnet = price_for_model("claude-3-5-sonnet-20241022", AT)
+    assert sonnet is not None
+    assert price_for_model("anthropic/claude-3-5-sonnet-20241022", AT) == sonnet
+    # An unknown organisation is a model name of its own, not a route to strip.
+    assert price_for_model("acme-lab/gpt-4o-mini", AT) is None
+    assert price_step(usage("openai/gpt-4o-mini", input_tokens=1000)) == price_step(
+        usage("gpt-4o-mini", input_tokens=1000)
+    )
+
+
+def test_a_price_row_naming_the_prefixed_model_wins_over_the_stripped_name() -> None:
+    ModelPrice.objects.create(
+        model="openai/gpt-4o-mini", input_per_million=Decimal("9"),
+        output_per_million=Decimal("9"), valid_from=datetime(2000, 1, 1, tzinfo=UTC),
+        source="test",
+    )  # fmt: skip
+    assert price_for_model("openai/gpt-4o-mini", AT).input_per_million == Decimal("9")
+    assert price_for_model("gpt-4o-mini", AT).input_per_million != Decimal("9")
