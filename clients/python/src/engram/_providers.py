@@ -5,25 +5,74 @@ reasoning inside output), so the client does no token arithmetic of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from engram._tracking import StepSink
 
 Step = dict[str, Any]
+log = logging.getLogger("engram")
 
 
-def _as_dict(value: Any) -> dict[str, Any] | None:
-    if value is None:
+# The usage fields of OpenAI (Chat Completions, Responses) and Anthropic, read by name
+# from an object that is neither a mapping, a pydantic model, a dataclass nor has a
+# `__dict__` (e.g. one with `__slots__` or properties).
+USAGE_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+    "input_tokens",
+    "output_tokens",
+    "input_tokens_details",
+    "output_tokens_details",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+)
+_SCALARS = (bool, int, float, str)
+_MAX_DEPTH = 4  # usage objects nest two levels (usage.prompt_tokens_details.cached_tokens)
+
+
+def _as_dict(value: Any, depth: int = 0) -> dict[str, Any] | None:
+    """`value` as a JSON object: a mapping, a pydantic model (`model_dump`), a dataclass,
+    an object's public attributes (a SimpleNamespace, another client's class) or, failing
+    those, its `USAGE_FIELDS`; None if none of them gives anything."""
+    if value is None or isinstance(value, _SCALARS) or depth > _MAX_DEPTH:
         return None
-    if isinstance(value, dict):
-        return {k: v for k, v in value.items() if v is not None}
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]  # an untyped third-party value
-    return None
+    if isinstance(value, Mapping):
+        items = dict(value)
+    else:
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]  # an untyped third-party value
+        items = _attributes(value)
+    plain = {str(k): _plain(v, depth) for k, v in items.items() if not str(k).startswith("_")}
+    return {k: v for k, v in plain.items() if v is not None} or None
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
+    found = dict(getattr(value, "__dict__", None) or {})
+    for name in USAGE_FIELDS:
+        if name not in found:
+            found[name] = getattr(value, name, None)
+    return found
+
+
+def _plain(value: Any, depth: int) -> Any:
+    if value is None or isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth + 1) for v in value]
+    return _as_dict(value, depth + 1)
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -40,13 +89,21 @@ def step_from_response(
     duration_ms: int = 0,
 ) -> Step:
     """A step from an OpenAI Chat Completion, an OpenAI Responses `Response` or an
-    Anthropic `Message` (objects or their dicts): model, usage and duration."""
+    Anthropic `Message` (pydantic objects, dicts, dataclasses or any object with the
+    same attributes): model, usage and duration. A response without a readable usage
+    is recorded with 0 tokens, and logged as a warning on the `engram` logger."""
     usage = _as_dict(_get(response, "usage"))
-    step: Step = {
-        "step_type": step_type,
-        "model": str(model or _get(response, "model") or ""),
-        "duration_ms": max(0, int(duration_ms)),
-    }
+    if not usage and response is not None:
+        log.warning(
+            "engram: no readable usage on the %s response (usage: %r); its step records 0 tokens",
+            type(response).__name__,
+            _get(response, "usage"),
+        )
+    return _step(step_type, str(model or _get(response, "model") or ""), usage, duration_ms)
+
+
+def _step(step_type: str, model: str, usage: dict[str, Any] | None, duration_ms: int) -> Step:
+    step: Step = {"step_type": step_type, "model": model, "duration_ms": max(0, int(duration_ms))}
     if usage:
         step["usage"] = usage
     else:
@@ -138,11 +195,13 @@ class _StreamUsage:
                     self.text.append(_get(delta, "text") or "")
 
     def step(self, step_type: str, duration_ms: int) -> Step:
-        return step_from_response(
-            {"model": self.model, "usage": self.usage or None},
-            step_type=step_type,
-            duration_ms=duration_ms,
-        )
+        if not self.usage:
+            log.warning(
+                "engram: the %s stream of %r ended without usage; its step records 0 tokens",
+                self.kind,
+                self.model,
+            )
+        return _step(step_type, self.model, self.usage, duration_ms)
 
 
 class _RecordingStream:

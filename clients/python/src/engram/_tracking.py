@@ -164,7 +164,7 @@ class StepTimer:
             from engram._providers import step_from_response
 
             self._step = step_from_response(
-                self.response or {},
+                self.response,
                 step_type=self.step_type,
                 model=self.model or None,
                 duration_ms=int((time.monotonic() - self._started) * 1000),
