@@ -102,7 +102,11 @@ class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-
         "recording, a recalled turn or long-term memory as when it happened (`occurred_at`, "
         "else when it was noted; not its last access), session state as the last activity."
     )
-    semantic = serializers.FloatField(help_text="Cosine of query and candidate embeddings.")
+    semantic = serializers.FloatField(
+        help_text="Cosine of query and candidate embeddings. For a query that names a time "
+        "and nothing else ('what happened last week?'), a found turn's or memory's time "
+        "credit (search part `time`) where higher: such a query is about its time."
+    )
     role = serializers.FloatField(help_text="1.0 for system and milestone, 0.7 otherwise.")
     signal = serializers.FloatField(help_text="In cart/focus, milestone kind, importance…")
 

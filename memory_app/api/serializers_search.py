@@ -51,6 +51,16 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     created_to = serializers.DateTimeField(
         required=False, help_text="Only memories created before this time (ISO 8601)."
     )
+    occurred_from = serializers.DateTimeField(
+        required=False,
+        help_text="Only memories that happened (occurred_at) at or after this time (ISO "
+        "8601); a memory without occurred_at is left out.",
+    )
+    occurred_to = serializers.DateTimeField(
+        required=False,
+        help_text="Only memories that happened (occurred_at) before this time (ISO 8601); "
+        "a memory without occurred_at is left out.",
+    )
     pinned = serializers.BooleanField(
         required=False, allow_null=True, default=None, help_text="Only pinned (or unpinned)."
     )
@@ -79,9 +89,10 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     as_of = as_of_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        start, end = attrs.get("created_from"), attrs.get("created_to")
-        if start is not None and end is not None and start >= end:
-            raise serializers.ValidationError({"created_to": ["Must be after created_from."]})
+        for first, last in (("created_from", "created_to"), ("occurred_from", "occurred_to")):
+            start, end = attrs.get(first), attrs.get(last)
+            if start is not None and end is not None and start >= end:
+                raise serializers.ValidationError({last: [f"Must be after {first}."]})
         return attrs
 
     def filters(self) -> MemoryFilters:
@@ -90,6 +101,8 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
             session_id=data.get("session_id"),
             created_from=data.get("created_from"),
             created_to=data.get("created_to"),
+            occurred_from=data.get("occurred_from"),
+            occurred_to=data.get("occurred_to"),
             pinned=data.get("pinned"),
             min_importance=data.get("min_importance"),
             min_confidence=data.get("min_confidence"),

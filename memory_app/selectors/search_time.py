@@ -24,12 +24,14 @@ tells of it (search.engine); undated, it boosts nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import sql
 
+from memory_app.selectors.search.filters import MemoryFilters
 from memory_app.timeq import TimeScope, resolve_time_phrases
 
 TIME_WEIGHT = 0.1
@@ -84,6 +86,19 @@ def _reach(scope: TimeScope) -> datetime | None:
         return scope.end + after
     except OverflowError:
         return None
+
+
+def within_reach(filters: MemoryFilters | None, scope: TimeScope) -> MemoryFilters:
+    """`filters` narrowed to the memories that occurred in the scope's interval or its
+    told-after reach: the part of the pool `apply_time_scope` gives a time credit. A
+    bound the caller set already stays where it is narrower."""
+    filters = filters or MemoryFilters()
+    start, reach = scope.start, _reach(scope)
+    if filters.occurred_from is not None and (start is None or filters.occurred_from > start):
+        start = filters.occurred_from
+    if filters.occurred_to is not None and (reach is None or filters.occurred_to < reach):
+        reach = filters.occurred_to
+    return dataclasses.replace(filters, occurred_from=start, occurred_to=reach)
 
 
 def apply_time_scope(cursor: Any, scope: TimeScope | None, scored: list[Scored]) -> list[Scored]:

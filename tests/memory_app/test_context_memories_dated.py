@@ -37,6 +37,25 @@ def _context(api: APIClient, session_id: Any, query: str, **params: Any) -> dict
     return response.json()
 
 
+def test_a_question_only_about_a_time_weighs_memories_by_their_time(
+    tenant: Tenant, api: APIClient
+) -> None:
+    hike = _add(tenant, HIKE, datetime(2026, 11, 21, 15, tzinfo=UTC))
+    plant = _add(
+        tenant, "Picked up a snake plant at the market.", datetime(2026, 10, 18, 18, tzinfo=UTC)
+    )
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "What did I do last Saturday?", as_of=AS_OF)
+
+    side, entry = _entry(body, hike)
+    assert side == "included", entry
+    # The question has no subject but its time: the memory's relatedness is its time.
+    assert entry["score_parts"]["semantic"] == 1.0
+    side, entry = _entry(body, plant)
+    assert side == "excluded" and entry["reason"] in ("evicted_below_similarity", "not_relevant")
+
+
 def _memories_message(body: dict[str, Any]) -> str:
     found = [m["content"] for m in body["messages"] if m["content"].startswith("Relevant long")]
     return found[0] if found else ""
@@ -61,7 +80,7 @@ def test_a_memory_of_the_time_the_question_names_comes_in_whatever_its_cosine(
     )
     session = new_session(tenant)
 
-    body = _context(api, session.pk, "What did I do last Saturday?", as_of=AS_OF)
+    body = _context(api, session.pk, "Which boots did I wear last Saturday?", as_of=AS_OF)
 
     side, entry = _entry(body, hike)
     assert side == "included", entry

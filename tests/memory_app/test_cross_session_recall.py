@@ -266,3 +266,35 @@ def test_labels_are_in_the_offset_of_the_question(
     # Without as_of (now, UTC) the same turn reads in UTC.
     body = api.get(f"/api/v1/sessions/{session}/context", {"query": "What did I buy?"})
     assert "[2026-11-29 07:30, session" in _text(body.json())
+
+
+def test_a_question_only_about_a_time_recalls_what_was_said_then(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    osaka_session = converse(
+        api,
+        "ana",
+        [("I booked the flights to Osaka for October.", "Exciting trip!")],
+        occurred_at="2023-08-23T12:00:00Z",
+    )
+    for day, line in (
+        ("2023-06-01", "We talked about what happened at the office party."),
+        ("2023-07-15", "Can we talk about what happened in the budget meeting?"),
+        ("2023-05-05", "What did we talk about regarding the parcel from Berlin?"),
+    ):
+        converse(api, "ana", [(line, "Sure.")], occurred_at=f"{day}T10:00:00Z")
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    body = api.get(
+        f"/api/v1/sessions/{session}/context",
+        {"query": "What did we talk about last week?", "as_of": "2023-09-01T10:00:00Z"},
+    )
+    assert body.status_code == 200, body.content
+    past = [row for row in body.json()["included"] if row["kind"] == "past_turn"]
+    assert past, body.json()["included"]
+    scores = {row["key"]: row["score"] for row in past}
+    osaka = next(line for line in _text(body.json()).splitlines() if "Osaka" in line)
+    assert osaka.startswith("[2023-08-23")
+    # Related by its time, it ranks above the turns that only share the query's words.
+    assert max(scores, key=scores.__getitem__) == f"past:{osaka_session}:1"

@@ -196,7 +196,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a query that names a time and nothing else ('what happened last week?', 'what did we talk about in March?') lists the memories that occurred in it first, then the rest of the ranking when fewer than `limit` did; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -1085,7 +1085,7 @@ export interface components {
             recency: number;
             /**
              * Format: double
-             * @description Cosine of query and candidate embeddings.
+             * @description Cosine of query and candidate embeddings. For a query that names a time and nothing else ('what happened last week?'), a found turn's or memory's time credit (search part `time`) where higher: such a query is about its time.
              */
             semantic: number;
             /**
@@ -1531,6 +1531,16 @@ export interface components {
              * @description Only memories created before this time (ISO 8601).
              */
             created_to?: string;
+            /**
+             * Format: date-time
+             * @description Only memories that happened (occurred_at) at or after this time (ISO 8601); a memory without occurred_at is left out.
+             */
+            occurred_from?: string;
+            /**
+             * Format: date-time
+             * @description Only memories that happened (occurred_at) before this time (ISO 8601); a memory without occurred_at is left out.
+             */
+            occurred_to?: string;
             /** @description Only pinned (or unpinned). */
             pinned?: boolean | null;
             /**

@@ -34,7 +34,8 @@ class RecalledTurn:
     # The best cosine of the query and a memory of the turn's thread window (itself
     # included): the window is what the lexical side matches, so a turn whose neighbour
     # answers the query ("What is its name?" / "Her name is Biscuit") relates to it
-    # through them.
+    # through them. For a query about a time alone, the turn's time credit where higher
+    # (`SearchOutcome.related`).
     window_semantic: float
     # The search relates it to the query by more than its vector (a query word in its
     # window, or the time the query names): `SearchHit.beyond_vector`.
@@ -77,7 +78,7 @@ def _recall(
     if not query.strip() or limit <= 0:
         return []
     vector = embed_query(query)
-    hits = memory_search(
+    outcome = memory_search(
         tenant=tenant,
         actor=Actor(user_id=session.user_id),
         query=query,
@@ -87,14 +88,15 @@ def _recall(
         query_embedding=vector,
         filters=filters,
         as_of=as_of,
-    ).hits
+    )
+    hits = outcome.hits
     around = _window_cosines(tenant.pk, session.user_id, [hit.memory for hit in hits], vector)
     return [
         RecalledTurn(
             memory=hit.memory,
             relevance=float(hit.parts.get("relevance", 0.0)),
-            window_semantic=max(
-                float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0)
+            window_semantic=outcome.related(
+                hit, max(float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0))
             ),
             supported=hit.beyond_vector,
         )

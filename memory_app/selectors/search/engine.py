@@ -11,10 +11,12 @@ for the event's words to date it (`_event_dated`).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
@@ -34,11 +36,12 @@ from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
 from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
 from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
-from memory_app.selectors.search_time import apply_time_scope, query_time_scope
+from memory_app.selectors.search_time import apply_time_scope, query_time_scope, within_reach
+from memory_app.timeq import TimeScope
+from memory_app.timeq.time_only import asks_only_time
 
 if TYPE_CHECKING:
     from memory_app.selectors.memories import Actor
-    from memory_app.timeq import TimeScope
     from sessions_app.models import Tenant
 
 
@@ -63,6 +66,16 @@ class SearchOutcome:
     vector_ranking: list[uuid.UUID] = field(default_factory=list)
     lexical_ranking: list[uuid.UUID] = field(default_factory=list)
     time_scope: TimeScope | None = None  # the query's time phrase, when `as_of` was given
+    # The query named a time and nothing else (`_time_first`): its hits relate to it by
+    # when they occurred (part `time`) more than by their cosine.
+    time_only: bool = False
+
+    def related(self, hit: SearchHit, semantic: float) -> float:
+        """How near `hit` is to the query in meaning, as a context weighs it: `semantic`
+        (its cosine), or for a query about a time alone its time credit where higher."""
+        if self.time_only:
+            return max(semantic, hit.parts.get("time", 0.0))
+        return semantic
 
 
 def memory_search(
@@ -85,33 +98,82 @@ def memory_search(
     only: the caller records the access (`memory_record_access`) for the hits it uses.
 
     `as_of`, the moment the question is asked: the query's time phrases are read against
-    it (a boost, memory_app.selectors.search_time) and it stands for `now`."""
-    time_scope = _query_scope(
+    it (a boost, memory_app.selectors.search_time) and it stands for `now`. A query that
+    asks about a time and nothing else ("what happened last week?") answers with what
+    occurred in it first (`_time_first`)."""
+    scope = _query_scope(
         query, as_of, tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id,
         filters=filters,
     )  # fmt: skip
-    now = now or as_of or timezone.now()
+    if mode in ("hybrid", "vector") and query_embedding is None:
+        query_embedding = embed_query(query)
+    search = partial(
+        _searched, tenant=tenant, actor=actor, query=query, user_id=user_id,
+        agent_id=agent_id, types=types, tags=tags, limit=limit, mode=mode,
+        now=now or as_of or timezone.now(), query_embedding=query_embedding, as_of=as_of,
+        scope=scope,
+    )  # fmt: skip
+    if scope is not None and scope.has_interval and as_of and asks_only_time(query, as_of):
+        return _time_first(search, scope, filters, limit)
+    return search(filters=filters)
+
+
+def _time_first(
+    search: Callable[..., SearchOutcome],
+    scope: TimeScope,
+    filters: MemoryFilters | None,
+    limit: int,
+) -> SearchOutcome:
+    """The search of a query that names a time and nothing else: the memories that
+    occurred in the time's interval or its told-after reach (`within_reach`), ranked by
+    the search among themselves; when fewer than `limit` did, the rest of the ordinary
+    ranking after them. The rankings reported are the first search's."""
+    inside = dataclasses.replace(search(filters=within_reach(filters, scope)), time_only=True)
+    if len(inside.hits) >= limit:
+        return inside
+    found = {hit.memory.pk for hit in inside.hits}
+    rest = [hit for hit in search(filters=filters).hits if hit.memory.pk not in found]
+    return dataclasses.replace(inside, hits=inside.hits + rest[: limit - len(inside.hits)])
+
+
+def _searched(
+    *,
+    tenant: Tenant,
+    actor: Actor,
+    query: str,
+    user_id: str | None,
+    agent_id: str | None,
+    types: Sequence[str] | None,
+    tags: Sequence[str] | None,
+    limit: int,
+    mode: SearchMode,
+    now: datetime,
+    query_embedding: list[float] | None,
+    filters: MemoryFilters | None,
+    as_of: datetime | None,
+    scope: TimeScope | None,
+) -> SearchOutcome:
+    """One search under `filters`: the pool, its ranking, the hits' rows."""
     where, params = search_where(
         tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id, types=types, tags=tags,
         filters=filters,
     )  # fmt: skip
-    if mode in ("hybrid", "vector"):
-        vector = query_embedding if query_embedding is not None else embed_query(query)
-        params["q"] = vector_literal(vector)
+    if query_embedding is not None:
+        params["q"] = vector_literal(query_embedding)
     with connection.cursor() as cursor:
         load_timestamps_compiled(cursor)  # the pool's two dates a candidate
         lexical = _lexical_terms(cursor, mode, query, tenant, actor, where, user_id)
         if "q" not in params and lexical is None:
-            return SearchOutcome([], [], [], time_scope)
+            return SearchOutcome([], [], [], scope)
         pool = _pool(cursor, where, params, lexical, query, candidates=max(3 * limit, 30))
         if not pool.candidates:
-            return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, time_scope)
-        scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=time_scope)
+            return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, scope)
+        scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=scope)
         scored.sort(key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])))
         scored = scored[:limit]
         memories = hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]
-    return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, time_scope)
+    return SearchOutcome(hits, pool.vector_ranking, pool.lexical_ranking, scope)
 
 
 def _lexical_terms(

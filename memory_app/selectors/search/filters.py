@@ -37,6 +37,8 @@ _FILTER_CLAUSES: tuple[tuple[str, sql.SQL], ...] = (
     ("exclude_session_id", sql.SQL("m.session_id IS DISTINCT FROM %(f_exclude_session_id)s")),
     ("created_from", sql.SQL("m.created_at >= %(f_created_from)s")),
     ("created_to", sql.SQL("m.created_at < %(f_created_to)s")),
+    ("occurred_from", sql.SQL("m.occurred_at >= %(f_occurred_from)s")),
+    ("occurred_to", sql.SQL("m.occurred_at < %(f_occurred_to)s")),
     ("pinned", sql.SQL("m.pinned = %(f_pinned)s")),
     ("scope", sql.SQL("m.scope = %(f_scope)s")),
     ("decay_below", sql.SQL("m.decay_score < %(f_decay_below)s")),
@@ -52,6 +54,10 @@ class MemoryFilters:
     session_id: uuid.UUID | None = None
     created_from: datetime | None = None  # inclusive
     created_to: datetime | None = None  # exclusive
+    # When it happened (occurred_at), inclusive and exclusive; a memory without
+    # occurred_at passes neither.
+    occurred_from: datetime | None = None
+    occurred_to: datetime | None = None
     pinned: bool | None = None
     scope: str | None = None
     decay_below: float | None = None  # operators look for what is fading

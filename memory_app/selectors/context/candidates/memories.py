@@ -34,14 +34,15 @@ def memory_candidates(
     out = FoundCandidates()
     if not query.strip() or limit <= 0:
         return out
-    hits = memory_search(
+    outcome = memory_search(
         tenant=tenant,
         actor=actor,
         query=query,
         limit=limit,
         filters=MemoryFilters(exclude_sources=TURN_SOURCES),
         as_of=as_of,
-    ).hits
+    )
+    hits = outcome.hits
     # Two memories that read the same (a preference stated in two turns) are one line.
     by_text: dict[str, Any] = {}
     for hit in hits:
@@ -59,7 +60,7 @@ def memory_candidates(
             float(memory.importance),
             (index,),
         )
-        semantic = float(hit.parts.get("semantic", 0.0))
+        semantic = outcome.related(hit, float(hit.parts.get("semantic", 0.0)))
         out.add(candidate, semantic=semantic, supported=hit.beyond_vector)
     return out
 
