@@ -316,10 +316,13 @@ def _register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
     )
     def usage_report(
         group_by: Literal["day", "model", "agent", "user", "step_type", "session"] = "day",
-        start: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
-        end: Annotated[str | None, Field(description="Date or ISO date-time.")] = None,
+        start: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
+        end: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
     ) -> dict[str, Any]:
         return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
+
+
+_USAGE_BOUND = "A date (a whole UTC day) or an ISO 8601 date-time with its UTC offset."
 
 
 def _register_budget_tools(server: MCPServer, call: BoundCall) -> None:

@@ -7,28 +7,30 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from analytics_app.selectors.usage import GROUPS
-from sessions_app.api.fields import money_output_field
+from sessions_app.api.fields import OFFSET_REQUIRED, money_output_field
 
 MAX_WINDOW_DAYS = 366
+_DATE_OR_DATE_TIME = "Expected YYYY-MM-DD or an ISO 8601 date-time with its UTC offset."
 DEFAULT_WINDOW_DAYS = 30
 
 
 class DateOrDateTimeField(serializers.Field):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    """`2025-01-31` (a whole UTC day) or an ISO 8601 date-time with offset."""
+    """`2025-01-31` (a whole UTC day) or an ISO 8601 date-time with its UTC offset; a
+    date-time without one is refused, as every date-time the API takes."""
 
     def to_internal_value(self, data: Any) -> date | datetime:
         if not isinstance(data, str):
-            raise serializers.ValidationError("Expected YYYY-MM-DD or an ISO 8601 date-time.")
+            raise serializers.ValidationError(_DATE_OR_DATE_TIME)
         try:
             if len(data) == 10:
                 return date.fromisoformat(data)
             # RFC 3339 allows a lowercase t/z, which fromisoformat does not read.
             parsed = datetime.fromisoformat(data.upper().replace("Z", "+00:00"))
         except ValueError as exc:
-            raise serializers.ValidationError(
-                "Expected YYYY-MM-DD or an ISO 8601 date-time."
-            ) from exc
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            raise serializers.ValidationError(_DATE_OR_DATE_TIME) from exc
+        if parsed.tzinfo is None:
+            raise serializers.ValidationError(OFFSET_REQUIRED)
+        return parsed
 
     def to_representation(self, value: Any) -> str:
         return str(value.isoformat())
@@ -41,15 +43,16 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     # `from` is a Python keyword: declared below under its API name.
     to = DateOrDateTimeField(
         required=False,
-        help_text="End: a date (inclusive, whole UTC day) or a date-time (exclusive). "
-        "Default: now.",
+        help_text="End: a date (inclusive, whole UTC day) or a date-time with its UTC "
+        "offset (exclusive; without one: 400). Default: now.",
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]  # generic in DRF's stubs only
         fields = super().get_fields()
         fields["from"] = DateOrDateTimeField(
             required=False,
-            help_text="Start: a date (from 00:00 UTC) or a date-time, inclusive. "
+            help_text="Start: a date (from 00:00 UTC) or a date-time with its UTC offset "
+            "(without one: 400), inclusive. "
             f"Default: {DEFAULT_WINDOW_DAYS} days before `to`.",
         )
         return fields

@@ -22,12 +22,14 @@ class UsageView(TenantAPIView):
             OpenApiParameter(
                 "from",
                 DATE_OR_DATE_TIME,
-                description="YYYY-MM-DD (00:00 UTC) or ISO date-time, inclusive.",
+                description="YYYY-MM-DD (from 00:00 UTC) or an ISO 8601 date-time with its "
+                "UTC offset (without one: 400), inclusive.",
             ),
             OpenApiParameter(
                 "to",
                 DATE_OR_DATE_TIME,
-                description="YYYY-MM-DD (whole day, inclusive) or ISO date-time, exclusive.",
+                description="YYYY-MM-DD (whole UTC day, inclusive) or an ISO 8601 date-time "
+                "with its UTC offset (without one: 400), exclusive.",
             ),
         ],
         responses={

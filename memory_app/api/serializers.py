@@ -11,7 +11,7 @@ from rest_framework import serializers
 from memory_app.models import Memory, MemoryScope, MemorySource, MemoryType, RelationType
 from memory_app.services.memories import MemoryDraft
 from memory_app.subjects import MAX_SUBJECT_CHARS
-from sessions_app.api.fields import identifier_field
+from sessions_app.api.fields import OffsetDateTimeField, identifier_field
 
 MAX_CONTENT_CHARS = 8000
 MAX_SUMMARY_CHARS = 2000
@@ -77,18 +77,18 @@ def _unit_field(**kwargs: Any) -> serializers.FloatField:
 
 
 def _valid_from_field(**kwargs: Any) -> serializers.DateTimeField:
-    return serializers.DateTimeField(
+    return OffsetDateTimeField(
         allow_null=True,
-        help_text="When what the memory states began to hold (ISO 8601); null: open. "
+        help_text="When what the memory states began to hold; null: open. "
         "A search with `valid_at` finds the memories whose interval holds that instant.",
         **kwargs,
     )
 
 
 def _valid_to_field(**kwargs: Any) -> serializers.DateTimeField:
-    return serializers.DateTimeField(
+    return OffsetDateTimeField(
         allow_null=True,
-        help_text="When it stopped holding (ISO 8601, exclusive); must be after valid_from "
+        help_text="When it stopped holding (exclusive); must be after valid_from "
         "(else 400 on `valid_to`); null: still holds. Set by the service on a memory that "
         "a newer one supersedes.",
         **kwargs,
@@ -189,7 +189,7 @@ class MemoryCreateSerializer(serializers.Serializer):  # type: ignore[type-arg] 
         max_value=2**53,
         help_text="Its place in the thread (0..2^53); omitted: after the thread's last memory.",
     )
-    occurred_at = serializers.DateTimeField(
+    occurred_at = OffsetDateTimeField(
         required=False,
         allow_null=True,
         default=None,

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from memory_app.api.serializers_time import as_of_field
 from memory_app.selectors.context import DEFAULT_MEMORY_LIMIT, MAX_VERBATIM_TURNS
-from sessions_app.api.fields import ContextPolicyField
+from sessions_app.api.fields import ContextPolicyField, QueryIntegerField
 from sessions_app.context_policy_limits import MEMORY_LIMIT_MAX
 
 MIN_BUDGET = 50
@@ -29,12 +29,13 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
     as_of = as_of_field(
         "The dates that label recalled turns and memories are written in its offset."
     )
-    budget = serializers.IntegerField(
+    budget = QueryIntegerField(
         required=False,
         min_value=MIN_BUDGET,
         max_value=MAX_BUDGET,
         help_text="Token budget of the whole `messages` list (o200k_base, framing "
-        f"included), {MIN_BUDGET}..{MAX_BUDGET}. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET.",
+        f"included), {MIN_BUDGET}..{MAX_BUDGET}. Omitted: ENGRAM_CONTEXT_DEFAULT_BUDGET; "
+        "blank (`budget=`): 400, as any value that is not an integer.",
     )
     acting_user_id = serializers.CharField(
         required=False,
@@ -50,13 +51,13 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
         help_text="Comma-separated roles of the acting user, for memory visibility.",
     )
 
-    memory_limit = serializers.IntegerField(
+    memory_limit = QueryIntegerField(
         required=False,
         min_value=0,
         max_value=MEMORY_LIMIT_MAX,
         help_text=f"Long-term memories searched for the context (K), 0..{MEMORY_LIMIT_MAX}; "
-        f"default: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`). Their direct "
-        "relations may come along.",
+        f"omitted: the policy's ({DEFAULT_MEMORY_LIMIT} for `default`); blank: 400. Their "
+        "direct relations may come along.",
     )
     policy = ContextPolicyField(
         required=False,
@@ -64,25 +65,22 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
         help_text="A named context policy to use instead of the session's "
         "(`context_policy`): compare two on one session. Unknown name: 400 on `policy`.",
     )
-    turn_limit = serializers.IntegerField(
+    turn_limit = QueryIntegerField(
         required=False,
         min_value=0,
         max_value=MAX_VERBATIM_TURNS,
         default=MAX_VERBATIM_TURNS,
         help_text=f"Open (not compacted) turns offered verbatim, newest first, "
-        f"0..{MAX_VERBATIM_TURNS}; default {MAX_VERBATIM_TURNS}.",
+        f"0..{MAX_VERBATIM_TURNS}; omitted: {MAX_VERBATIM_TURNS}; blank: 400.",
     )
 
     def validate_budget(self, value: Any) -> int:
         return int(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        # DRF drops an empty optional field of a query string; `budget=` is still a bad
-        # budget, not a request for the default.
-        raw = self.initial_data.get("budget")
-        if raw is not None and "budget" not in attrs:
-            raise serializers.ValidationError({"budget": ["A valid integer is required."]})
-        if self.initial_data.get("policy") == "":  # likewise: name one or leave it out
+        # DRF drops an empty optional field of a query string; `policy=` is still a bad
+        # name, not a request for the session's policy (the numbers: QueryIntegerField).
+        if self.initial_data.get("policy") == "":
             raise serializers.ValidationError({"policy": ["May not be blank."]})
         return attrs
 

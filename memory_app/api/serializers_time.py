@@ -8,20 +8,21 @@ from typing import Any
 
 from django.utils import timezone
 from rest_framework import serializers
-from rest_framework.utils import html
 
 from memory_app.timeq import TimeScope
+from sessions_app.api.fields import OFFSET_RULE, OffsetDateTimeField, given_blank
 
 
-class AsOfField(serializers.DateTimeField):
-    """An ISO 8601 datetime that keeps the offset the client sent: it is the calendar the
-    query's time phrases are read in ("yesterday" in Tokyo is not yesterday in UTC).
-    Without an offset, UTC (the service's time zone), as every datetime of the API."""
+class AsOfField(OffsetDateTimeField):
+    """An ISO 8601 datetime with its UTC offset, kept as sent: the offset is the calendar
+    the query's time phrases are read in ("yesterday" in Tokyo is not yesterday in UTC).
+    Not stored, so not moved to UTC: any moment Python's calendar holds in that offset."""
+
+    rules = (OFFSET_RULE,)
 
     def get_value(self, dictionary: Any) -> Any:
-        # A query parameter given blank (`?as_of=`) is not "now": DRF would read it as
-        # omitted; it is refused as unparsable, as the schema's date-time format says.
-        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
+        # `?as_of=` is not "now": it is refused as unparsable, as the date-time format says.
+        if given_blank(self, dictionary):
             return ""
         return super().get_value(dictionary)
 
@@ -35,8 +36,8 @@ def as_of_field(more: str = "") -> AsOfField:
     """The `as_of` field of a request; `more`: what else the route reads it for."""
     return AsOfField(
         required=False,
-        help_text="When the question is asked (ISO 8601, with its UTC offset: the query's "
-        "time phrases are read in its calendar; without one, UTC). Default: now. Time "
+        help_text="When the question is asked; its offset is the calendar the query's "
+        "time phrases are read in. Default: now (UTC). Time "
         "phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', "
         "'since March', '8 May 2023') are resolved against it, and memories whose "
         "occurred_at lies in the phrase's interval, or shortly after it, get a small boost "

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from contextlib import suppress
+from datetime import datetime
 from typing import Any
 
 from django.core.validators import RegexValidator
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.utils import html
 
 MAX_TOKENS_PER_VALUE = 10_000_000_000  # absurd above this: no request moves 10B tokens
 
@@ -120,3 +125,68 @@ class ContextPolicyField(serializers.RegexField):
         self.error_messages["invalid"] = (
             "A policy name: letters, digits, '_', '.', '-', starting with a letter or digit."
         )
+
+
+def given_blank(field: serializers.Field, data: Any) -> bool:  # type: ignore[type-arg]  # generic in DRF's stubs only
+    """True when a query string gives `field` blank (`?budget=`). DRF reads a blank
+    optional field of a query string as omitted; a field that calls this refuses it as
+    the bad value it is instead of answering with the default."""
+    return html.is_html_input(data) and data.get(field.field_name) == ""
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """An integer query parameter: given blank (`?memory_limit=`), 400 "A valid integer
+    is required." like any other value that is not one; omitted, its default."""
+
+    def get_value(self, dictionary: Any) -> Any:
+        if given_blank(self, dictionary):
+            return ""
+        return super().get_value(dictionary)
+
+
+# What the API says of every date-time it takes (the schema's `date-time` format is
+# RFC 3339's, which has no time without an offset and no bare date).
+OFFSET_REQUIRED = (
+    "Give the time with its UTC offset, e.g. 2024-05-01T10:00:00Z or 2024-05-01T12:00:00+02:00."
+)
+OFFSET_RULE = (
+    "With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time "
+    "without one, or a bare date, is refused: 400 naming the field."
+)
+# A stored time is kept in UTC, so it must fall inside Python's calendar there.
+STORED_TIME_RANGE = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
+RANGE_RULE = f"Once in UTC, within {STORED_TIME_RANGE} (else 400 naming the field)."
+
+
+def without_offset(value: Any) -> bool:
+    """True for a datetime, or an ISO 8601 string of one, that has no UTC offset (a bare
+    date reads as a local midnight)."""
+    if isinstance(value, datetime):
+        return timezone.is_naive(value)
+    if not isinstance(value, str):
+        return False
+    with suppress(ValueError):  # a malformed value is the field's own `invalid` error
+        parsed = parse_datetime(value)
+        return parsed is not None and parsed.tzinfo is None
+    return False
+
+
+class OffsetDateTimeField(serializers.DateTimeField):
+    """A date-time the client sends: ISO 8601 with its UTC offset, kept as that moment in
+    UTC. A local time or a bare date is refused rather than read in some zone: only the
+    client knows which zone it meant, and a guess moves the moment by hours. `help_text`
+    gets the rules appended, so that every such field documents them alike."""
+
+    default_error_messages = {
+        "offset": OFFSET_REQUIRED,
+        "overflow": f"Outside the supported range, {STORED_TIME_RANGE}.",
+    }
+    rules: tuple[str, ...] = (OFFSET_RULE, RANGE_RULE)
+
+    def __init__(self, *, help_text: str = "", **kwargs: Any) -> None:
+        super().__init__(help_text=" ".join((help_text, *self.rules)).strip(), **kwargs)
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if without_offset(value):
+            self.fail("offset")
+        return super().to_internal_value(value)

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from sessions_app.api.fields import identifier_field
+from sessions_app.api.fields import OffsetDateTimeField, identifier_field
 from sessions_app.api.serializers_turn_batches import ItemErrorSerializer
 from sessions_app.api.serializers_turns import MAX_TEXT
 from sessions_app.services.conversation_import import (
@@ -32,11 +32,12 @@ class ImportedMessageSerializer(serializers.Serializer):  # type: ignore[type-ar
         trim_whitespace=False,
         help_text="The message text (null or blank: skipped, e.g. a tool call).",
     )
-    timestamp = serializers.DateTimeField(
+    timestamp = OffsetDateTimeField(
         required=False,
         allow_null=True,
-        help_text="When it was said (ISO 8601 with a time zone). Missing: the time of the "
-        "message before it, else the conversation's `started_at`, else now.",
+        help_text="When it was said. Missing: the time of the message before it, else the "
+        "conversation's `started_at`, else now. Refused later than now plus "
+        "ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), as a turn's `occurred_at`.",
     )
 
 
@@ -50,8 +51,11 @@ class ConversationImportItemSerializer(serializers.Serializer):  # type: ignore[
     agent_id = identifier_field(
         required=False, default="imported", help_text="The agent that took part."
     )
-    started_at = serializers.DateTimeField(
-        required=False, allow_null=True, help_text="The time of messages that carry none."
+    started_at = OffsetDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="The time of messages that carry none; refused later than now plus "
+        "ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).",
     )
     metadata = serializers.DictField(
         required=False, default=dict, help_text="Kept on the session, with `imported: true`."

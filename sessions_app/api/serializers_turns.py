@@ -9,7 +9,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app.api.fields import money_output_field, token_count_field
+from sessions_app.api.fields import OffsetDateTimeField, money_output_field, token_count_field
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
 from sessions_app.models import ChatTurn, TurnStep
@@ -182,11 +182,11 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         max_length=MAX_STEPS_PER_TURN,
         help_text="Every LLM or tool call of the turn, in order. May be empty.",
     )
-    occurred_at = serializers.DateTimeField(
+    occurred_at = OffsetDateTimeField(
         required=False,
-        help_text="When the exchange happened, with a time zone (ISO 8601); defaults to now. "
-        "For imported history: search and context use this time, not the recording's. "
-        "Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).",
+        help_text="When the exchange happened; defaults to now. For imported history: "
+        "search and context use this time, not the recording's. Refused later than now "
+        "plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).",
     )
     reservation_id = serializers.UUIDField(
         required=False,

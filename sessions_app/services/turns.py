@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -106,21 +106,17 @@ class TurnFields:
     occurred_at: datetime | None = None
 
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def occurred_at_check(value: datetime | None, *, now: datetime) -> datetime:
     """When a turn happened: `value` (imported history keeps its own time) or `now`.
-    InvalidInput naming `occurred_at` for a naive time, one before 1970, or one later
-    than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (a client's clock may run a
-    little ahead; history cannot come from the future)."""
+    InvalidInput naming `occurred_at` for a naive time or one later than now by more
+    than ENGRAM_TURN_CLOCK_SKEW_SECONDS (a client's clock may run a little ahead;
+    history cannot come from the future). Any earlier time is kept, as a memory's
+    `occurred_at` is: the API's own range (years 1-9999 in UTC) is the only floor."""
     if value is None:
         return now
     problem = None
     if value.tzinfo is None:
         problem = "A time zone is required (e.g. 2024-05-08T13:56:00Z)."
-    elif value < EPOCH:
-        problem = "Before 1970-01-01."
     elif value > now + timedelta(seconds=settings.ENGRAM_TURN_CLOCK_SKEW_SECONDS):
         problem = "In the future (beyond the allowed clock skew)."
     if problem:

@@ -206,6 +206,8 @@ def test_context_brings_the_memories_the_acting_user_may_see(
         ({"budget": "abc"}, "budget"),
         ({"budget": "1.5"}, "budget"),
         ({"budget": ""}, "budget"),
+        ({"memory_limit": ""}, "memory_limit"),
+        ({"turn_limit": ""}, "turn_limit"),
         ({"budget": "-100"}, "budget"),
         ({"query": "x" * 4001}, "query"),
         ({"acting_user_id": "u" * 256}, "acting_user_id"),

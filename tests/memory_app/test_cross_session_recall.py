@@ -153,7 +153,7 @@ def test_recall_spans_the_users_agents_unless_the_policy_says_otherwise(
     ("value", "problem"),
     [
         ("2999-01-01T00:00:00Z", "future"),
-        ("1969-12-31T23:59:59Z", "1970"),
+        ("2024-05-08T13:56:00", "offset"),
         ("last tuesday", "format"),
         ("2023-13-01T00:00:00Z", "format"),
     ],

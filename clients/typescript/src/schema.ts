@@ -1111,7 +1111,7 @@ export interface components {
             agent_id?: string;
             /**
              * Format: date-time
-             * @description The time of messages that carry none.
+             * @description The time of messages that carry none; refused later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             started_at?: string | null;
             /** @description Kept on the session, with `imported: true`. No string or key inside may hold NUL (\u0000), which PostgreSQL cannot store: 400 naming its path. */
@@ -1216,7 +1216,7 @@ export interface components {
             content: (string) | null;
             /**
              * Format: date-time
-             * @description When it was said (ISO 8601 with a time zone). Missing: the time of the message before it, else the conversation's `started_at`, else now.
+             * @description When it was said. Missing: the time of the message before it, else the conversation's `started_at`, else now. Refused later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), as a turn's `occurred_at`. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             timestamp?: string | null;
         };
@@ -1462,17 +1462,17 @@ export interface components {
             thread_order?: number | null;
             /**
              * Format: date-time
-             * @description When what it records happened (e.g. the conversation's date).
+             * @description When what it records happened (e.g. the conversation's date). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             occurred_at?: string | null;
             /**
              * Format: date-time
-             * @description When what the memory states began to hold (ISO 8601); null: open. A search with `valid_at` finds the memories whose interval holds that instant.
+             * @description When what the memory states began to hold; null: open. A search with `valid_at` finds the memories whose interval holds that instant. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_from?: string | null;
             /**
              * Format: date-time
-             * @description When it stopped holding (ISO 8601, exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes.
+             * @description When it stopped holding (exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_to?: string | null;
             /** @description The attribute of the user the memory states a value of ('home', 'employer', 'seat preference'). A fact, preference or profile memory that gives a subject another value than a current memory of the same user supersedes it (the older gets `superseded_by` and `valid_to`). Blank: read from the content by rules ('I live in X', 'I moved to X', 'my address is X', 'I work at X', 'my <words> is X', ...), none if no rule applies. */
@@ -1573,7 +1573,7 @@ export interface components {
             acting_roles?: string[];
             /**
              * Format: date-time
-             * @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`).
+             * @description When the question is asked; its offset is the calendar the query's time phrases are read in. Default: now (UTC). Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field.
              */
             as_of?: string;
         };
@@ -1785,12 +1785,12 @@ export interface components {
             pinned?: boolean;
             /**
              * Format: date-time
-             * @description When what the memory states began to hold (ISO 8601); null: open. A search with `valid_at` finds the memories whose interval holds that instant.
+             * @description When what the memory states began to hold; null: open. A search with `valid_at` finds the memories whose interval holds that instant. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_from?: string | null;
             /**
              * Format: date-time
-             * @description When it stopped holding (ISO 8601, exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes.
+             * @description When it stopped holding (exclusive); must be after valid_from (else 400 on `valid_to`); null: still holds. Set by the service on a memory that a newer one supersedes. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_to?: string | null;
         };
@@ -2724,7 +2724,7 @@ export interface components {
             steps: components["schemas"]["StepInputRequest"][];
             /**
              * Format: date-time
-             * @description When the exchange happened, with a time zone (ISO 8601); defaults to now. For imported history: search and context use this time, not the recording's. Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).
+             * @description When the exchange happened; defaults to now. For imported history: search and context use this time, not the recording's. Refused later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             occurred_at?: string;
             /**
@@ -2785,7 +2785,7 @@ export interface components {
             steps: components["schemas"]["StepInputRequest"][];
             /**
              * Format: date-time
-             * @description When the exchange happened, with a time zone (ISO 8601); defaults to now. For imported history: search and context use this time, not the recording's. Refused before 1970 or later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300).
+             * @description When the exchange happened; defaults to now. For imported history: search and context use this time, not the recording's. Refused later than now plus ENGRAM_TURN_CLOCK_SKEW_SECONDS (300). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             occurred_at?: string;
             /**
@@ -5231,17 +5231,17 @@ export interface operations {
                 acting_roles?: string;
                 /** @description Whose eyes the memories are chosen for (visibility); default the session's user. */
                 acting_user_id?: string;
-                /** @description When the question is asked (ISO 8601, with its UTC offset: the query's time phrases are read in its calendar; without one, UTC). Default: now. Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). The dates that label recalled turns and memories are written in its offset. */
+                /** @description When the question is asked; its offset is the calendar the query's time phrases are read in. Default: now (UTC). Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). The dates that label recalled turns and memories are written in its offset. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. */
                 as_of?: string;
-                /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Default: ENGRAM_CONTEXT_DEFAULT_BUDGET. */
+                /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Omitted: ENGRAM_CONTEXT_DEFAULT_BUDGET; blank (`budget=`): 400, as any value that is not an integer. */
                 budget?: number;
-                /** @description Long-term memories searched for the context (K), 0..100; default: the policy's (12 for `default`). Their direct relations may come along. */
+                /** @description Long-term memories searched for the context (K), 0..100; omitted: the policy's (12 for `default`); blank: 400. Their direct relations may come along. */
                 memory_limit?: number;
                 /** @description A named context policy to use instead of the session's (`context_policy`): compare two on one session. Unknown name: 400 on `policy`. */
                 policy?: string;
                 /** @description What the next LLM call is about; ranks candidates by semantic match. */
                 query?: string;
-                /** @description Open (not compacted) turns offered verbatim, newest first, 0..50; default 50. */
+                /** @description Open (not compacted) turns offered verbatim, newest first, 0..50; omitted: 50; blank: 400. */
                 turn_limit?: number;
             };
             header?: never;
@@ -7093,10 +7093,10 @@ export interface operations {
     usage_retrieve: {
         parameters: {
             query: {
-                /** @description YYYY-MM-DD (00:00 UTC) or ISO date-time, inclusive. */
+                /** @description YYYY-MM-DD (from 00:00 UTC) or an ISO 8601 date-time with its UTC offset (without one: 400), inclusive. */
                 from?: string;
                 group_by: "agent" | "day" | "model" | "session" | "step_type" | "user";
-                /** @description YYYY-MM-DD (whole day, inclusive) or ISO date-time, exclusive. */
+                /** @description YYYY-MM-DD (whole UTC day, inclusive) or an ISO 8601 date-time with its UTC offset (without one: 400), exclusive. */
                 to?: string;
             };
             header?: never;
