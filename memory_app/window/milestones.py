@@ -2,10 +2,14 @@
 
 A summary is lossy by design; milestones are what must survive it: the items (MPNs)
 mentioned, the selections made, constraints (budgets, price ceilings, dates,
-quantities), ids, decisions, commitments and open questions, each with the turn it came
-from. They are plain JSON so that the context can include them one line at a time, and
-merging two spans' milestones is a set union (condensed summaries keep them all, up to
-a per-kind cap that drops the oldest).
+quantities, and what the user says must or must not happen: "allergic to shellfish"),
+ids (order numbers, phone numbers, each one value), decisions, commitments and open
+questions, each with the turn it came from. A number is kept with its meaning (its
+unit, its currency, the sentence it was said in) and only when it means something:
+an acknowledgement ("OK noted (3).") holds none, and a bare number of the assistant's
+without a constraint word is not the user's fact. They are plain JSON so that the
+context can include them one line at a time, and merging two spans' milestones is a set
+union (condensed summaries keep them all, up to a per-kind cap that drops the oldest).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from memory_app.window.text import (
     CONSTRAINT_RE,
     DECISION_RE,
     HEDGE_RE,
+    REQUIREMENT_RE,
     Sentence,
     TurnText,
     digits_of,
+    is_acknowledgement,
     mpns_in,
     numeric_values,
     turn_sentences,
@@ -117,6 +123,8 @@ class _Found:
 def _note_sentence(found: _Found, sentence: Sentence) -> None:
     """The items, values, decisions, commitments and open questions of one sentence."""
     text, turn = sentence.text, sentence.turn_number
+    if is_acknowledgement(text):
+        return
     clipped = _clip(text)
     mpns = mpns_in(text)
     for mpn in mpns:
@@ -124,7 +132,10 @@ def _note_sentence(found: _Found, sentence: Sentence) -> None:
         if sentence.speaker == "user" and _SELECT_RE.search(text):
             found.add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
     values = numeric_values(text)
-    new_values = _note_values(found, values, text, turn, clipped)
+    new_values = _note_values(found, values, sentence, clipped)
+    if sentence.speaker == "user" and not values and REQUIREMENT_RE.search(text):
+        entry = {"kind": "requirement", "value": "", "turn": turn, "text": clipped}
+        found.add("constraints", _entry_key("constraints", entry), entry)
     # An answer that only restates values already noted ("I will keep the total
     # within $2,214") is not kept again as a commitment: the context would pay twice.
     restated = bool(values) and not new_values
@@ -137,18 +148,24 @@ def _note_sentence(found: _Found, sentence: Sentence) -> None:
 
 
 def _note_values(
-    found: _Found, values: list[tuple[str, str]], text: str, turn: int, clipped: str
+    found: _Found, values: list[tuple[str, str]], sentence: Sentence, clipped: str
 ) -> int:
-    """A sentence's numbers as ids (a long number said as one) or constraints; how many
-    were new."""
+    """A sentence's numbers as ids (a phone number, a long number said as one) or
+    constraints; how many were new. A bare number without a constraint word is kept
+    as a "fact" when the user said it, not when the assistant did."""
+    text, turn = sentence.text, sentence.turn_number
     new_values = 0
     for kind, value in values:
-        if kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4:
+        if kind == "phone" or (
+            kind == "number" and _ID_CONTEXT.search(text) and len(value.lstrip("#")) >= 4
+        ):
             ident = value.lstrip("#")
             new_values += found.add("ids", ident, {"value": ident, "turn": turn, "text": clipped})
             continue
         constraint = _constraint_kind(kind, text)
         if constraint == "number" and not CONSTRAINT_RE.search(text):
+            if sentence.speaker != "user":
+                continue
             constraint = "fact"
         if constraint == "date" and _DEADLINE_RE.search(text):
             constraint = "deadline"
@@ -200,6 +217,8 @@ def _entry_key(kind: str, entry: dict[str, Any]) -> str:
         # One value per turn, whichever sentence said it first ("$2,214" by the user and
         # "$2,214" in the answer, "14 inches" and "14 inch" are one constraint).
         value = str(entry.get("value", ""))
+        if not value:  # a requirement: its words are the constraint
+            return str(entry.get("text", "")).lower()
         norm = value.lower() if entry.get("kind") in ("date", "deadline") else digits_of(value)
         return f"{norm or value}:{entry.get('turn')}"
     return str(entry.get("text", "")).lower()
@@ -240,7 +259,8 @@ def milestone_lines(milestones: dict[str, list[dict[str, Any]]]) -> list[tuple[s
                 quantity = f" x{entry['quantity']}" if entry.get("quantity") else ""
                 body = f"selected {entry['mpn']}{quantity}"
             elif kind == "constraints":
-                body = f"{entry['kind']} {entry['value']}: {entry['text']}"
+                value = f" {entry['value']}" if entry.get("value") else ""
+                body = f"{entry['kind']}{value}: {entry['text']}"
             elif kind == "ids":
                 body = f"id {entry['value']}: {entry['text']}"
             else:

@@ -27,9 +27,17 @@ MONEY_RE = re.compile(
 )
 QUANTITY_RE = re.compile(
     r"\b\d[\d,]*(?:\.\d+)?\s?(?:%|percent|kg|g|lbs?|GB|TB|MB|GHz|MHz|mAh|Wh|W|V|mm|cm|m|"
-    r"inch(?:es)?|in\b|\"|hours?|hrs?|minutes?|mins?|days?|weeks?|months?|years?|"
-    r"units?|pcs|pieces|items|seats|licen[cs]es|users)"
+    r"inch(?:es)?|in\b|\"|hours?|hrs?|minutes?|mins?|days?|nights?|weeks?|months?|years?|"
+    r"units?|pcs|pieces|items|seats|licen[cs]es|users|people|persons|adults|children|kids|"
+    r"guests|rooms|tickets)(?![A-Za-z])"  # "7 matches" is no "7 m"
 )
+# A phone number: an optional country code, then three to five groups of digits (the
+# first may be in brackets) split by single spaces, dots or dashes: "+351 912 345 678",
+# "(555) 123-4567". Dates are matched first, so "2026-03-14" stays a date.
+PHONE_RE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)|\d{2,4})(?:[ .-]\d{2,4}){2,4}(?![\w-])"
+)
+MIN_PHONE_DIGITS = 7
 NUMBER_RE = re.compile(r"#?\b\d[\d,]*(?:\.\d+)?\b")
 NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
 DECISION_RE = re.compile(
@@ -59,6 +67,25 @@ HEDGE_RE = re.compile(
 FILLER_RE = re.compile(
     r"^(?:ok(?:ay)?|thanks?(?: you)?|thank you|great|sure|yes|no|hi|hello|cool|got it)"
     r"[.!]*$",
+    re.IGNORECASE,
+)
+# Words that acknowledge without saying anything: a sentence made of them alone (and of
+# counters such as "(3)") is boilerplate, whoever said it: "OK noted (1).", "Sure, will
+# do!", "Thanks!", "Got it, perfect."
+_ACK_TEXT = (
+    "ok okay k noted note got it sure thanks thank you great cool yes yep yeah no hi "
+    "hello hey understood done will do perfect alright all right fine certainly "
+    "absolutely of course sounds good nice awesome excellent wonderful np problem i "
+    "i'll i've we'll that's that is has been have so well"
+)
+_ACK_WORDS = frozenset(_ACK_TEXT.split())
+_WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# What a user states about what must or must not happen, without a number to hold it:
+# health and diet, musts and can'ts ("Ana is allergic to shellfish", "we can't fly").
+REQUIREMENT_RE = re.compile(
+    r"\b(?:allerg\w*|intoleran\w*|vegetarian|vegan|gluten|lactose|kosher|halal|diabet\w*|"
+    r"pregnan\w*|wheelchair|accessib\w*|must(?:n'?t)?|can'?t|cannot|never|avoid|"
+    r"(?:need|have|has) to|require[sd]?)\b",
     re.IGNORECASE,
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[^a-z])|\n+")
@@ -109,13 +136,15 @@ def mpns_in(text: str) -> list[str]:
 
 
 def numeric_values(text: str) -> list[tuple[str, str]]:
-    """(kind, value) for every amount, date, quantity and bare number, leftmost first,
+    """(kind, value) for every amount, date, phone number (one value, not its digit
+    groups), quantity and bare number, leftmost first,
     overlapping matches resolved in favour of the more specific pattern; numbers that
     are part of an MPN are not values."""
     taken: list[tuple[int, int]] = [m.span() for m in MPN_RE.finditer(text)]
     out: list[tuple[int, str, str]] = []
     for kind, pattern in (
         ("date", DATE_RE),
+        ("phone", PHONE_RE),
         ("money", MONEY_RE),
         ("quantity", QUANTITY_RE),
         ("number", NUMBER_RE),
@@ -124,9 +153,18 @@ def numeric_values(text: str) -> list[tuple[str, str]]:
             start, end = match.span()
             if any(start < t_end and end > t_start for t_start, t_end in taken):
                 continue
+            if kind == "phone" and len(digits_of(match.group(0))) < MIN_PHONE_DIGITS:
+                continue
             taken.append((start, end))
             out.append((start, kind, match.group(0).strip()))
     return [(kind, value) for _, kind, value in sorted(out)]
+
+
+def is_acknowledgement(text: str) -> bool:
+    """Whether a sentence only acknowledges ("OK noted (1).", "Thanks!"): no word beyond
+    the acknowledging ones, numbers and punctuation aside."""
+    words = _WORD_RE.findall(text.lower().replace("\u2019", "'"))
+    return bool(words) and all(word in _ACK_WORDS for word in words)
 
 
 def digits_of(value: str) -> str:
