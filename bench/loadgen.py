@@ -12,7 +12,7 @@ import http.client
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,7 +152,7 @@ def _result(name: str, gate: _Gate, tallies: list[_Tally], errors: list[str]) ->
 def run_load(
     *,
     name: str,
-    operations: list[Operation],
+    operations: Sequence[Operation],
     max_requests: int,
     max_seconds: float,
     warmup_per_thread: int = 5,
