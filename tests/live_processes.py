@@ -16,7 +16,8 @@ from django.db import connection
 
 
 def database_url() -> str:
-    """The test database (test_…), as a child process must see it."""
+    """The test database (test_…) as a URL: for a child process, or for a second
+    connection of the test's own (psycopg), on the same database."""
     s = connection.settings_dict
     auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"

@@ -4,22 +4,16 @@ that real PostgreSQL connections raise."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import OperationalError, connections
 
 from config.database_errors import DATABASE_CONNECTION_ERRORS, is_connection_lost
 from config.embedded import free_port
+from tests.live_processes import database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
 
 
 def _raised(action: Any) -> BaseException:
@@ -36,8 +30,8 @@ def test_refused_and_terminated_connections_are_lost_statement_errors_are_not() 
     )
     assert is_connection_lost(refused)
 
-    with psycopg.connect(_database_url(), autocommit=True) as admin:
-        victim = psycopg.connect(_database_url(), autocommit=True)
+    with psycopg.connect(database_url(), autocommit=True) as admin:
+        victim = psycopg.connect(database_url(), autocommit=True)
         pid = victim.info.backend_pid
         admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
         terminated = _raised(lambda: victim.execute("SELECT 1"))
@@ -45,7 +39,7 @@ def test_refused_and_terminated_connections_are_lost_statement_errors_are_not() 
     assert isinstance(terminated, psycopg.OperationalError)
     assert is_connection_lost(terminated)
 
-    with psycopg.connect(_database_url(), autocommit=True) as conn:
+    with psycopg.connect(database_url(), autocommit=True) as conn:
         conn.execute("SET statement_timeout = 1")
         timed_out = _raised(lambda: conn.execute("SELECT pg_sleep(1)"))
     assert isinstance(timed_out, psycopg.errors.QueryCanceled)
@@ -64,7 +58,7 @@ def test_django_wrapped_errors_are_judged_by_their_cause() -> None:
         with own.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             (pid,) = cursor.fetchone()
-        with psycopg.connect(_database_url(), autocommit=True) as admin:
+        with psycopg.connect(database_url(), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
         lost = _raised(lambda: own.cursor().execute("SELECT 1"))
         assert isinstance(lost, OperationalError)

@@ -4,10 +4,8 @@ PostgreSQL and Valkey) and the loopback fakes of the outside services."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 
 from sessions_app.services.api_keys import IssuedKey, api_key_create, tenant_get_or_create
 from tests.integrations.loopback import FakeLLM, serve_fake_llm
@@ -27,10 +25,3 @@ def other_live_key(transactional_db: None) -> IssuedKey:
 def fake_llm() -> Iterator[FakeLLM]:
     with serve_fake_llm() as fake:
         yield fake
-
-
-def database_url() -> str:
-    """The test database (test_…), for a subprocess that must use the same one."""
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"

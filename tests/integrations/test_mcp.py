@@ -25,11 +25,12 @@ from memory_app.models import MemoryType
 from sessions_app.api.serializers_workspace import MAX_QUANTITY
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.demo_shopping import LAPTOP_QUERY, LAPTOPS
-from tests.integrations.conftest import database_url
+from tests.live_processes import database_url
 
 TOOLS = {
     "memory_add", "memory_search", "context_get", "session_open", "turn_record",
-    "resolve_reference", "cart_add", "cart_list", "usage_report",
+    "resolve_reference", "results_store", "cart_add", "cart_list", "cart_remove",
+    "usage_report",
 }  # fmt: skip
 ACER = LAPTOPS[-1]["mpn"]
 

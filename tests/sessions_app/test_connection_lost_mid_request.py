@@ -13,12 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 import pytest
 import requests
-from django.db import connection
 from rest_framework.test import APIClient
 
 from config.embedded import free_port
@@ -26,6 +24,7 @@ from sessions_app.api import views_sessions
 from sessions_app.models import ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.sessions import session_create
+from tests.live_processes import database_url
 from tests.sessions_app.helpers import SEED_STEPS, assert_error
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -34,12 +33,6 @@ COPY_WAITING = """
 SELECT pid FROM pg_stat_activity
 WHERE wait_event_type = 'Lock' AND query ILIKE 'COPY%%turn_step%%' AND pid <> pg_backend_pid()
 """
-
-
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
 
 
 def _waiting_copies(admin: psycopg.Connection[Any], timeout: float) -> list[int]:
@@ -69,8 +62,8 @@ def test_connection_closed_inside_the_steps_copy_answers_503_and_a_retry_records
         out["response"] = requests.post(url, json=body, headers=headers, timeout=120)
 
     with (
-        psycopg.connect(_database_url(), autocommit=True) as admin,
-        psycopg.connect(_database_url()) as locker,
+        psycopg.connect(database_url(), autocommit=True) as admin,
+        psycopg.connect(database_url()) as locker,
     ):
         locker.execute("LOCK TABLE turn_step IN SHARE MODE")
         client = threading.Thread(target=post)

@@ -15,7 +15,6 @@ import sys
 import threading
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -28,6 +27,7 @@ from sessions_app.services.api_keys import IssuedKey
 from sessions_app.services.budgets import budget_check_reserve, budget_reservations_purge
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
+from tests.live_processes import database_url
 from tests.sessions_app.helpers import post_turn, turn_body
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -184,12 +184,6 @@ def test_fifty_agents_reserving_with_each_turn_stay_within_a_shared_daily_budget
     assert not BudgetReservation.objects.exists()
 
 
-def _database_url() -> str:
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "") + (f":{quote(s['PASSWORD'])}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT']}/{s['NAME']}"
-
-
 # A worker that takes a reservation and dies before its transaction commits.
 WORKER = """
 import sys, time, django
@@ -213,7 +207,7 @@ def test_a_worker_killed_mid_reservation_leaves_nothing_held(
     session = session_create(tenant=tenant, user_id="u1", agent_id="a")
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
     }
     worker = subprocess.Popen(
