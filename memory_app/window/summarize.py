@@ -22,11 +22,13 @@ from dataclasses import replace
 from memory_app.llm import ChatCompletion, LLMEndpoint, chat_complete
 from memory_app.window.text import (
     CONSTRAINT_RE,
+    DATE_RE,
     DECISION_RE,
-    FILLER_RE,
     NAME_RE,
+    REQUIREMENT_RE,
     Sentence,
     TurnText,
+    is_acknowledgement,
     mpns_in,
     numeric_values,
     turn_sentences,
@@ -43,19 +45,35 @@ SYSTEM_PROMPT = (
 
 
 def score_sentence(sentence: Sentence) -> float:
-    """How much later turns are likely to need this sentence."""
+    """How much later turns are likely to need this sentence: an acknowledgement ("OK
+    noted (3).") nothing, whoever said it; a value with its meaning (an amount, a date,
+    a quantity, a phone number) more than a bare number; the user's own words (the
+    intent, and facts only they can give) more than the assistant's."""
     text = sentence.text
-    if FILLER_RE.match(text.strip()) or len(text.split()) < 3:
+    if is_acknowledgement(text) or len(text.split()) < 3:
         return 0.0
     score = 1.0
     score += 3.0 * len(mpns_in(text))
-    score += 2.0 * len(numeric_values(text))
-    score += 0.5 * min(4, len(NAME_RE.findall(text)))
+    score += sum(0.5 if kind == "number" else 2.0 for kind, _ in numeric_values(text))
+    score += 0.5 * min(4, len(_names_beside_values(text)))
     score += 2.0 if DECISION_RE.search(text) else 0.0
     score += 1.5 if CONSTRAINT_RE.search(text) else 0.0
-    score += 0.5 if sentence.speaker == "user" else 0.0  # the user's words are the intent
+    # What must (not) happen ("allergic to shellfish") is what a later turn must not get
+    # wrong: it outweighs a date the milestones keep anyway.
+    score += 3.5 if REQUIREMENT_RE.search(text) else 0.0
+    score += 1.5 if sentence.speaker == "user" else 0.0
     # Long sentences must earn their tokens.
     return score / (1.0 + math.log1p(count_tokens(text) / 25.0))
+
+
+def _names_beside_values(text: str) -> list[str]:
+    """The capitalised names of a sentence that are not part of a date ("June 3rd")."""
+    dates = [match.span() for match in DATE_RE.finditer(text)]
+    return [
+        match.group(0)
+        for match in NAME_RE.finditer(text)
+        if not any(start <= match.start() < end for start, end in dates)
+    ]
 
 
 def summary_budget(

@@ -64,11 +64,6 @@ HEDGE_RE = re.compile(
     r"can'?t confirm|need to check|later)\b",
     re.IGNORECASE,
 )
-FILLER_RE = re.compile(
-    r"^(?:ok(?:ay)?|thanks?(?: you)?|thank you|great|sure|yes|no|hi|hello|cool|got it)"
-    r"[.!]*$",
-    re.IGNORECASE,
-)
 # Words that acknowledge without saying anything: a sentence made of them alone (and of
 # counters such as "(3)") is boilerplate, whoever said it: "OK noted (1).", "Sure, will
 # do!", "Thanks!", "Got it, perfect."

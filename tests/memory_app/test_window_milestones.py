@@ -15,7 +15,7 @@ def _lines() -> list[str]:
 
 def test_acknowledgements_leave_no_milestone() -> None:
     lines = _lines()
-    assert not [line for line in lines if "Noted (" in line]
+    assert not [line for line in lines if "noted (" in line]
     # 20 turns: one line per fact the user gave, not one per turn's counter.
     assert len(lines) <= 16
 

@@ -1,5 +1,5 @@
 """A trip-planning conversation in which the user states the facts and the assistant only
-acknowledges ("Noted (3)."): what compaction keeps of it shows whether the summary and
+acknowledges ("Sure, noted (3)."): what compaction keeps of it shows whether the summary and
 the milestones hold the user's facts or the assistant's boilerplate."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ USER_FACTS = {
 
 
 def assistant_reply(number: int) -> str:
-    return f"Noted ({number})."
+    return f"Sure, noted ({number})."
 
 
 def trip_turns(first: int = 1, last: int = len(USER_MESSAGES)) -> list[TurnText]:
