@@ -65,7 +65,11 @@ class Step(BaseModel):
     cached_tokens: int = Field(0, ge=0, description="Input tokens read from the prompt cache.")
     reasoning_tokens: int = Field(0, ge=0, description="Output tokens spent on reasoning.")
     duration_ms: int = Field(0, ge=0, description="Wall-clock time of the call.")
-    success: bool = Field(True, description="False if the call failed.")
+    success: bool | None = Field(
+        None,
+        description="False if the call failed. Omitted: false when `error` is given, else "
+        "true; true beside an error is refused.",
+    )
     error: str | None = Field(None, max_length=10_000, description="The error, if it failed.")
 
 
@@ -180,7 +184,7 @@ def _turn_record_body(
     body: dict[str, Any] = {
         "user_message": user_message,
         "assistant_response": assistant_response,
-        "steps": [step.model_dump() for step in steps or []],
+        "steps": [step.model_dump(exclude_none=True) for step in steps or []],
         **{name: value for name, value in optional.items() if value is not None},
     }
     if reserve_next is not None:

@@ -78,7 +78,10 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]  # 
         help_text="Wall-clock time of the call in milliseconds.",
     )
     success = serializers.BooleanField(
-        required=False, default=True, help_text="False if the call failed."
+        required=False,
+        help_text="False if the call failed. Omitted: false when `error` is given (not "
+        "blank), else true. `true` beside a non-blank `error` is refused (400 naming "
+        "`steps.N.error`).",
     )
     error = serializers.CharField(
         required=False,
@@ -86,7 +89,8 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]  # 
         allow_blank=True,
         max_length=10_000,
         default=None,
-        help_text="The error, when the call failed.",
+        help_text="The error, when the call failed; a non-blank one makes an omitted "
+        "`success` false.",
     )
     prompt = serializers.ListField(
         child=ChatMessageSerializer(),
@@ -130,7 +134,7 @@ class StepInputSerializer(serializers.Serializer):  # type: ignore[type-arg]  # 
             model=attrs.get("model", ""),
             counts=attrs["counts"],
             duration_ms=attrs.get("duration_ms", 0),
-            success=attrs.get("success", True),
+            success=attrs.get("success", not (attrs.get("error") or "").strip()),
             error=attrs.get("error"),
             usage_raw=attrs.get("usage"),
             tool_output=attrs.get("tool_output", ""),

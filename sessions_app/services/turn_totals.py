@@ -21,6 +21,9 @@ from sessions_app.services.rotation import rotation_threshold
 from sessions_app.usage import TokenCounts, UsageError
 
 COST_PRECISION = Decimal("1e-10")  # money_field's decimal places
+SUCCESS_WITH_ERROR = (
+    "A step with `success: true` carries no error: send `success: false` with it, or no error."
+)
 
 
 @dataclass(frozen=True)
@@ -176,13 +179,16 @@ def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
 
 
 def steps_validate(steps: list[StepInput]) -> None:
-    """InvalidInput for counts that do not add up, before anything is written for the
-    turn (a batch refuses just that item)."""
+    """InvalidInput for counts that do not add up, or a successful step that carries an
+    error (which would count as a success and hide the failure), before anything is
+    written for the turn (a batch refuses just that item)."""
     for order, step in enumerate(steps):
         try:
             step.counts.validate(prefix=f"steps.{order}.")
         except UsageError as exc:
             raise InvalidInput(fields={exc.field: [exc.message]}) from exc
+        if step.success and (step.error or "").strip():
+            raise InvalidInput(fields={f"steps.{order}.error": [SUCCESS_WITH_ERROR]})
 
 
 def turn_warnings(

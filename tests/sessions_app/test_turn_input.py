@@ -45,6 +45,11 @@ BAD_BODIES: list[tuple[str, Any, str]] = [
         "steps.0.reasoning_tokens",
     ),
     ("success not bool", turn_body(steps=[step(success="perhaps")]), "steps.0.success"),
+    (
+        "success true beside an error",
+        turn_body(steps=[step(), step(success=True, error="boom")]),
+        "steps.1.error",
+    ),
     ("negative duration", turn_body(duration_ms=-5), "duration_ms"),
     ("state not an object", turn_body(state=[1, 2]), "state"),
     ("intent_data not an object", turn_body(intent_data="x"), "intent_data"),
@@ -165,3 +170,19 @@ def test_no_key_is_401(make_client, counts) -> None:
     )
     assert_error(response, 401, "not_authenticated")
     assert counts() == before
+
+
+def test_a_step_with_an_error_and_no_success_is_recorded_as_failed(api: APIClient) -> None:
+    sid = create_session(api)["id"]
+    body = turn_body(
+        steps=[
+            step(success=..., error="timeout"),
+            step(success=..., error=""),
+            step(success=False),
+        ]
+    )
+    response = api.post(f"/api/v1/sessions/{sid}/turns", body, format="json")
+    assert response.status_code == 201, response.content
+    turn = response.json()["turn"]
+    assert [s["success"] for s in turn["steps"]] == [False, True, False]
+    assert turn["error_count"] == 2

@@ -2574,12 +2574,9 @@ export interface components {
              * @default 0
              */
             duration_ms?: number;
-            /**
-             * @description False if the call failed.
-             * @default true
-             */
+            /** @description False if the call failed. Omitted: false when `error` is given (not blank), else true. `true` beside a non-blank `error` is refused (400 naming `steps.N.error`). */
             success?: boolean;
-            /** @description The error, when the call failed. */
+            /** @description The error, when the call failed; a non-blank one makes an omitted `success` false. */
             error?: (string) | null;
             /** @description The chat messages sent to the model. Kept only when prompt capture is on for the session or tenant, cut to ENGRAM_CAPTURE_MAX_CHARS; otherwise dropped. */
             prompt?: components["schemas"]["ChatMessageRequest"][] | null;
