@@ -25,6 +25,7 @@ from memory_app.api.serializers_time import (
 )
 from memory_app.models import MemoryType
 from memory_app.selectors.search import MemoryFilters
+from sessions_app.api.fields import OffsetDateTimeField
 
 
 class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
@@ -45,18 +46,18 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     session_id = serializers.UUIDField(
         required=False, help_text="Only memories learnt in this session."
     )
-    created_from = serializers.DateTimeField(
+    created_from = OffsetDateTimeField(
         required=False, help_text="Only memories created at or after this time (ISO 8601)."
     )
-    created_to = serializers.DateTimeField(
+    created_to = OffsetDateTimeField(
         required=False, help_text="Only memories created before this time (ISO 8601)."
     )
-    occurred_from = serializers.DateTimeField(
+    occurred_from = OffsetDateTimeField(
         required=False,
         help_text="Only memories that happened (occurred_at) at or after this time (ISO "
         "8601); a memory without occurred_at is left out.",
     )
-    occurred_to = serializers.DateTimeField(
+    occurred_to = OffsetDateTimeField(
         required=False,
         help_text="Only memories that happened (occurred_at) before this time (ISO 8601); "
         "a memory without occurred_at is left out.",
@@ -69,7 +70,7 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     metadata = MetadataField(
         required=False, help_text="Only memories whose metadata contains this JSON object."
     )
-    valid_at = serializers.DateTimeField(
+    valid_at = OffsetDateTimeField(
         required=False,
         help_text="Only memories valid at this instant (ISO 8601): valid_from <= valid_at < "
         "valid_to, an open (null) end holding every time. What held then, e.g. the home "

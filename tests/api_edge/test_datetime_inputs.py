@@ -69,6 +69,12 @@ FIELDS: list[tuple[str, Send]] = [
     ("as_of", lambda api, v: api.post(
         "/api/v1/memories/search", {"query": "gold", "user_id": "ana", "as_of": v}, format="json"
     )),
+    *[
+        (name, lambda api, v, name=name: api.post(
+            "/api/v1/memories/search", {"query": "gold", "user_id": "ana", name: v}, format="json"
+        ))
+        for name in ("created_from", "created_to", "occurred_from", "occurred_to", "valid_at")
+    ],
     ("to", lambda api, v: api.get("/api/v1/usage", {"group_by": "day", "to": v})),
 ]  # fmt: skip
 # A usage window's bound may also be a bare date: a whole UTC day, as its schema says.

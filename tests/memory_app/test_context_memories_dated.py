@@ -146,6 +146,8 @@ def test_a_superseded_memory_is_labelled_until_its_successor(
         _context(api, session.pk, "Where do I live?", as_of="2026-10-01T12:00:00Z")
     )
     assert "[2026-09-10 10:00] I moved to Lisbon." in text
+    # The move to Porto had not happened then: it is not in that context.
+    assert "Porto" not in text
 
 
 def test_a_memory_without_occurred_at_is_dated_when_it_was_noted(

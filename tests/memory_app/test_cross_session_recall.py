@@ -298,3 +298,46 @@ def test_a_question_only_about_a_time_recalls_what_was_said_then(
     assert osaka.startswith("[2023-08-23")
     # Related by its time, it ranks above the turns that only share the query's words.
     assert max(scores, key=scores.__getitem__) == f"past:{osaka_session}:1"
+
+
+def test_another_acting_user_is_not_given_the_users_past_turns(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    converse(api, "ana", [("My new address is 45 Rue de Rivoli, Paris.", "Noted.")])
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    url = f"/api/v1/sessions/{session}/context"
+    query = {"query": "What is my address?"}
+    own = api.get(url, query).json()
+    assert "Rue de Rivoli" in _text(own)
+    other = api.get(url, {**query, "acting_user_id": "someone-else"})
+    assert other.status_code == 200, other.content
+    assert "Rue de Rivoli" not in _text(other.json())
+    assert not [row for row in other.json()["included"] if row["kind"] == "past_turn"]
+
+
+def test_a_question_asked_in_the_past_recalls_only_what_had_happened(
+    api: APIClient, converse: Callable[..., str]
+) -> None:
+    converse(
+        api, "ana", [("I live at 12 Baker Street.", "Noted.")], occurred_at="2026-03-14T10:00:00Z"
+    )
+    converse(
+        api,
+        "ana",
+        [("My new address is 45 Rue de Rivoli.", "Noted.")],
+        occurred_at="2026-11-25T10:00:00Z",
+    )
+    session = api.post(
+        "/api/v1/sessions", {"user_id": "ana", "agent_id": "a"}, format="json"
+    ).json()["id"]
+    url = f"/api/v1/sessions/{session}/context"
+    then = _text(
+        api.get(url, {"query": "What is my address?", "as_of": "2026-04-01T00:00:00Z"}).json()
+    )
+    assert "Baker Street" in then
+    assert "Rue de Rivoli" not in then
+    # Asked now, both had happened.
+    now = _text(api.get(url, {"query": "What is my address?"}).json())
+    assert "Baker Street" in now and "Rue de Rivoli" in now

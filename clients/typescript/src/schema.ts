@@ -1523,22 +1523,22 @@ export interface components {
             session_id?: string;
             /**
              * Format: date-time
-             * @description Only memories created at or after this time (ISO 8601).
+             * @description Only memories created at or after this time (ISO 8601). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             created_from?: string;
             /**
              * Format: date-time
-             * @description Only memories created before this time (ISO 8601).
+             * @description Only memories created before this time (ISO 8601). With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             created_to?: string;
             /**
              * Format: date-time
-             * @description Only memories that happened (occurred_at) at or after this time (ISO 8601); a memory without occurred_at is left out.
+             * @description Only memories that happened (occurred_at) at or after this time (ISO 8601); a memory without occurred_at is left out. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             occurred_from?: string;
             /**
              * Format: date-time
-             * @description Only memories that happened (occurred_at) before this time (ISO 8601); a memory without occurred_at is left out.
+             * @description Only memories that happened (occurred_at) before this time (ISO 8601); a memory without occurred_at is left out. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             occurred_to?: string;
             /** @description Only pinned (or unpinned). */
@@ -1559,7 +1559,7 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description Only memories valid at this instant (ISO 8601): valid_from <= valid_at < valid_to, an open (null) end holding every time. What held then, e.g. the home before a move.
+             * @description Only memories valid at this instant (ISO 8601): valid_from <= valid_at < valid_to, an open (null) end holding every time. What held then, e.g. the home before a move. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_at?: string;
             /**

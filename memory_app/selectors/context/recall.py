@@ -19,6 +19,7 @@ from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory, MemorySource
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.selectors.search.after_question import happened_by
 from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
 
 if TYPE_CHECKING:
@@ -51,19 +52,32 @@ def session_turns_recall(
 ) -> list[RecalledTurn]:
     """The session's own remembered turns that best answer `query` asked at `as_of`
     (its time phrases boost the turns said then), best first."""
-    filters = MemoryFilters(session_id=session.pk, sources=TURN_SOURCES)
-    return _recall(tenant, session, query, limit, filters, None, as_of)
+    filters = MemoryFilters(
+        session_id=session.pk, sources=TURN_SOURCES, occurred_by=happened_by(as_of)
+    )
+    actor = Actor(user_id=session.user_id)
+    return _recall(tenant, session, query, limit, filters, None, as_of, actor)
 
 
 def past_turns_recall(
-    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+    *,
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    limit: int,
+    as_of: datetime,
+    actor: Actor,
 ) -> list[RecalledTurn]:
     """The turns of the user's other sessions that best answer `query`, best first: of
     every agent's sessions unless ENGRAM_RECALL_ACROSS_AGENTS is off, then only of the
-    session's agent."""
-    filters = MemoryFilters(exclude_session_id=session.pk, sources=TURN_SOURCES)
+    session's agent. Only those `actor` may see (another acting user sees none of the
+    user's private turns), and for a question asked in the past only those that had
+    happened by then (`happened_by`)."""
+    filters = MemoryFilters(
+        exclude_session_id=session.pk, sources=TURN_SOURCES, occurred_by=happened_by(as_of)
+    )
     agent_id = None if settings.ENGRAM_RECALL_ACROSS_AGENTS else session.agent_id
-    return _recall(tenant, session, query, limit, filters, agent_id, as_of)
+    return _recall(tenant, session, query, limit, filters, agent_id, as_of, actor)
 
 
 def _recall(
@@ -74,13 +88,14 @@ def _recall(
     filters: MemoryFilters,
     agent_id: str | None,
     as_of: datetime,
+    actor: Actor,
 ) -> list[RecalledTurn]:
     if not query.strip() or limit <= 0:
         return []
     vector = embed_query(query)
     outcome = memory_search(
         tenant=tenant,
-        actor=Actor(user_id=session.user_id),
+        actor=actor,
         query=query,
         user_id=session.user_id,
         agent_id=agent_id or None,

@@ -40,7 +40,7 @@ def weigh_after_question(
     """`scored` with part `after_question` in every hit's parts and, for a question asked
     in the past, the hits that occurred after `as_of` (beyond CLOCK_TOLERANCE)
     down-weighted."""
-    cutoff = _cutoff(as_of)
+    cutoff = happened_by(as_of)
     out: list[Scored] = []
     for pk, score, parts in scored:
         occurred = candidates[pk].occurred_at if pk in candidates else None
@@ -51,10 +51,11 @@ def weigh_after_question(
     return out
 
 
-def _cutoff(as_of: datetime | None) -> datetime | None:
+def happened_by(as_of: datetime | None) -> datetime | None:
     """The moment after which a memory had not happened when the question was asked, or
     None for a question asked now (a later date is a plan, not a memory yet to come).
-    Compared before adding, so an `as_of` at the calendar's end adds nothing."""
+    Compared before adding, so an `as_of` at the calendar's end adds nothing. The
+    context leaves out what occurred after it (`MemoryFilters.occurred_by`)."""
     if as_of is None or as_of >= timezone.now() - CLOCK_TOLERANCE:
         return None
     return as_of + CLOCK_TOLERANCE

@@ -39,6 +39,7 @@ _FILTER_CLAUSES: tuple[tuple[str, sql.SQL], ...] = (
     ("created_to", sql.SQL("m.created_at < %(f_created_to)s")),
     ("occurred_from", sql.SQL("m.occurred_at >= %(f_occurred_from)s")),
     ("occurred_to", sql.SQL("m.occurred_at < %(f_occurred_to)s")),
+    ("occurred_by", sql.SQL("(m.occurred_at IS NULL OR m.occurred_at <= %(f_occurred_by)s)")),
     ("pinned", sql.SQL("m.pinned = %(f_pinned)s")),
     ("scope", sql.SQL("m.scope = %(f_scope)s")),
     ("decay_below", sql.SQL("m.decay_score < %(f_decay_below)s")),
@@ -58,6 +59,8 @@ class MemoryFilters:
     # occurred_at passes neither.
     occurred_from: datetime | None = None
     occurred_to: datetime | None = None
+    # Had happened by then: occurred_at at or before it, or not given.
+    occurred_by: datetime | None = None
     pinned: bool | None = None
     scope: str | None = None
     decay_below: float | None = None  # operators look for what is fading

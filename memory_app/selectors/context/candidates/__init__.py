@@ -69,7 +69,9 @@ def context_candidates(request: ContextRequest) -> Gathered:
         offered = {int(c.order[0]) for c in window}
         recalled = recalled_turn_candidates(request.tenant, session, query, offered, request.as_of)
         past_limit = settings.ENGRAM_CONTEXT_PAST_TURNS
-        past = past_turn_candidates(request.tenant, session, query, past_limit, request.as_of)
+        past = past_turn_candidates(
+            request.tenant, session, query, past_limit, request.as_of, request.actor
+        )
     memories = memory_candidates(
         request.tenant, request.actor, query, request.memory_limit, request.as_of
     )

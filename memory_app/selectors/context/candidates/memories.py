@@ -12,6 +12,7 @@ from memory_app.selectors.context.lines import MAX_LINE_TOKENS, line, memory_lab
 from memory_app.selectors.context.recall import TURN_SOURCES
 from memory_app.selectors.memories import Actor, memory_neighbours
 from memory_app.selectors.search import MemoryFilters, memory_search
+from memory_app.selectors.search.after_question import happened_by
 from memory_app.window.passages import best_passage
 
 if TYPE_CHECKING:
@@ -28,8 +29,9 @@ def memory_candidates(
 ) -> FoundCandidates:
     """Long-term memories that answer `query` asked at `as_of` (its time phrases read
     against it), as `actor` may see them: visibility is the search's, the context only
-    ranks. Each carries the search's cosine as its semantic score. The user's
-    conversation turns are left out: they are recalled on their own
+    ranks. Asked in the past, what occurred after `as_of` had not happened yet and is
+    left out (`happened_by`). Each carries the search's cosine as its semantic score.
+    The user's conversation turns are left out: they are recalled on their own
     (`candidates.recalled`, `candidates.past`)."""
     out = FoundCandidates()
     if not query.strip() or limit <= 0:
@@ -39,7 +41,7 @@ def memory_candidates(
         actor=actor,
         query=query,
         limit=limit,
-        filters=MemoryFilters(exclude_sources=TURN_SOURCES),
+        filters=MemoryFilters(exclude_sources=TURN_SOURCES, occurred_by=happened_by(as_of)),
         as_of=as_of,
     )
     hits = outcome.hits
@@ -88,12 +90,17 @@ def _related_memory_candidates(
 ) -> list[Candidate]:
     """A found memory's direct relations come with it (seed 001: "supersedes",
     "derived_from", "related_to"), as kind `related_memory` with a little less signal
-    than their anchor, so the breakdown shows why they are there."""
+    than their anchor, so the breakdown shows why they are there. Asked in the past, a
+    relation that had not happened by then (the successor of a move still to come) is
+    left out, as the search leaves it out."""
     anchors = {hit.memory.pk: hit.memory for hit in hits}
+    cutoff = happened_by(as_of)
     out: list[Candidate] = []
     for index, (anchor, kind, memory) in enumerate(
         memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
     ):
+        if cutoff is not None and memory.occurred_at is not None and memory.occurred_at > cutoff:
+            continue
         relation = kind.replace("_", " ")
         text = line(f"({relation}) {memory.summary or memory.content}")
         out.append(

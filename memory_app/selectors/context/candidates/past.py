@@ -14,16 +14,20 @@ from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import past_turns_recall
 
 if TYPE_CHECKING:
+    from memory_app.selectors.memories import Actor
     from sessions_app.models import ChatSession, Tenant
 
 SESSION_LABEL_CHARS = 8  # of the session's id, enough to tell sessions apart
 
 
 def past_turn_candidates(
-    tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+    tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime, actor: Actor
 ) -> FoundCandidates:
-    """At most `limit` turns of the user's earlier sessions, best first."""
-    found = past_turns_recall(tenant=tenant, session=session, query=query, limit=limit, as_of=as_of)
+    """At most `limit` turns of the user's earlier sessions that `actor` may see, best
+    first."""
+    found = past_turns_recall(
+        tenant=tenant, session=session, query=query, limit=limit, as_of=as_of, actor=actor
+    )
     out = FoundCandidates()
     for recalled in found:
         memory = recalled.memory
