@@ -165,7 +165,10 @@ class MemoryListView(TenantGenericAPIView):
         responses={
             201: MemoryAddResultSerializer,
             200: MemoryAddResultSerializer,
-            404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),
+            404: OpenApiResponse(
+                description="`not_found`: a relation names an unknown memory, or "
+                "`session_id` no session of the tenant."
+            ),
         },
         description="Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a "
         "new version) or `duplicate` (already stored). Searchable on return. A fact, "
@@ -187,7 +190,10 @@ class MemoryBulkView(TenantAPIView):
         ),
         responses={
             200: MemoryBulkResultSerializer,
-            404: OpenApiResponse(description="`not_found`: a relation names an unknown memory."),
+            404: OpenApiResponse(
+                description="`not_found`: a relation names an unknown memory, or an item's "
+                "`session_id` no session of the tenant (field `<index>.session_id`)."
+            ),
         },
         description="Add up to 500 memories in one transaction (backfills), embedded in "
         "batches; each item gets its own action.",

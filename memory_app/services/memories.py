@@ -66,8 +66,9 @@ from memory_app.services.thread_writes import THREAD_AFTER as THREAD_AFTER
 from memory_app.services.thread_writes import THREAD_BEFORE as THREAD_BEFORE
 from memory_app.services.thread_writes import thread_rows_insert
 from memory_app.subjects import Statement
-from sessions_app.errors import InvalidInput, Rejected
+from sessions_app.errors import InvalidInput, NotFound, Rejected
 from sessions_app.locks import advisory_xact_lock
+from sessions_app.selectors.sessions import session_ids_unknown
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -152,6 +153,7 @@ def memory_add_many(
                 "The memory is below an insertion gate; nothing was stored.",
                 fields={f"{prefix}{name}": messages for name, messages in reasons.items()},
             )
+    _check_sessions(tenant, drafts)
     vectors: list[list[float]] = []
     passages: list[list[list[float]]] = []
     texts = [draft.content for draft in drafts]
@@ -170,6 +172,20 @@ def memory_add_many(
             ]
         _store_passages(results, passages)
     return results
+
+
+def _check_sessions(tenant: Tenant, drafts: Sequence[MemoryDraft]) -> None:
+    """Each `session_id` names a session of the tenant; else NotFound naming the field
+    (another tenant's session is as unknown as a missing one)."""
+    ids = {draft.session_id for draft in drafts if draft.session_id is not None}
+    unknown = session_ids_unknown(tenant_id=tenant.pk, session_ids=ids)
+    for index, draft in enumerate(drafts):
+        if draft.session_id in unknown:
+            prefix = f"{index}." if len(drafts) > 1 else ""
+            raise NotFound(
+                "The session does not exist.",
+                fields={f"{prefix}session_id": [f"Unknown session {draft.session_id}."]},
+            )
 
 
 def _store_passages(results: Sequence[AddResult], passages: list[list[list[float]]]) -> None:

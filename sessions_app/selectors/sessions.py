@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -192,6 +193,18 @@ def session_previous(session: ChatSession) -> ChatSession | None:
     if session.previous_session_id is None:
         return None
     return ChatSession.objects.filter(pk=session.previous_session_id).first()
+
+
+def session_ids_unknown(*, tenant_id: int, session_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `session_ids` that name no session of the tenant: missing, or another
+    tenant's (indistinguishable, as for `session_get`)."""
+    wanted = set(session_ids)
+    if not wanted:
+        return set()
+    known = ChatSession.objects.filter(tenant_id=tenant_id, pk__in=wanted).values_list(
+        "pk", flat=True
+    )
+    return wanted - set(known)
 
 
 def session_ids_of_user(*, tenant_id: int, user_id: str) -> list[Any]:

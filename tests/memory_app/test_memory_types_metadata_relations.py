@@ -92,7 +92,8 @@ def test_relations_are_created_listed_and_deleted(api: APIClient, other_api: API
 
 
 def test_search_filters(api: APIClient) -> None:
-    session = uuid.uuid4()
+    opened = api.post("/api/v1/sessions", {"user_id": "alice", "agent_id": "a"}, format="json")
+    session = opened.json()["id"]  # a memory names a session of its tenant
     low = created(add(api, content="Likes hiking in the Alps", importance=0.2, confidence=0.5))
     pinned = created(
         add(api, content="Likes hiking in Norway", importance=0.9, pinned=True,

@@ -24,6 +24,7 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import memory_search
 from memory_app.services.memories import MemoryDraft, memory_add_many
 from sessions_app.models import Tenant
+from sessions_app.services.sessions import session_create
 from tests.memory_app.retrieval_data import (
     ConversationSet,
     DialogueSet,
@@ -57,16 +58,24 @@ def _write_results(table: str, start: str = START, end: str = END) -> None:
 
 
 def _store_planted_facts(tenant: Tenant, data: ConversationSet) -> dict[str, Any]:
-    """Store the facts and fillers; the memory id of each planted fact, by its key."""
+    """Store the facts and fillers, each learnt in a session of its user (one stored
+    session per generated one); the memory id of each planted fact, by its key."""
+    every = [*data.facts, *data.fillers]
+    sessions: dict[Any, Any] = {}
+    for fact in every:
+        if fact.session_id not in sessions:
+            sessions[fact.session_id] = session_create(
+                tenant=tenant, user_id=fact.user_id, agent_id="assistant"
+            )
     drafts = [
         MemoryDraft(
             user_id=fact.user_id,
             agent_id="assistant",
             type=fact.type,
             content=fact.statement,
-            session_id=fact.session_id,
+            session_id=sessions[fact.session_id].pk,
         )
-        for fact in [*data.facts, *data.fillers]
+        for fact in every
     ]
     results = memory_add_many(tenant=tenant, drafts=drafts)
     memory_of = {}

@@ -5,7 +5,6 @@ would drift from its schema and from every other memory endpoint."""
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ from memory_app.services.memories import (
     memory_relation_create,
 )
 from sessions_app.models import Tenant
+from sessions_app.services.sessions import session_create
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ def _memories(tenant: Tenant) -> list[Memory]:
             scope="shared",
             allowed_users=["bob"],
             allowed_roles=["family"],
-            session_id=uuid.uuid4(),
+            session_id=session_create(tenant=tenant, user_id="alice", agent_id="concierge").pk,
             pinned=True,
             thread_key="conversation-1",
             thread_order=7,
