@@ -18,6 +18,7 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     CONFLICT = "conflict"
+    PRECONDITION_FAILED = "precondition_failed"
     IDEMPOTENCY_IN_FLIGHT = "idempotency_in_flight"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     SESSION_EXPIRED = "session_expired"
@@ -74,6 +75,14 @@ class Conflict(ApplicationError):
     status = 409
     default_code = ErrorCode.CONFLICT
     default_message = "The request conflicts with the current state."
+
+
+class PreconditionFailed(ApplicationError):
+    """An `If-Match` that no longer holds: the resource changed since the client read it."""
+
+    status = 412
+    default_code = ErrorCode.PRECONDITION_FAILED
+    default_message = "The resource changed since it was read."
 
 
 class SessionExpired(ApplicationError):

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from sessions_app.api.fields import ContextPolicyField, identifier_field, money_output_field
 from sessions_app.api.parsers import BIGINT_MAX
 from sessions_app.models import ChatSession
+from sessions_app.selectors.session_state import state_etag
 
 MAX_TTL_SECONDS = 365 * 24 * 3600
 MAX_REASONING = 200_000
@@ -152,6 +153,13 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg] 
     totals = serializers.SerializerMethodField(help_text="Tokens, cost and counts so far.")
     budget = serializers.SerializerMethodField(help_text="The budget and what remains of it.")
     runaway = serializers.SerializerMethodField(help_text="Runaway flag, reason and time.")
+    state_etag = serializers.SerializerMethodField(
+        help_text="The entity tag of `state` (quotes included), also sent as the `ETag` "
+        "header of the session's own responses: a hash of the state, so it changes with "
+        "every change of the state (PATCH, a turn with `state`, a rollback) and with "
+        "nothing else. Send it as `If-Match` on PATCH to replace the state only if nobody "
+        "changed it since (else 412)."
+    )
 
     class Meta:
         model = ChatSession
@@ -161,6 +169,7 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg] 
             "agent_id",
             "status",
             "state",
+            "state_etag",
             "metadata",
             "external_session_id",
             "provider",
@@ -184,6 +193,10 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg] 
             "last_active_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField())
+    def get_state_etag(self, session: ChatSession) -> str:
+        return state_etag(session.state)
 
     @extend_schema_field(serializers.DictField())
     def get_totals(self, session: ChatSession) -> dict[str, Any]:

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.filters import SessionFilter
+from sessions_app.api.preconditions import parse_if_match, with_etag
 from sessions_app.api.serializers_sessions import (
     SessionCreateSerializer,
     SessionSerializer,
@@ -15,12 +17,39 @@ from sessions_app.api.serializers_sessions import (
 )
 from sessions_app.api.tenancy import TenantGenericAPIView
 from sessions_app.models import ChatSession
+from sessions_app.selectors.session_state import state_etag
 from sessions_app.selectors.sessions import session_get
 from sessions_app.services.sessions import (
     session_create,
     session_delete,
     session_resume_or_create,
     session_update,
+)
+
+
+def session_response(session: ChatSession, status_code: int = status.HTTP_200_OK) -> Response:
+    """The session, with its state's entity tag as the ETag header."""
+    response = Response(SessionSerializer(session).data, status=status_code)
+    return with_etag(response, state_etag(session.state))
+
+
+ETAG = OpenApiParameter(
+    "ETag",
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    response=[200, 201],
+    description="The entity tag of `state` (as `state_etag`): send it as If-Match.",
+)
+
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    description="The `ETag` (`state_etag`) of the state this change is based on, or `*`. "
+    "The update is made only if the session's state still has that tag (checked under "
+    "the session's lock), else 412 `precondition_failed` and nothing changes. Without "
+    "the header the update is unconditional: the last writer's state wins. A value that "
+    "is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches.",
 )
 
 
@@ -39,6 +68,7 @@ class SessionListView(TenantGenericAPIView):
 
     @extend_schema(
         request=SessionCreateSerializer,
+        parameters=[ETAG],
         responses={
             201: SessionSerializer,
             200: OpenApiResponse(
@@ -56,9 +86,9 @@ class SessionListView(TenantGenericAPIView):
         if data.pop("resume", False):
             session, created = session_resume_or_create(tenant=self.tenant, **data)
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-            return Response(SessionSerializer(session).data, status=code)
+            return session_response(session, code)
         session = session_create(tenant=self.tenant, **data)
-        return Response(SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+        return session_response(session, status.HTTP_201_CREATED)
 
 
 class SessionDetailView(TenantGenericAPIView):
@@ -67,17 +97,28 @@ class SessionDetailView(TenantGenericAPIView):
     def _session(self, session_id: Any) -> ChatSession:
         return session_get(tenant=self.tenant, session_id=session_id)
 
-    @extend_schema(responses=SessionSerializer)
+    @extend_schema(parameters=[ETAG], responses=SessionSerializer)
     def get(self, request: Request, session_id: str) -> Response:
-        return Response(SessionSerializer(self._session(session_id)).data)
+        return session_response(self._session(session_id))
 
-    @extend_schema(request=SessionUpdateSerializer, responses=SessionSerializer)
+    @extend_schema(
+        request=SessionUpdateSerializer,
+        parameters=[IF_MATCH, ETAG],
+        responses={
+            200: SessionSerializer,
+            412: OpenApiResponse(
+                description="`precondition_failed`: If-Match does not match the state's "
+                "current tag (`error.state_etag`); nothing changed."
+            ),
+        },
+    )
     def patch(self, request: Request, session_id: str) -> Response:
         session = self._session(session_id)
+        if_match = parse_if_match(request)
         payload = SessionUpdateSerializer(data=request.data, partial=True)
         payload.is_valid(raise_exception=True)
-        session = session_update(session=session, **payload.validated_data)
-        return Response(SessionSerializer(session).data)
+        session = session_update(session=session, if_match=if_match, **payload.validated_data)
+        return session_response(session)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, session_id: str) -> Response:

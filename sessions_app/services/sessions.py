@@ -9,13 +9,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import InvalidInput, PreconditionFailed
 from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
+from sessions_app.selectors.session_state import etag_matches, state_etag
 from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
+from sessions_app.services.session_locks import session_lock_for_turn
 from sessions_app.services.turns import turn_record
 
 UNSET: Any = object()
@@ -102,14 +104,23 @@ def session_update(
     capture_prompts: bool | None = UNSET,
     reasoning: str = "",
     changed_by: str = "",
+    if_match: list[str] | None = None,
 ) -> ChatSession:
     """Changes only what is given. Like every write, it moves the expiry forward (a new
     TTL counts from now), and an expired session answers 410.
+
+    `if_match` (entity tags or `*`, from the If-Match header): the update happens only
+    if the session's state still has one of these tags (`state_etag`), checked with the
+    session locked until commit, else PreconditionFailed (412) and nothing changes. A
+    concurrent writer of the state (another PATCH, a turn) waits for this one, so two
+    clients that read the same state cannot both replace it. None: no check.
 
     A new `state` is recorded as a turn of kind `state_change` (no steps, no spend) with
     `reasoning` and `changed_by`: the turn log then says who changed what and why, and
     rolling that turn back restores the state it replaced."""
     session_ensure_writable(session=session)
+    if if_match is not None:
+        _state_precondition(session=session, if_match=if_match)
     if context_policy is not UNSET and context_policy != session.context_policy:
         _check_policy(tenant_id=session.tenant_id, name=context_policy)
     changed: list[str] = []
@@ -135,6 +146,18 @@ def session_update(
             session=session, state=state, reasoning=reasoning, changed_by=changed_by
         )
     return session
+
+
+def _state_precondition(*, session: ChatSession, if_match: list[str]) -> None:
+    """Lock the session as a turn does and check its state's tag against `if_match`."""
+    locked = session_lock_for_turn(tenant=session.tenant, session_id=session.pk).session
+    current = state_etag(locked.state)
+    if not etag_matches(if_match, current):
+        raise PreconditionFailed(
+            "The session's state changed since it was read; read it again and retry.",
+            fields={"If-Match": [f"Does not match the state's current ETag {current}."]},
+            extra={"state_etag": current},
+        )
 
 
 def _state_change(

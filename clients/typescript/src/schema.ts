@@ -2301,6 +2301,8 @@ export interface components {
             readonly agent_id: string;
             readonly status: components["schemas"]["StatusEnum"];
             readonly state: unknown;
+            /** @description The entity tag of `state` (quotes included), also sent as the `ETag` header of the session's own responses: a hash of the state, so it changes with every change of the state (PATCH, a turn with `state`, a rollback) and with nothing else. Send it as `If-Match` on PATCH to replace the state only if nobody changed it since (else 412). */
+            readonly state_etag: string;
             readonly metadata: unknown;
             readonly external_session_id: string | null;
             /** @description The LLM provider behind the agent (claude, ollama…); picks the default TTL. */
@@ -3593,7 +3595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `not_found`: a relation names an unknown memory. */
+            /** @description `not_found`: a relation names an unknown memory, or `session_id` no session of the tenant. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4348,7 +4350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `not_found`: a relation names an unknown memory. */
+            /** @description `not_found`: a relation names an unknown memory, or an item's `session_id` no session of the tenant (field `<index>.session_id`). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4568,6 +4570,8 @@ export interface operations {
             /** @description `resume: true` found an unexpired session for (user_id, agent_id, external_session_id). */
             200: {
                 headers: {
+                    /** @description The entity tag of `state` (as `state_etag`): send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4576,6 +4580,8 @@ export interface operations {
             };
             201: {
                 headers: {
+                    /** @description The entity tag of `state` (as `state_etag`): send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4653,6 +4659,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The entity tag of `state` (as `state_etag`): send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4787,7 +4795,10 @@ export interface operations {
     sessions_partial_update: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` (`state_etag`) of the state this change is based on, or `*`. The update is made only if the session's state still has that tag (checked under the session's lock), else 412 `precondition_failed` and nothing changes. Without the header the update is unconditional: the last writer's state wins. A value that is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches. */
+                "If-Match"?: string;
+            };
             path: {
                 session_id: string;
             };
@@ -4801,6 +4812,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description The entity tag of `state` (as `state_etag`): send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4836,6 +4849,15 @@ export interface operations {
             };
             /** @description `session_expired`: the session may no longer change. */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `precondition_failed`: If-Match does not match the state's current tag (`error.state_etag`); nothing changed. */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
