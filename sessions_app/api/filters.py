@@ -5,10 +5,12 @@ from typing import Any
 
 import django_filters
 from django import forms
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from sessions_app.models import ChatSession, SessionStatus
+from sessions_app.selectors.session_status import sessions_of_status
 
 
 class StrictBooleanField(forms.Field):
@@ -66,7 +68,13 @@ class StrictChoiceFilter(django_filters.ChoiceFilter):
 class SessionFilter(django_filters.FilterSet):
     user_id = django_filters.CharFilter(help_text="Only this user's sessions.")
     agent_id = django_filters.CharFilter(help_text="Only this agent's sessions.")
-    status = StrictChoiceFilter(choices=SessionStatus.choices)
+    status = StrictChoiceFilter(
+        choices=SessionStatus.choices,
+        method="filter_status",
+        help_text="Only sessions of this status as of now: a session past `expires_at` is "
+        "`expired` (and no longer `opened`, `active` or `compacted`) even before the "
+        "periodic task stores it so.",
+    )
     external_session_id = django_filters.CharFilter()
     runaway = StrictBooleanFilter(
         field_name="runaway_at",
@@ -78,3 +86,8 @@ class SessionFilter(django_filters.FilterSet):
     class Meta:
         model = ChatSession
         fields = ["user_id", "agent_id", "status", "external_session_id", "runaway"]
+
+    def filter_status(
+        self, queryset: QuerySet[ChatSession], name: str, value: str
+    ) -> QuerySet[ChatSession]:
+        return sessions_of_status(queryset, status=value)

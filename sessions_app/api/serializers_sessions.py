@@ -8,8 +8,9 @@ from rest_framework import serializers
 
 from sessions_app.api.fields import ContextPolicyField, identifier_field, money_output_field
 from sessions_app.api.parsers import BIGINT_MAX
-from sessions_app.models import ChatSession
+from sessions_app.models import ChatSession, SessionStatus
 from sessions_app.selectors.session_state import state_etag
+from sessions_app.selectors.session_status import session_status_now
 
 MAX_TTL_SECONDS = 365 * 24 * 3600
 MAX_REASONING = 200_000
@@ -150,6 +151,10 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg] 
         allow_null=True,
         help_text="The session this one continues after a rotation; null if none.",
     )
+    status = serializers.SerializerMethodField(
+        help_text="The status as of now: `expired` once `expires_at` has passed, even before "
+        "the periodic expiry task stores it."
+    )
     totals = serializers.SerializerMethodField(help_text="Tokens, cost and counts so far.")
     budget = serializers.SerializerMethodField(help_text="The budget and what remains of it.")
     runaway = serializers.SerializerMethodField(help_text="Runaway flag, reason and time.")
@@ -193,6 +198,10 @@ class SessionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg] 
             "last_active_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=SessionStatus.choices))
+    def get_status(self, session: ChatSession) -> str:
+        return session_status_now(session)
 
     @extend_schema_field(serializers.CharField())
     def get_state_etag(self, session: ChatSession) -> str:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from sessions_app.errors import NotFound, SessionExpired
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnStep
+from sessions_app.selectors.session_status import session_status_now
 
 
 def session_list(*, tenant: Tenant) -> QuerySet[ChatSession]:
@@ -107,7 +108,7 @@ def session_ensure_writable(*, session: ChatSession, now: datetime | None = None
     if session_is_expired(session, now=now):
         extra: dict[str, Any] = {
             "expires_at": session.expires_at.isoformat(),
-            "session_status": session.status,
+            "session_status": session_status_now(session, now=now),
         }
         successor = (
             session_successor_id(session) if session.status == SessionStatus.ARCHIVED else None

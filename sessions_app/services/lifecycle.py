@@ -23,9 +23,9 @@ from sessions_app.errors import NotFound
 from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_lock
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus
+from sessions_app.selectors.session_status import LIVE_STATUSES
 from sessions_app.selectors.sessions import session_ensure_writable
 
-LIVE_STATUSES = (SessionStatus.OPENED, SessionStatus.ACTIVE, SessionStatus.COMPACTED)
 # Any two-int key unique to this job; pg_try_advisory_lock keeps two beats from overlapping.
 
 

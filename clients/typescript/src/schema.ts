@@ -2299,6 +2299,7 @@ export interface components {
             readonly id: string;
             readonly user_id: string;
             readonly agent_id: string;
+            /** @description The status as of now: `expired` once `expires_at` has passed, even before the periodic expiry task stores it. */
             readonly status: components["schemas"]["StatusEnum"];
             readonly state: unknown;
             /** @description The entity tag of `state` (quotes included), also sent as the `ETag` header of the session's own responses: a hash of the state, so it changes with every change of the state (PATCH, a turn with `state`, a rollback) and with nothing else. Send it as `If-Match` on PATCH to replace the state only if nobody changed it since (else 412). */
@@ -2528,14 +2529,7 @@ export interface components {
          * @enum {string}
          */
         SpendBudgetWriteScopeEnum: "tenant" | "user" | "agent" | "model" | "user_agent";
-        /**
-         * @description * `opened` - opened
-         *     * `active` - active
-         *     * `compacted` - compacted
-         *     * `archived` - archived
-         *     * `expired` - expired
-         * @enum {string}
-         */
+        /** @enum {string} */
         StatusEnum: "opened" | "active" | "compacted" | "archived" | "expired";
         StepInputRequest: {
             /** @description What the call did: intent, filter, search, response… */
@@ -4490,7 +4484,9 @@ export interface operations {
                 page_size?: number;
                 runaway?: boolean;
                 /**
-                 * @description * `opened` - opened
+                 * @description Only sessions of this status as of now: a session past `expires_at` is `expired` (and no longer `opened`, `active` or `compacted`) even before the periodic task stores it so.
+                 *
+                 *     * `opened` - opened
                  *     * `active` - active
                  *     * `compacted` - compacted
                  *     * `archived` - archived
