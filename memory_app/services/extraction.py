@@ -174,8 +174,12 @@ def _candidates_of_turn(turn: Any) -> tuple[str, list[Candidate]]:
 
 def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
     """Seed 001: once older turns are compressed, what they were about becomes an
-    episodic memory of the user ("In session …, turns 1-6: …"). The summary's text is
-    the memory, so a re-run (or a retried task) answers `duplicate`."""
+    episodic memory of the user. The span summary's text is the memory's content, so a
+    re-run (or a retried task) answers `duplicate`. Its `summary` stays empty: the
+    content is already the span's summary, and the context's line of a memory without
+    one is the passage of its content that best answers the query. Which span it was
+    ("Turns 1-6 of a session with shop") is `structured.span_label`, beside the turn
+    numbers of `structured.extracted_from`."""
     from memory_app.models import ContextSummary
 
     summary = ContextSummary.objects.select_related("session", "tenant").filter(pk=summary_id)
@@ -189,8 +193,8 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
         agent_id=session.agent_id,
         type=MemoryType.EPISODIC,
         content=span.summary[:4000],
-        summary=f"Turns {span.first_turn}-{span.last_turn} of a session with {session.agent_id}",
         structured={
+            "span_label": span_label(span.first_turn, span.last_turn, session.agent_id),
             "extracted_from": {
                 "summary_id": span.pk,
                 "first_turn": span.first_turn,
@@ -217,6 +221,11 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
     if memory_gate_reasons(draft):
         return []
     return memory_add_many(tenant=span.tenant, drafts=[draft])
+
+
+def span_label(first_turn: int, last_turn: int, agent_id: str) -> str:
+    """What a compaction episode's span was, in words (its `structured.span_label`)."""
+    return f"Turns {first_turn}-{last_turn} of a session with {agent_id or 'an agent'}"
 
 
 def _memories_of_turns(
