@@ -197,6 +197,14 @@ class CartLineSerializer(serializers.Serializer):  # type: ignore[type-arg]  # g
     )
 
 
+class CartLineAddedSerializer(CartLineSerializer):
+    added = serializers.BooleanField(
+        help_text="true: the item was put at the end of the cart (201). false: it was already "
+        "in the cart and nothing changed (200): its line is answered as it stands, with its "
+        "own quantity and note, not the ones sent; `PATCH …/selections/{mpn}` changes them."
+    )
+
+
 class CartSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     count = serializers.IntegerField(help_text="Number of lines.")
     total = money_output_field(allow_null=True, help_text="Sum of priced lines times quantity.")

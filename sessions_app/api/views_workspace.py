@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from sessions_app.api.renderers import CsvRenderer, csv_text
 from sessions_app.api.serializers_workspace import (
+    CartLineAddedSerializer,
     CartLineSerializer,
     CartLinkSerializer,
     CartSerializer,
@@ -219,8 +220,12 @@ class SelectionListView(CsvExportMixin, SessionWorkspaceView):
     @extend_schema(
         request=SelectionAddSerializer,
         responses={
-            201: CartLineSerializer,
-            200: OpenApiResponse(CartLineSerializer, description="Already in the cart."),
+            201: OpenApiResponse(CartLineAddedSerializer, description="Added (`added` true)."),
+            200: OpenApiResponse(
+                CartLineAddedSerializer,
+                description="Already in the cart (`added` false): nothing changed, the line "
+                "keeps its quantity and note.",
+            ),
             **WRITE_ERRORS,
             404: OpenApiResponse(
                 description="`item_not_found` (not fetched in this session), `unresolved`, "
@@ -229,6 +234,8 @@ class SelectionListView(CsvExportMixin, SessionWorkspaceView):
             409: OpenApiResponse(description="`ambiguous` reference, or `cart_full`."),
         },
         summary="Add an item to the cart by MPN or reference",
+        description="Adding an item that is already in the cart changes nothing and answers "
+        "its line with `added` false (200), so a retried add cannot double it.",
     )
     def post(self, request: Request, session_id: str) -> Response:
         session = self.session_for_write(session_id)
@@ -236,7 +243,7 @@ class SelectionListView(CsvExportMixin, SessionWorkspaceView):
         payload.is_valid(raise_exception=True)
         line, created = selection_add(session=session, **payload.validated_data)
         return Response(
-            CartLineSerializer(line).data,
+            {**CartLineSerializer(line).data, "added": created},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 

@@ -173,12 +173,12 @@ def test_every_route_taking_a_reference_answers_and_documents_404_and_409(
 # --- the cart --------------------------------------------------------------------------
 
 
-def test_add_twice_is_a_no_op(api: APIClient, sid: str) -> None:
+def test_add_twice_is_a_no_op_that_says_so(api: APIClient, sid: str) -> None:
     first = add(api, sid, mpn=DELL, quantity=2, note="for work")
-    assert first.status_code == 201
+    assert first.status_code == 201 and first.json()["added"] is True
     again = add(api, sid, mpn=DELL, quantity=5)
-    assert again.status_code == 200
-    assert again.json() == first.json()
+    assert again.status_code == 200 and again.json()["added"] is False
+    assert again.json() == {**first.json(), "added": False}  # quantity 2 kept, not 5
     assert again.json()["price"] == "899.000000" and again.json()["name"] == "Dell XPS 15"
     assert cart(api, sid) == [(1, DELL, 2)]
 

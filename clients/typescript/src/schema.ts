@@ -399,9 +399,7 @@ export interface paths {
         put?: never;
         /**
          * Add an item to the cart by MPN or reference
-         * @description Errors of a CSV-capable view still leave as JSON in the documented shape, and a
-         *     `format` it cannot render is a 400 naming the parameter (DRF's own negotiation
-         *     answered an unknown one 404 and ignored an empty one).
+         * @description Adding an item that is already in the cart changes nothing and answers its line with `added` false (200), so a retried add cannot double it.
          */
         post: operations["sessions_selections_create"];
         delete?: never;
@@ -953,6 +951,34 @@ export interface components {
              * @description Unit price read from the item's data, if any.
              */
             readonly price: string | null;
+        };
+        CartLineAdded: {
+            /** @description The item's MPN. */
+            mpn: string;
+            /** @description 1-based position in the cart. */
+            position: number;
+            /** @description How many. */
+            quantity: number;
+            /** @description Free note. */
+            note: string;
+            /**
+             * Format: date-time
+             * @description When it was added.
+             */
+            selected_at: string;
+            /** @description The item's name. */
+            name: string;
+            /** @description The item's kind. */
+            component_type: string;
+            /** @description The item's short description. */
+            summary: string;
+            /**
+             * Format: decimal
+             * @description Unit price read from the item's data, if any.
+             */
+            readonly price: string | null;
+            /** @description true: the item was put at the end of the cart (201). false: it was already in the cart and nothing changed (200): its line is answered as it stands, with its own quantity and note, not the ones sent; `PATCH …/selections/{mpn}` changes them. */
+            added: boolean;
         };
         CartLink: {
             /**
@@ -5711,23 +5737,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Already in the cart. */
+            /** @description Already in the cart (`added` false): nothing changed, the line keeps its quantity and note. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CartLine"];
-                    "text/csv": components["schemas"]["CartLine"];
+                    "application/json": components["schemas"]["CartLineAdded"];
+                    "text/csv": components["schemas"]["CartLineAdded"];
                 };
             };
+            /** @description Added (`added` true). */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CartLine"];
-                    "text/csv": components["schemas"]["CartLine"];
+                    "application/json": components["schemas"]["CartLineAdded"];
+                    "text/csv": components["schemas"]["CartLineAdded"];
                 };
             };
             /** @description Invalid input (`invalid`), with the fields at fault. */
