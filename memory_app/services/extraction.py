@@ -200,7 +200,7 @@ def memories_extract_from_span(*, summary_id: int) -> list[AddResult]:
                 "first_turn": span.first_turn,
                 "last_turn": span.last_turn,
             },
-            **{key: milestones[key] for key in ("mpns", "constraints") if key in milestones},
+            **{key: milestones[key] for key in ("items", "constraints") if key in milestones},
         },
         tags=["episode", "compaction"],
         importance=0.4,

@@ -86,3 +86,32 @@ def test_migration_moves_an_episode_s_label_out_of_its_summary(
 
 def _migrate(target: tuple[str, str]) -> None:
     MigrationExecutor(connection).migrate([target])
+
+
+@pytest.mark.django_db
+def test_a_session_s_own_episodes_are_not_its_context_memories(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    session = _trip_session(tenant, django_capture_on_commit_callbacks)
+    episodes = {f"memory:{pk}" for pk in _episodes(tenant).values_list("pk", flat=True)}
+    assert episodes
+    query = "Is anyone allergic to something?"
+    actor = Actor(user_id=session.user_id)
+    # Another session of the user is given them; the session itself has its summaries.
+    elsewhere = memory_candidates(tenant, actor, query, 12, timezone.now())
+    assert episodes & {c.key for c in elsewhere.candidates}
+    own = memory_candidates(tenant, actor, query, 12, timezone.now(), session.pk)
+    assert not episodes & {c.key for c in own.candidates}
+
+
+@pytest.mark.django_db
+def test_an_episode_keeps_the_parts_its_span_named(
+    tenant: Tenant, django_capture_on_commit_callbacks: Any
+) -> None:
+    session = new_session(tenant)
+    messages = ["Please add the charger part AC-4410B to my order.", *USER_MESSAGES[1:11]]
+    for number, message in enumerate(messages, start=1):
+        with django_capture_on_commit_callbacks(execute=True):
+            record(tenant, session, message, assistant_reply(number))
+    episode = _episodes(tenant).get()
+    assert [item["mpn"] for item in episode.structured["items"]] == ["AC-4410B"]

@@ -73,7 +73,7 @@ def context_candidates(request: ContextRequest) -> Gathered:
             request.tenant, session, query, past_limit, request.as_of, request.actor
         )
     memories = memory_candidates(
-        request.tenant, request.actor, query, request.memory_limit, request.as_of
+        request.tenant, request.actor, query, request.memory_limit, request.as_of, session.pk
     )
     candidates = [
         *state_candidates(session),

@@ -4,6 +4,7 @@ date, and their direct relations."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from memory_app.window.passages import best_passage
 
 if TYPE_CHECKING:
     from memory_app.models import Memory
+    from memory_app.selectors.search import SearchHit
     from sessions_app.models import Tenant
 
 DEFAULT_MEMORY_LIMIT = 12  # long-term memories searched for a context (seed 004's k=12)
@@ -25,14 +27,20 @@ RELATED_ORDER = 100  # related memories render after the found ones
 
 
 def memory_candidates(
-    tenant: Tenant, actor: Actor, query: str, limit: int, as_of: datetime
+    tenant: Tenant,
+    actor: Actor,
+    query: str,
+    limit: int,
+    as_of: datetime,
+    session_id: uuid.UUID | None = None,
 ) -> FoundCandidates:
     """Long-term memories that answer `query` asked at `as_of` (its time phrases read
     against it), as `actor` may see them: visibility is the search's, the context only
     ranks. Asked in the past, what occurred after `as_of` had not happened yet and is
     left out (`happened_by`). Each carries the search's cosine as its semantic score.
     The user's conversation turns are left out: they are recalled on their own
-    (`candidates.recalled`, `candidates.past`)."""
+    (`candidates.recalled`, `candidates.past`); so are the compaction episodes of the
+    context's own session (`session_id`), whose summaries and milestones say the same."""
     out = FoundCandidates()
     if not query.strip() or limit <= 0:
         return out
@@ -44,11 +52,7 @@ def memory_candidates(
         filters=MemoryFilters(exclude_sources=TURN_SOURCES, occurred_by=happened_by(as_of)),
         as_of=as_of,
     )
-    hits = outcome.hits
-    # Two memories that read the same (a preference stated in two turns) are one line.
-    by_text: dict[str, Any] = {}
-    for hit in hits:
-        by_text.setdefault(_text(hit.memory, query), hit)
+    by_text = _lines(outcome.hits, query, session_id)
     out.candidates.extend(_related_memory_candidates(tenant, actor, list(by_text.values()), as_of))
     for index, (text, hit) in enumerate(by_text.items()):
         memory = hit.memory
@@ -65,6 +69,23 @@ def memory_candidates(
         semantic = outcome.related(hit, float(hit.parts.get("semantic", 0.0)))
         out.add(candidate, semantic=semantic, supported=hit.beyond_vector)
     return out
+
+
+def _lines(hits: list[SearchHit], query: str, session_id: uuid.UUID | None) -> dict[str, Any]:
+    """The hits by their line, best first: two memories that read the same (a preference
+    stated in two turns) are one line; an episode of the session `session_id` is none."""
+    by_text: dict[str, Any] = {}
+    for hit in hits:
+        if session_id is not None and _own_episode(hit.memory, session_id):
+            continue
+        by_text.setdefault(_text(hit.memory, query), hit)
+    return by_text
+
+
+def _own_episode(memory: Memory, session_id: uuid.UUID) -> bool:
+    """Whether `memory` is a compaction episode of session `session_id` (tagged so by
+    memory_app.services.extraction)."""
+    return memory.session_id == session_id and "compaction" in (memory.tags or [])
 
 
 def _text(memory: Memory, query: str) -> str:
