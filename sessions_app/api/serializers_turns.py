@@ -196,7 +196,8 @@ class TurnCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         required=False,
         help_text="The budget reservation this turn spends (from `POST …/budget/check` with "
         "`reserve: true`); it is released. Omitted: the session's oldest live reservation "
-        "is released, as it is when the named one is unknown, ended or already spent.",
+        "is released, as it is when the named one is unknown, ended or already spent; then "
+        "the turn is still recorded (its spend happened) and warns `reservation_unknown`.",
     )
 
     @staticmethod
@@ -282,7 +283,8 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # 
 
 class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     code = serializers.CharField(
-        help_text="budget_exceeded, price_missing, session_rotated or turn_over_limit."
+        help_text="budget_exceeded, price_missing, reservation_unknown, session_rotated "
+        "or turn_over_limit."
     )
     message = serializers.CharField(help_text="What happened, for a human.")
 
@@ -303,7 +305,9 @@ class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     totals = serializers.SerializerMethodField(help_text="The session's new totals.")
     budget = serializers.SerializerMethodField(help_text="The session's budget state.")
     warnings = TurnWarningSerializer(
-        many=True, help_text="budget_exceeded, price_missing, session_rotated."
+        many=True,
+        help_text="What the agent should know: budget_exceeded, price_missing, "
+        "reservation_unknown, session_rotated, turn_over_limit.",
     )
 
     @extend_schema_field(serializers.DictField())

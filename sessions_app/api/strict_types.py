@@ -58,7 +58,13 @@ _CHECKS: dict[type, tuple[Callable[[serializers.Field, Any], bool], str]] = {  #
     serializers.DecimalField: (
         lambda f, v: (
             _is_number(v)
-            or (isinstance(v, str) and re.fullmatch(decimal_pattern(f), v) is not None)  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
+            # A minus sign passes this type check even where the pattern has none, so
+            # that "-1" for a non-negative field hears the field's own "greater than or
+            # equal to 0", as the number -1 does, not that it is no decimal string.
+            or (
+                isinstance(v, str)
+                and re.fullmatch(decimal_pattern(f), v.removeprefix("-")) is not None  # type: ignore[arg-type]  # the stubs type this argument narrower than Django/DRF accept
+            )
         ),
         'Must be a decimal string (e.g. "12.50") or a number.',
     ),

@@ -339,21 +339,25 @@ DELETE FROM budget_reservation
          WHERE r.session_id = %(session)s AND r.expires_at > %(now)s
          ORDER BY (r.id = %(named)s::uuid) DESC NULLS LAST, r.created_at, r.id
          LIMIT 1))
+RETURNING id
 """
 
 
 def budget_reservation_release(
     *, session: ChatSession, reservation_id: uuid.UUID | None, now: datetime
-) -> None:
+) -> bool:
     """Called by `turn_record` under the session's lock: the turn spends one reservation.
     The named one if it is still live, else the session's oldest live one (an agent that
     reserved and then records its turn need not pass the id: FIFO is right when agents
     reserve one step at a time; and when a turn without an id already spent the named
     one, the turn that names it spends the one left over instead, so every turn spends
     exactly one while any is live). Ended leases of the session go at the same time.
-    Deleting the reservation releases its holds on period budgets too."""
+    Deleting the reservation releases its holds on period budgets too. Answers whether
+    the named reservation was one of the session's (False when none was named)."""
     with connection.cursor() as cursor:
         cursor.execute(_RELEASE_SQL, {"session": session.pk, "now": now, "named": reservation_id})
+        released = {row[0] for row in cursor.fetchall()}
+    return reservation_id is not None and reservation_id in released
 
 
 def budget_reservations_purge(*, now: datetime | None = None, limit: int = 10_000) -> int:

@@ -178,6 +178,18 @@ def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
     )
 
 
+def reservation_unknown_warning(reservation_id: Any) -> TurnWarning:
+    return TurnWarning(
+        code="reservation_unknown",
+        message=(
+            f"`reservation_id` {reservation_id} names no reservation of this session: "
+            "unknown, another session's, already spent by an earlier turn, or purged after "
+            "its lease ended. The turn was stored and spent the session's oldest live "
+            "reservation, if any; name the id `budget/check` returned for this session."
+        ),
+    )
+
+
 def steps_validate(steps: list[StepInput]) -> None:
     """InvalidInput for counts that do not add up, or a successful step that carries an
     error (which would count as a success and hide the failure), before anything is

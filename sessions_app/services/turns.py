@@ -52,6 +52,7 @@ from sessions_app.services.turn_totals import SESSION_TOTALS as SESSION_TOTALS
 from sessions_app.services.turn_totals import StepInput as StepInput
 from sessions_app.services.turn_totals import (
     TurnWarning,
+    reservation_unknown_warning,
     steps_validate,
     turn_increments,
     turn_limits_passed,
@@ -182,7 +183,7 @@ def turn_draft(
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
     occurred_at = occurred_at_check(fields.occurred_at, now=now)
-    session, rotated_from = _turn_session(
+    session, rotated_from, reservation_unknown = _turn_session(
         session=session, fields=fields, now=now, reservations_held=reservations_held
     )
     was_exceeded = budget_remaining(session).exceeded
@@ -206,21 +207,27 @@ def turn_draft(
         rotated_from=rotated_from,
         was_exceeded=was_exceeded,
     )
+    if reservation_unknown:
+        warnings.append(reservation_unknown_warning(fields.reservation_id))
     return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)
 
 
 def _turn_session(
     *, session: ChatSession, fields: TurnFields, now: datetime, reservations_held: bool
-) -> tuple[ChatSession, ChatSession | None]:
+) -> tuple[ChatSession, ChatSession | None, bool]:
     """The session the turn records into, after the writes that come before the turn:
     the budget reservation it spends is released (when the session holds any), and a
-    session due for rotation gives way to its successor. Returns that session and the
-    one it replaced (None without a rotation)."""
-    if reservations_held:
-        budget_reservation_release(session=session, reservation_id=fields.reservation_id, now=now)
+    session due for rotation gives way to its successor. Returns that session, the one
+    it replaced (None without a rotation), and whether `reservation_id` named no
+    reservation of the session (the turn is recorded all the same: it was spent)."""
+    named = fields.reservation_id
+    found = reservations_held and budget_reservation_release(
+        session=session, reservation_id=named, now=now
+    )
+    unknown = named is not None and not found
     if fields.kind == TurnKind.EXCHANGE and rotation_due(session):
-        return session_rotate(session=session, now=now), session
-    return session, None
+        return session_rotate(session=session, now=now), session, unknown
+    return session, None, unknown
 
 
 def _turn_row(

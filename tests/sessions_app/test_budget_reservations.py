@@ -9,6 +9,7 @@ taken under the session's row lock is counted by every later check.
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -171,3 +172,51 @@ def test_reserve_validates_and_sessions_without_budget_hold_nothing(api: APIClie
     assert "USD" in error["message"]
     # The older field name still works.
     assert reserve(api, budgeted, estimated_usd="0.004").status_code == 200
+
+
+def test_a_negative_estimate_is_refused_as_negative_not_as_a_malformed_decimal(
+    api: APIClient,
+) -> None:
+    sid = create_session(api, budget_usd="1")["id"]
+    for value in ("-1", -1):
+        error = assert_error(reserve(api, sid, estimated_cost_usd=value), 400, "invalid")
+        assert error["fields"]["estimated_cost_usd"] == [
+            "Ensure this value is greater than or equal to 0."
+        ], value
+    for value in ("abc", "--1", "1e3"):
+        error = assert_error(reserve(api, sid, estimated_cost_usd=value), 400, "invalid")
+        assert "decimal string" in error["fields"]["estimated_cost_usd"][0], value
+    assert not BudgetReservation.objects.exists()
+
+
+def _warning_codes(response: Any) -> list[str]:
+    assert response.status_code == 201, response.content
+    return [w["code"] for w in response.json()["warnings"]]
+
+
+@pytest.mark.django_db
+def test_a_turn_naming_no_reservation_of_its_session_is_recorded_and_warned(
+    api: APIClient, other_api: APIClient
+) -> None:
+    sid = create_session(api, budget_tokens=10 * TURN_TOKENS)["id"]
+    # The session holds no reservation at all: nothing to release, still warned.
+    unknown = str(uuid.uuid4())
+    response = post_turn(api, sid, turn_body(steps=STEPS, reservation_id=unknown))
+    assert "reservation_unknown" in _warning_codes(response)
+    message = next(w for w in response.json()["warnings"] if w["code"] == "reservation_unknown")
+    assert "reservation_id" in message["message"] and unknown in message["message"]
+    # The session holds one: an unknown id spends it (the oldest) and is warned about.
+    reserve(api, sid, 10)
+    response = post_turn(api, sid, turn_body(steps=STEPS, reservation_id=unknown))
+    assert "reservation_unknown" in _warning_codes(response)
+    assert not BudgetReservation.objects.filter(session_id=sid).exists()
+    # Another tenant's live reservation is not this session's either.
+    theirs_sid = create_session(other_api, budget_tokens=10 * TURN_TOKENS)["id"]
+    theirs = reserve(other_api, theirs_sid, 10).json()["reservation"]["id"]
+    response = post_turn(api, sid, turn_body(steps=STEPS, reservation_id=theirs))
+    assert "reservation_unknown" in _warning_codes(response)
+    assert BudgetReservation.objects.filter(pk=theirs).exists()
+    # The session's own reservation, named: no warning.
+    own = reserve(api, sid, 10).json()["reservation"]["id"]
+    assert _warning_codes(post_turn(api, sid, turn_body(steps=STEPS, reservation_id=own))) == []
+    assert _warning_codes(post_turn(api, sid, turn_body(steps=STEPS))) == []

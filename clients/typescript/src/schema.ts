@@ -2748,7 +2748,7 @@ export interface components {
             occurred_at?: string;
             /**
              * Format: uuid
-             * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent.
+             * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent; then the turn is still recorded (its spend happened) and warns `reservation_unknown`.
              */
             reservation_id?: string;
             /**
@@ -2809,7 +2809,7 @@ export interface components {
             occurred_at?: string;
             /**
              * Format: uuid
-             * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent.
+             * @description The budget reservation this turn spends (from `POST …/budget/check` with `reserve: true`); it is released. Omitted: the session's oldest live reservation is released, as it is when the named one is unknown, ended or already spent; then the turn is still recorded (its spend happened) and warns `reservation_unknown`.
              */
             reservation_id?: string;
             /** @description Also check and reserve the budget for the next call, after the turn is stored, as `POST …/budget/check` with `reserve: true` would; the answer's `next_call` says whether it may go ahead. The turn is stored either way. */
@@ -2828,7 +2828,7 @@ export interface components {
             readonly budget: {
                 [key: string]: unknown;
             };
-            /** @description budget_exceeded, price_missing, session_rotated. */
+            /** @description What the agent should know: budget_exceeded, price_missing, reservation_unknown, session_rotated, turn_over_limit. */
             warnings: components["schemas"]["TurnWarning"][];
         };
         TurnRecordedReserving: {
@@ -2844,7 +2844,7 @@ export interface components {
             readonly budget: {
                 [key: string]: unknown;
             };
-            /** @description budget_exceeded, price_missing, session_rotated. */
+            /** @description What the agent should know: budget_exceeded, price_missing, reservation_unknown, session_rotated, turn_over_limit. */
             warnings: components["schemas"]["TurnWarning"][];
             /** @description Present when the turn was sent with `reserve_next`. */
             next_call?: components["schemas"]["NextCallResult"];
@@ -2892,7 +2892,7 @@ export interface components {
             readonly cost_usd: string | null;
         };
         TurnWarning: {
-            /** @description budget_exceeded, price_missing, session_rotated or turn_over_limit. */
+            /** @description budget_exceeded, price_missing, reservation_unknown, session_rotated or turn_over_limit. */
             code: string;
             /** @description What happened, for a human. */
             message: string;
