@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from sessions_app.api.fields import identifier_field, money_output_field
@@ -209,6 +210,17 @@ class CartSerializer(serializers.Serializer):  # type: ignore[type-arg]  # gener
     count = serializers.IntegerField(help_text="Number of lines.")
     total = money_output_field(allow_null=True, help_text="Sum of priced lines times quantity.")
     results = CartLineSerializer(many=True, help_text="The lines, in cart order.")
+
+
+class CartLinkCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
+    ttl_seconds = serializers.IntegerField(
+        required=False,
+        min_value=60,
+        max_value=settings.ENGRAM_CART_LINK_TTL_SECONDS,
+        help_text="How long the link works, in seconds (default and most: "
+        "ENGRAM_CART_LINK_TTL_SECONDS, 7 days unless configured); never past the "
+        "session's own expiry (`expires_at` of the answer says when).",
+    )
 
 
 class CartLinkSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only

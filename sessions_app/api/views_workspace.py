@@ -20,6 +20,7 @@ from sessions_app.api.renderers import CsvRenderer, csv_text
 from sessions_app.api.serializers_workspace import (
     CartLineAddedSerializer,
     CartLineSerializer,
+    CartLinkCreateSerializer,
     CartLinkSerializer,
     CartSerializer,
     ComponentListSerializer,
@@ -307,12 +308,17 @@ class SelectionReorderView(SessionWorkspaceView):
 
 class CartLinkView(SessionWorkspaceView):
     @extend_schema(
-        request=None,
+        request=CartLinkCreateSerializer,
         responses={201: CartLinkSerializer, **WRITE_ERRORS},
         summary="A signed, expiring URL of the browser cart page",
+        description="The body is optional; an unknown field or a `ttl_seconds` out of "
+        "range is a 400 naming it.",
     )
     def post(self, request: Request, session_id: str) -> Response:
-        link = cart_link_create(session=self.session_for_write(session_id))
+        session = self.session_for_write(session_id)
+        payload = CartLinkCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        link = cart_link_create(session=session, **payload.validated_data)
         return Response(
             CartLinkSerializer({"url": link.url, "expires_at": link.expires_at}).data,
             status=status.HTTP_201_CREATED,

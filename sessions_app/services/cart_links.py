@@ -30,9 +30,14 @@ class CartLink:
     expires_at: datetime
 
 
-def cart_link_create(*, session: ChatSession, now: datetime | None = None) -> CartLink:
+def cart_link_create(
+    *, session: ChatSession, ttl_seconds: int | None = None, now: datetime | None = None
+) -> CartLink:
+    """A link that works for `ttl_seconds` (default ENGRAM_CART_LINK_TTL_SECONDS, which
+    the serializer also holds it under), and never past the session's expiry."""
     now = now or timezone.now()
-    lifetime = now + timedelta(seconds=int(settings.ENGRAM_CART_LINK_TTL_SECONDS))
+    seconds = ttl_seconds if ttl_seconds is not None else settings.ENGRAM_CART_LINK_TTL_SECONDS
+    lifetime = now + timedelta(seconds=int(seconds))
     # Whole seconds, rounded down: the link never claims a moment past the session's end.
     expires_at = min(lifetime, session.expires_at).replace(microsecond=0)
     token = cart_link_signer().sign(

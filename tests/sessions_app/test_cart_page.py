@@ -5,7 +5,7 @@ JavaScript."""
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.signing import TimestampSigner, b62_encode
@@ -129,3 +129,31 @@ def test_cart_page_without_javascript_posts_and_redirects(api: APIClient, sid: s
         path + "update", {"action": "remove", "mpn": "NOPE"}, HTTP_HX_REQUEST="true"
     )
     assert fragment.status_code == 200 and b"not in the cart" in fragment.content
+
+
+def test_cart_link_lasts_the_ttl_asked_for(api: APIClient, sid: str) -> None:
+    before = timezone.now()
+    r = api.post(f"/api/v1/sessions/{sid}/cart-link", {"ttl_seconds": 120}, format="json")
+    assert r.status_code == 201, r.content
+    expires_at = datetime.fromisoformat(r.json()["expires_at"])
+    assert before + timedelta(seconds=118) <= expires_at <= timezone.now() + timedelta(seconds=120)
+    default = api.post(f"/api/v1/sessions/{sid}/cart-link", {}, format="json")
+    assert datetime.fromisoformat(default.json()["expires_at"]) > expires_at + timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"ttl_seconds": -1}, "ttl_seconds"),
+        ({"ttl_seconds": 59}, "ttl_seconds"),
+        ({"ttl_seconds": 7 * 24 * 3600 + 1}, "ttl_seconds"),
+        ({"ttl_seconds": "60"}, "ttl_seconds"),
+        ({"bogus": 1}, "bogus"),
+    ],
+)
+def test_cart_link_refuses_a_bad_body_naming_the_field(
+    api: APIClient, sid: str, body: dict[str, object], field: str
+) -> None:
+    r = api.post(f"/api/v1/sessions/{sid}/cart-link", body, format="json")
+    assert r.status_code == 400, r.content
+    assert list(r.json()["error"]["fields"]) == [field]

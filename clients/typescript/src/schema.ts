@@ -272,7 +272,7 @@ export interface paths {
         put?: never;
         /**
          * A signed, expiring URL of the browser cart page
-         * @description Base: the session of the URL, scoped to the caller's tenant.
+         * @description The body is optional; an unknown field or a `ttl_seconds` out of range is a 400 naming it.
          */
         post: operations["sessions_cart_link_create"];
         /**
@@ -991,6 +991,10 @@ export interface components {
              * @description When the link stops working.
              */
             expires_at: string;
+        };
+        CartLinkCreateRequest: {
+            /** @description How long the link works, in seconds (default and most: ENGRAM_CART_LINK_TTL_SECONDS, 7 days unless configured); never past the session's own expiry (`expires_at` of the answer says when). */
+            ttl_seconds?: number;
         };
         ChatMessageRequest: {
             /**
@@ -5035,7 +5039,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CartLinkCreateRequest"];
+            };
+        };
         responses: {
             201: {
                 headers: {
