@@ -147,6 +147,7 @@ class MemoryListView(TenantGenericAPIView):
     queryset = Memory.objects.all()
     serializer_class = MemorySerializer
     filterset_class = MemoryFilter
+    list_query_params = tuple(ActorQuerySerializer().fields)
     # OpenAPI links (sessions_app.api.schema.add_links): the memory made, read as its own
     # user (a private memory is a 404 to anyone else).
     openapi_produces = {"POST": {"memory_id": "/memory/id", "acting_user_id": "/memory/user_id"}}
