@@ -41,7 +41,11 @@ from sessions_app.api.views_turns import turn_record_request
 from sessions_app.errors import ApplicationError, BudgetExceeded
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
-from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.budgets import (
+    budget_check_reserve,
+    budget_refusal_message,
+    budget_retry_after,
+)
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_resume_or_create
@@ -203,7 +207,8 @@ def budget_check_tool(tenant: Tenant, *, session_id: str, **fields: Any) -> dict
     )
     if not decision.check.allowed:
         retry = budget_retry_after(decision)
-        raise BudgetExceeded(f"{decision.check.reason} Ask again in {retry} s.")
+        message = budget_refusal_message(decision)
+        raise BudgetExceeded(message if retry is None else f"{message} Ask again in {retry} s.")
     reservation = decision.reservation
     return {
         "allowed": True,

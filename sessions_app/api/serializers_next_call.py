@@ -59,7 +59,10 @@ class NextCallResultSerializer(serializers.Serializer):  # type: ignore[type-arg
     allowed = serializers.BooleanField(help_text="May the next call go ahead?")
     reason = serializers.CharField(help_text="Why not, for a human; blank when allowed.")
     retry_after = serializers.IntegerField(
-        allow_null=True, help_text="Seconds before asking again; null when allowed."
+        allow_null=True,
+        help_text="Seconds before asking again; null when allowed, and when waiting will "
+        "not help (a session's own budget, a budget of period `none`, a runaway block: "
+        "the reason says the limit does not reset by itself).",
     )
     tokens_remaining_after = serializers.IntegerField(
         allow_null=True,

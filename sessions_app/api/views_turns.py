@@ -41,6 +41,7 @@ from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import (
     BudgetDecision,
     budget_check_reserve,
+    budget_refusal_message,
     budget_retry_after,
 )
 from sessions_app.services.idempotency import IdempotentOutcome
@@ -81,7 +82,7 @@ def next_call_data(decision: BudgetDecision) -> dict[str, Any]:
     return _next_call_body()(
         {
             "allowed": check.allowed,
-            "reason": check.reason,
+            "reason": check.reason if check.allowed else budget_refusal_message(decision),
             "retry_after": budget_retry_after(decision),
             "tokens_remaining_after": check.tokens_remaining_after,
             "reservation": decision.reservation,
@@ -242,7 +243,13 @@ class BudgetCheckView(TenantGenericAPIView):
         responses={
             200: BudgetCheckResultSerializer,
             **ERRORS,
-            429: OpenApiResponse(description="budget_exceeded, with Retry-After"),
+            429: OpenApiResponse(
+                description="budget_exceeded. With Retry-After (and `retry_after` in the "
+                "body) when waiting can help: a period budget's end, or others' reservations' "
+                "leases; without it (`retry_after` null) the limit does not reset by itself "
+                "(a session's own budget, a budget of period `none`, a runaway block), as "
+                "the message says"
+            ),
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
@@ -264,9 +271,11 @@ class BudgetCheckView(TenantGenericAPIView):
         budgets = [figures_data(figures) for figures in decision.periods]
         if not check.allowed:
             refusal = decision.refusal
+            retry = budget_retry_after(decision)
             raise BudgetExceeded(
-                check.reason,
+                budget_refusal_message(decision),
                 extra={
+                    "retry_after": retry,
                     "budget": jsonable(budget_state(session)),
                     "reserved_tokens": decision.held.tokens
                     if refusal is None
@@ -274,7 +283,7 @@ class BudgetCheckView(TenantGenericAPIView):
                     "budget_id": None if refusal is None else str(refusal.figures.budget.pk),
                     "budgets": jsonable(BudgetFiguresSerializer(budgets, many=True).data),
                 },
-                headers={"Retry-After": str(budget_retry_after(decision))},
+                headers={} if retry is None else {"Retry-After": str(retry)},
             )
         result = {
             "allowed": True,

@@ -28,6 +28,7 @@ from sessions_app.selectors.budgets import (
     BudgetCheck,
     Held,
     budget_check,
+    budget_remaining,
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
@@ -38,6 +39,10 @@ from sessions_app.usage import TokenCounts
 # Whole seconds to wait when others' reservations hold what is left: one of them may be
 # spent or end soon.
 RESERVED_RETRY_SECONDS = 60
+DOES_NOT_RESET = (
+    "This limit does not reset by itself: asking again later will not help until an "
+    "operator raises it (or unblocks the session)."
+)
 USD_RESERVATION_STEP = Decimal("0.000001")  # BudgetReservation.cost_usd's precision
 
 
@@ -47,7 +52,7 @@ class PeriodRefusal:
 
     figures: BudgetFigures
     reason: str
-    retry_after: int  # seconds
+    retry_after: int | None  # seconds; None: the budget never resets (period "none")
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,10 @@ def _has_budget(session: ChatSession) -> bool:
     return session.budget_tokens is not None or session.budget_usd is not None
 
 
-def _retry_until_end(figures: BudgetFigures, now: datetime) -> int:
+def _retry_until_end(figures: BudgetFigures, now: datetime) -> int | None:
     end = figures.period_end
     if end is None:
-        return RESERVED_RETRY_SECONDS  # a lifetime limit: nothing refills it by itself
+        return None  # a lifetime limit: nothing refills it by itself
     return max(1, int((end - now).total_seconds() + 0.999))
 
 
@@ -315,17 +320,27 @@ def _check_reserve_locked(
 
 
 def budget_retry_after(decision: BudgetDecision) -> int | None:
-    """Seconds after which a refused check may pass (None when it was allowed): a period
-    budget's end, or sooner when others' leases hold it; a session held by others'
-    reservations, when a lease may end or a turn be recorded; else a minute, since a
-    session's budget does not refill by itself."""
+    """Seconds after which a refused check may pass: a period budget's end, or sooner
+    when others' leases hold it; a session held by others' reservations, when a lease
+    may end or a turn be recorded. None when the check was allowed, and when waiting
+    cannot help: a session's own budget spent or too small for the estimate, a budget of
+    period "none", a session blocked as runaway (none of them resets by itself)."""
     if decision.check.allowed:
         return None
     if decision.refusal is not None:
         return decision.refusal.retry_after
-    if decision.held.count:
-        return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-    return RESERVED_RETRY_SECONDS
+    session = decision.session
+    if session.runaway_blocked or budget_remaining(session).exceeded or not decision.held.count:
+        return None
+    return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+
+
+def budget_refusal_message(decision: BudgetDecision) -> str:
+    """Why the check was refused, saying so when waiting will not help."""
+    reason = decision.check.reason
+    if budget_retry_after(decision) is None:
+        return f"{reason} {DOES_NOT_RESET}"
+    return reason
 
 
 # The named reservation if live, else the session's oldest live one; and the session's

@@ -1731,7 +1731,7 @@ export interface components {
             allowed: boolean;
             /** @description Why not, for a human; blank when allowed. */
             reason: string;
-            /** @description Seconds before asking again; null when allowed. */
+            /** @description Seconds before asking again; null when allowed, and when waiting will not help (a session's own budget, a budget of period `none`, a runaway block: the reason says the limit does not reset by itself). */
             retry_after: number | null;
             /** @description Tokens of the session's budget left after the estimate; null: none. */
             tokens_remaining_after: number | null;
@@ -5040,7 +5040,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description budget_exceeded, with Retry-After; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            /** @description budget_exceeded. With Retry-After (and `retry_after` in the body) when waiting can help: a period budget's end, or others' reservations' leases; without it (`retry_after` null) the limit does not reset by itself (a session's own budget, a budget of period `none`, a runaway block), as the message says; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
