@@ -41,11 +41,16 @@ def on_turn_recorded(
         logger.exception("runaway check not enqueued for session %s", session_id)
 
 
-def on_user_erased(sender: Any, *, tenant_id: int, user_id: str, **kwargs: Any) -> None:
-    """Inside the erasure transaction: per-user rollups name the user."""
+def on_user_erased(sender: Any, *, tenant_id: int, user_id: str, **kwargs: Any) -> dict[str, int]:
+    """Inside the erasure transaction: per-user rollups and the alerts sent about the
+    user's budgets (their payload names the user) go; answers their counts."""
+    from analytics_app.services.budget_alerts import budget_alerts_erase_user
     from analytics_app.services.rollups import rollups_erase_user
 
-    rollups_erase_user(tenant_id=tenant_id, user_id=user_id)
+    return {
+        "user_spend_rollups": rollups_erase_user(tenant_id=tenant_id, user_id=user_id),
+        "budget_alerts": budget_alerts_erase_user(tenant_id=tenant_id, user_id=user_id),
+    }
 
 
 class AnalyticsAppConfig(AppConfig):

@@ -92,3 +92,12 @@ def on_budget_threshold_crossed(*, crossed: list[ThresholdCrossed], **_: Any) ->
         budget_alerts_open(crossed=crossed)
     except Exception:  # a lost alert must not fail a stored turn
         logger.exception("budget alerts not opened for %s", crossed)
+
+
+def budget_alerts_erase_user(*, tenant_id: int, user_id: str) -> int:
+    """The alerts about budgets keyed by the user (their payload names the user), sent
+    or pending: they go with the rest of the user's data."""
+    deleted, _ = BudgetAlert.objects.filter(
+        tenant_id=tenant_id, payload__budget__user_id=user_id
+    ).delete()
+    return deleted

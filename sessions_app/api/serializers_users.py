@@ -8,5 +8,9 @@ from rest_framework import serializers
 class UserErasureSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     user_id = serializers.CharField(help_text="The user erased.")
     deleted = serializers.DictField(
-        child=serializers.IntegerField(), help_text="Rows removed (or updated) per kind."
+        child=serializers.IntegerField(),
+        help_text="Rows removed (or updated) per kind: sessions, turns, steps, components, "
+        "selections, idempotency_records, budgets (spend budgets keyed by the user's id, "
+        "scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups, "
+        "and memory_app's kinds (memories, memory_versions, …).",
     )

@@ -34,8 +34,11 @@ class UserErasureView(TenantAPIView):
         parameters=[USER_ID_PARAMETER],
         responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
-        "versions and relations), sessions (turns, steps, components, selections) and "
-        "idempotency records of those sessions. Other apps delete theirs on `user_erased`.",
+        "versions and relations), sessions (turns, steps, components, selections), "
+        "idempotency records of those sessions, spend budgets keyed by the user's id "
+        "(scopes user and user_agent; tenant, agent and model budgets stay), the alerts "
+        "sent about them and the user's spend rollups. Other apps delete theirs on "
+        "`user_erased`.",
     )
     def delete(self, request: Request, user_id: str) -> Response:
         user_id = _checked_user_id(user_id)

@@ -1,8 +1,10 @@
 """Erasing a user: everything the tenant holds about them, in every app, at once.
 
 sessions_app owns this use case because it owns the sessions: it deletes the user's
-sessions (turns, steps, components and selections cascade with them) and the
-idempotency records of requests on those sessions, then sends `user_erased` inside the same
+sessions (turns, steps, components and selections cascade with them), the
+idempotency records of requests on those sessions, and the spend budgets keyed by the
+user's id (scope `user` and `user_agent`, with their spend rows: a budget naming a
+person is data about them), then sends `user_erased` inside the same
 transaction, so every other app deletes what it holds about the user (memories, spend
 rollups…) atomically with ours, or the whole erasure rolls back.
 """
@@ -21,6 +23,7 @@ from sessions_app.models import (
     IdempotencyRecord,
     SessionComponent,
     SessionSelection,
+    SpendBudget,
     Tenant,
     TurnStep,
 )
@@ -46,6 +49,8 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
     # Steps carry user_id themselves; any left outside the sessions (none expected) go too.
     TurnStep.objects.filter(tenant=tenant, user_id=user_id).delete()
     sessions.delete()
+    _, by_model = SpendBudget.objects.filter(tenant=tenant, user_id=user_id).delete()
+    counts["budgets"] = by_model.get(SpendBudget._meta.label, 0)
     responses: list[tuple[Any, Any]] = user_erased.send(
         sender=Tenant, tenant_id=tenant.pk, user_id=user_id, session_ids=session_ids
     )

@@ -728,7 +728,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, steps, components, selections) and idempotency records of those sessions. Other apps delete theirs on `user_erased`. */
+        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, steps, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay), the alerts sent about them and the user's spend rollups. Other apps delete theirs on `user_erased`. */
         delete: operations["users_destroy"];
         options?: never;
         head?: never;
@@ -3047,7 +3047,7 @@ export interface components {
         UserErasure: {
             /** @description The user erased. */
             user_id: string;
-            /** @description Rows removed (or updated) per kind. */
+            /** @description Rows removed (or updated) per kind: sessions, turns, steps, components, selections, idempotency_records, budgets (spend budgets keyed by the user's id, scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups, and memory_app's kinds (memories, memory_versions, …). */
             deleted: {
                 [key: string]: number;
             };
