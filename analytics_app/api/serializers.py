@@ -10,6 +10,7 @@ from analytics_app.selectors.usage import GROUPS
 from sessions_app.api.fields import OFFSET_REQUIRED, money_output_field
 
 MAX_WINDOW_DAYS = 366
+FILTERS = ("user_id", "agent_id", "session_id")
 _DATE_OR_DATE_TIME = "Expected YYYY-MM-DD or an ISO 8601 date-time with its UTC offset."
 DEFAULT_WINDOW_DAYS = 30
 
@@ -40,6 +41,13 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     group_by = serializers.ChoiceField(
         choices=list(GROUPS), help_text="day, model, agent, user, step_type or session."
     )
+    user_id = serializers.CharField(
+        required=False, max_length=255, help_text="Only this user's steps."
+    )
+    agent_id = serializers.CharField(
+        required=False, max_length=255, help_text="Only this agent's steps."
+    )
+    session_id = serializers.UUIDField(required=False, help_text="Only this session's steps.")
     # `from` is a Python keyword: declared below under its API name.
     to = DateOrDateTimeField(
         required=False,
@@ -87,7 +95,8 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  #
             raise serializers.ValidationError(
                 {"from": [f"The window may span at most {MAX_WINDOW_DAYS} days."]}
             )
-        return {"group_by": attrs["group_by"], "start": start, "end": end}
+        filters = {name: str(attrs[name]) for name in FILTERS if name in attrs}
+        return {"group_by": attrs["group_by"], "start": start, "end": end, "filters": filters}
 
 
 class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only

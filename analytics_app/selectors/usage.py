@@ -4,7 +4,15 @@ Grouped by day, model, agent, user or step type, the answer comes from the rollu
 (`analytics_app.selectors.usage_rollups`) for every step they have counted, plus a direct
 aggregation of the few steps recorded since their last fill (the "live tail"), so it is
 both fast at millions of steps and exact to the last recorded turn. Grouped by session,
-it aggregates `turn_step` directly: sessions are too many to key a count table on.
+it aggregates `turn_step` directly: sessions are too many to key a count table on. So
+does a filter the rollups do not key (`user_id` beside any grouping but user,
+`agent_id` beside user, any `session_id`): those steps are read from `turn_step` (by
+tenant and time, or by the session's index), exact to the second.
+
+Steps count in the window (and in a day) by when they were recorded, not by the turn's
+`occurred_at`: spend happens when the call is reported, period budgets count it then,
+and the rollups are filled in recording order, so a backfilled turn of last month is
+spend of today, as on the provider's invoice of the day it was reported.
 """
 
 from __future__ import annotations
@@ -18,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 
-from analytics_app.selectors.usage_rollups import COUNTERS, RollupPart, rollup_parts
+from analytics_app.selectors.usage_rollups import (
+    COUNTERS,
+    RollupPart,
+    rollup_answers,
+    rollup_parts,
+)
 from sessions_app.selectors.turns import step_list
 
 if TYPE_CHECKING:
@@ -66,8 +79,10 @@ def step_sums() -> dict[str, Any]:
     }
 
 
-def _steps(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnStep]:
-    return step_list(tenant=tenant, start=start, end=end)
+def _steps(
+    *, tenant: Tenant, start: datetime, end: datetime, filters: dict[str, str]
+) -> QuerySet[TurnStep]:
+    return step_list(tenant=tenant, start=start, end=end).filter(**filters)
 
 
 def _key(value: Any) -> str:
@@ -78,7 +93,9 @@ def _key(value: Any) -> str:
     return str(value)
 
 
-def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dict[str, dict]:
+def _grouped_sums(
+    tenant: Tenant, group_by: str, parts: list[RollupPart], filters: dict[str, str]
+) -> dict[str, dict]:
     """Rollup rows of each part plus the steps of that part its fill has not reached."""
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
     for part in parts:
@@ -87,7 +104,7 @@ def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dic
             for name in COUNTERS:
                 bucket[name] += row[name] or 0
         tail = (
-            _steps(tenant=tenant, start=part.start, end=part.end)
+            _steps(tenant=tenant, start=part.start, end=part.end, filters=filters)
             .filter(id__gt=part.last_step_id)
             .annotate(key=GROUPS[group_by])
             .values("key")
@@ -101,9 +118,11 @@ def _grouped_sums(tenant: Tenant, group_by: str, parts: list[RollupPart]) -> dic
     return totals
 
 
-def _direct_sums(tenant: Tenant, group_by: str, start: datetime, end: datetime) -> dict[str, dict]:
+def _direct_sums(
+    tenant: Tenant, group_by: str, start: datetime, end: datetime, filters: dict[str, str]
+) -> dict[str, dict]:
     grouped = (
-        _steps(tenant=tenant, start=start, end=end)
+        _steps(tenant=tenant, start=start, end=end, filters=filters)
         .annotate(key=GROUPS[group_by])
         .values("key")
         .annotate(**step_sums())
@@ -112,17 +131,27 @@ def _direct_sums(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
     return {_key(row["key"]): {name: row[name] for name in COUNTERS} for row in rows}
 
 
-def usage_report(*, tenant: Tenant, group_by: str, start: datetime, end: datetime) -> UsageReport:
+def usage_report(
+    *,
+    tenant: Tenant,
+    group_by: str,
+    start: datetime,
+    end: datetime,
+    filters: dict[str, str] | None = None,
+) -> UsageReport:
     """Sums per group in [start, end), days in UTC; days in order, other groups by cost
     then calls, at most MAX_GROUPS (`truncated` says when more exist; totals cover all).
-    Rollup-backed groupings widen a bound inside an hour (a day, for users) to the whole
+    `filters` (user_id, agent_id, session_id: value) keep only those steps.
+    Rollup-backed answers widen a bound inside an hour (a day, for users) to the whole
     hour (day): see `usage_rollups`."""
     if group_by not in GROUPS:
         raise ValueError(f"unknown group_by {group_by!r}")
-    if group_by == "session":
-        by_key = _direct_sums(tenant, group_by, start, end)
+    filters = filters or {}
+    if rollup_answers(group_by, filters):
+        parts = rollup_parts(tenant, group_by, start, end, filters)
+        by_key = _grouped_sums(tenant, group_by, parts, filters)
     else:
-        by_key = _grouped_sums(tenant, group_by, rollup_parts(tenant, group_by, start, end))
+        by_key = _direct_sums(tenant, group_by, start, end, filters)
     rows = [{"key": key, **sums} for key, sums in by_key.items()]
     if group_by == "day":
         rows.sort(key=lambda row: row["key"])

@@ -133,9 +133,28 @@ def rollup_marker(name: str) -> int:
     )
 
 
-def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) -> list[RollupPart]:
+# The filters each rollup table can answer: its own key columns.
+ROLLUP_FILTERS = {"spend": frozenset({"agent_id"}), "user": frozenset({"user_id"})}
+
+
+def rollup_answers(group_by: str, filters: dict[str, str]) -> bool:
+    """Whether a rollup table keys both the grouping and every filter."""
+    if group_by not in GROUPINGS:
+        return False
+    table = "user" if group_by == "user" else "spend"
+    return set(filters) <= ROLLUP_FILTERS[table]
+
+
+def rollup_parts(
+    tenant: Tenant,
+    group_by: str,
+    start: datetime,
+    end: datetime,
+    filters: dict[str, str] | None = None,
+) -> list[RollupPart]:
     """The window as whole days from the daily table and edge hours from the hourly one
-    (or whole days from the per-user table), each with its own fill marker."""
+    (or whole days from the per-user table), each with its own fill marker; `filters`
+    (column: value, see `rollup_answers`) narrow the rows."""
     column = GROUPINGS.get(group_by)
     if column is None:
         raise UnsupportedGrouping(group_by)
@@ -144,6 +163,7 @@ def rollup_parts(tenant: Tenant, group_by: str, start: datetime, end: datetime) 
     def part(rows: QuerySet[Any], name: str, lo: datetime, hi: datetime) -> RollupPart:
         if group_by == "day":
             rows = rows.annotate(day=TruncDay("bucket_start"))
+        rows = rows.filter(**(filters or {}))
         grouped = rows.filter(bucket_start__gte=lo, bucket_start__lt=hi).values(column)
         found = [
             {"key": row[column], **{name: row[name] for name in COUNTERS}}

@@ -671,7 +671,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Tokens and cost grouped by day, model, agent, user, step_type or session */
+        /**
+         * Tokens and cost grouped by day, model, agent, user, step_type or session
+         * @description Steps count by when they were recorded (`created_at`), in the window and in `group_by=day`, not by their turn's `occurred_at`: spend happens when a call is reported, period budgets count it then, and a backfilled turn of last month is today's spend here and in the budgets alike. `user_id`, `agent_id` and `session_id` keep only those steps; a filter the rollups do not key (`user_id` beside any grouping but user, `agent_id` beside user, any `session_id`) is answered from the steps themselves.
+         */
         get: operations["usage_retrieve"];
         put?: never;
         post?: never;
@@ -7175,11 +7178,17 @@ export interface operations {
     usage_retrieve: {
         parameters: {
             query: {
+                /** @description Only this agent's steps. */
+                agent_id?: string;
                 /** @description YYYY-MM-DD (from 00:00 UTC) or an ISO 8601 date-time with its UTC offset (without one: 400), inclusive. */
                 from?: string;
                 group_by: "agent" | "day" | "model" | "session" | "step_type" | "user";
+                /** @description Only this session's steps. */
+                session_id?: string;
                 /** @description YYYY-MM-DD (whole UTC day, inclusive) or an ISO 8601 date-time with its UTC offset (without one: 400), exclusive. */
                 to?: string;
+                /** @description Only this user's steps. */
+                user_id?: string;
             };
             header?: never;
             path?: never;
@@ -7195,7 +7204,7 @@ export interface operations {
                     "application/json": components["schemas"]["UsageReport"];
                 };
             };
-            /** @description invalid: bad group_by, dates or window > 366 d */
+            /** @description invalid: bad group_by, dates, window > 366 d, or a filter (blank, too long, a session_id that is no UUID) */
             400: {
                 headers: {
                     [name: string]: unknown;
