@@ -315,8 +315,13 @@ class MemoryRelationListView(TenantAPIView):
             201: RelationSerializer,
             400: OpenApiResponse(description="invalid: unknown type, or a self-relation"),
             404: OpenApiResponse(description="not_found: this memory or the target"),
+            409: OpenApiResponse(
+                description="conflict on `target_id`: a `supersedes` edge whose target "
+                "already supersedes this memory (directly or through others)"
+            ),
         },
-        description="Add an edge from this memory to another of the tenant (idempotent).",
+        description="Add an edge from this memory to another of the tenant (idempotent). "
+        "A `supersedes` edge that would close a cycle of supersession is refused (409).",
     )
     def post(self, request: Request, memory_id: str) -> Response:
         memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)

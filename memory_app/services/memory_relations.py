@@ -10,7 +10,8 @@ from django.db import models, transaction
 
 from memory_app.models import Memory, MemoryRelation, RelationType
 from memory_app.services.supersession import supersede_related, unsupersede
-from sessions_app.errors import InvalidInput, NotFound
+from sessions_app.errors import Conflict, InvalidInput, NotFound
+from sessions_app.locks import advisory_xact_lock
 
 
 def relations_add(memory: Memory, relations: Sequence[tuple[str, uuid.UUID]]) -> None:
@@ -44,11 +45,34 @@ def memory_relation_create(
     """One typed edge from `memory` to another memory of the tenant (idempotent)."""
     if target_id == memory.pk:
         raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
+    if relation_type == RelationType.SUPERSEDES:
+        _refuse_supersession_cycle(memory, target_id)
     relations_add(memory, [(relation_type, target_id)])
     supersede_related(memory, [(relation_type, target_id)])
     return MemoryRelation.objects.get(
         source=memory, target_id=target_id, type=relation_type, target_version__isnull=True
     )
+
+
+def _refuse_supersession_cycle(memory: Memory, target_id: uuid.UUID) -> None:
+    """Conflict if `target_id` already supersedes `memory`, directly or through other
+    memories: the new edge would close a cycle in which every memory is superseded.
+    Such edges are serialised per tenant, so two reverse edges at once cannot both pass."""
+    advisory_xact_lock(f"memory-supersedes:{memory.tenant_id}")
+    edges = MemoryRelation.objects.filter(
+        tenant_id=memory.tenant_id, type=RelationType.SUPERSEDES, target_version__isnull=True
+    )
+    seen: set[uuid.UUID] = set()
+    frontier = {target_id}
+    while frontier:  # the memories that `target_id` supersedes, level by level
+        if memory.pk in frontier:
+            raise Conflict(
+                "The target already supersedes this memory: the edge would make a cycle.",
+                fields={"target_id": [f"Memory {target_id} already supersedes {memory.pk}."]},
+            )
+        seen |= frontier
+        reached = edges.filter(source_id__in=frontier).values_list("target_id", flat=True)
+        frontier = set(reached) - seen
 
 
 @transaction.atomic

@@ -141,7 +141,7 @@ export interface paths {
         /** @description Every edge touching this memory. Besides the edges callers make, a merge, an update or a revert writes a `supersedes` edge from the memory to itself with `target_version` = the version it replaced and `reason` saying which: the memory keeps its id, the replaced text stays in its history. */
         get: operations["memories_relations_retrieve"];
         put?: never;
-        /** @description Add an edge from this memory to another of the tenant (idempotent). */
+        /** @description Add an edge from this memory to another of the tenant (idempotent). A `supersedes` edge that would close a cycle of supersession is refused (409). */
         post: operations["memories_relations_create"];
         delete?: never;
         options?: never;
@@ -4146,6 +4146,15 @@ export interface operations {
             };
             /** @description not_found: this memory or the target */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict on `target_id`: a `supersedes` edge whose target already supersedes this memory (directly or through others) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
