@@ -31,10 +31,12 @@ class TenantAPIView(APIView):
 
 
 class TenantGenericAPIView(TenantAPIView, generics.GenericAPIView):  # type: ignore[type-arg]  # generic only in the stubs
-    """`queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-    `list_query_params`: what a list reads besides its filters and its pagination."""
+    """`queryset` is the unscoped base; `tenant_field` names the path to the tenant."""
 
     tenant_field: str = "tenant"
+    # What a list reads besides its filters and its pagination (`paginate_queryset`). A
+    # comment, not the docstring: drf-spectacular publishes the docstring as the
+    # description of every operation of a view that has none of its own.
     list_query_params: tuple[str, ...] = ()
 
     def get_queryset(self) -> QuerySet[Any]:

@@ -14,7 +14,6 @@ export interface paths {
         /**
          * The tenant's period budgets, each with its current period
          * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
          */
         get: operations["budgets_list"];
         put?: never;
@@ -36,24 +35,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["budgets_retrieve"];
         put?: never;
         post?: never;
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         delete: operations["budgets_destroy"];
         options?: never;
         head?: never;
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         patch: operations["budgets_partial_update"];
         trace?: never;
     };
@@ -84,10 +74,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["memories_list"];
         put?: never;
         /** @description Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a new version) or `duplicate` (already stored). Searchable on return. A fact, preference or profile that gives one of the user's subjects (`subject`) another value than a current memory supersedes it: the older gets `superseded_by` and `valid_to`, stays searchable, and ranks below the newer for questions about now. 400 on `valid_to` when it is not after `valid_from`. */
@@ -224,16 +211,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["sessions_list"];
         put?: never;
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         post: operations["sessions_create"];
         delete?: never;
         options?: never;
@@ -248,24 +229,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["sessions_retrieve"];
         put?: never;
         post?: never;
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         delete: operations["sessions_destroy"];
         options?: never;
         head?: never;
-        /**
-         * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
-         */
+        /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         patch: operations["sessions_partial_update"];
         trace?: never;
     };
@@ -281,7 +253,6 @@ export interface paths {
         /**
          * May the agent spend this much more? Optionally reserve it.
          * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
          */
         post: operations["sessions_budget_check_create"];
         delete?: never;
@@ -513,7 +484,6 @@ export interface paths {
         /**
          * The turn log, oldest first, with steps
          * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
          */
         get: operations["sessions_turns_list"];
         put?: never;
@@ -558,7 +528,6 @@ export interface paths {
         /**
          * One turn of the log, with its steps
          * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
          */
         get: operations["sessions_turns_retrieve"];
         put?: never;
@@ -581,7 +550,6 @@ export interface paths {
         /**
          * Restore the state from before turn n; later turns are marked rolled back
          * @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant.
-         *     `list_query_params`: what a list reads besides its filters and its pagination.
          */
         post: operations["sessions_turns_rollback_create"];
         delete?: never;
