@@ -79,7 +79,9 @@ ACTOR_PARAMETERS = [
     OpenApiParameter(
         "acting_user_id",
         OpenApiTypes.STR,
-        description="The end user on whose behalf the agent acts (visibility).",
+        description="The end user on whose behalf the agent acts (visibility). Without "
+        "it, a user's private memory is not visible: a 404 then says so, whether or not "
+        "the memory exists.",
     ),
     OpenApiParameter(
         "acting_roles", OpenApiTypes.STR, description="Comma-separated roles of that user."

@@ -66,13 +66,19 @@ def memory_list(
     return memories.defer("embedding", "search_vector").prefetch_related("relations")
 
 
+# The 404 of every memory read without an acting user, whether the memory exists or not
+# (so it discloses nothing): a user's private memory is only visible on their behalf.
+NOT_FOUND_WITHOUT_ACTOR = "Not found. A user's private memory is visible with acting_user_id."
+
+
 def memory_get(*, tenant: Tenant, actor: Actor, memory_id: Any) -> Memory:
     """One memory the actor may see; 404 otherwise (also for other tenants' ids, and for
     memories that exist but are not visible: their existence is not disclosed)."""
+    missing = NotFound(NOT_FOUND_WITHOUT_ACTOR if actor.user_id is None else None)
     try:
         pk = uuid.UUID(str(memory_id))
     except ValueError as exc:
-        raise NotFound() from exc
+        raise missing from exc
     memory = (
         Memory.objects.filter(tenant=tenant, pk=pk)
         .filter(visibility_q(actor))
@@ -80,7 +86,7 @@ def memory_get(*, tenant: Tenant, actor: Actor, memory_id: Any) -> Memory:
         .first()
     )
     if memory is None:
-        raise NotFound()
+        raise missing
     return memory
 
 

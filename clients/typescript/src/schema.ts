@@ -3482,7 +3482,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
                 /** @description Only memories of this agent. */
                 agent_id?: string;
@@ -3676,7 +3676,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -3749,7 +3749,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -3821,7 +3821,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -3925,7 +3925,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -3998,7 +3998,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -4071,7 +4071,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -4175,7 +4175,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
@@ -4248,7 +4248,7 @@ export interface operations {
             query?: {
                 /** @description Comma-separated roles of that user. */
                 acting_roles?: string;
-                /** @description The end user on whose behalf the agent acts (visibility). */
+                /** @description The end user on whose behalf the agent acts (visibility). Without it, a user's private memory is not visible: a 404 then says so, whether or not the memory exists. */
                 acting_user_id?: string;
             };
             header?: never;
