@@ -69,6 +69,10 @@ class AnalyticsAppConfig(AppConfig):
         from sessions_app.hooks import register_context_window_lookup, register_step_pricer
 
         register_step_pricer(price_step_from_table)
+        from analytics_app.services.runaway import runaway_sign_of_turn
+        from sessions_app.hooks import register_turn_runaway_judge
+
+        register_turn_runaway_judge(runaway_sign_of_turn)
         register_context_window_lookup(context_window_for_model)
         for signal in (post_save, post_delete):
             signal.connect(price_table_clear, sender=ModelPrice, dispatch_uid="price_table")

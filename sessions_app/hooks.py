@@ -42,6 +42,10 @@ attached by the other apps in their `AppConfig.ready()`:
   retention (`services.step_partitions`) drops a month's partition only when every
   registered guard has finished with all of its steps (analytics_app: every spend
   rollup has counted them, so the history survives the raw rows).
+- `turn_runaway_sign` says which runaway sign a turn's own steps already show (a retry
+  loop inside the turn, tokens or dollars past the window's ceiling), judged in memory
+  while the turn is drafted, so its answer can warn before the per-turn check (a task)
+  flags the session; analytics_app registers its judge. Without one: None.
 - `register_session_admin_action` adds an admin action of another app (e.g. memory_app's
   "compact now") to the sessions list in the admin, which lists them after its own.
 """
@@ -168,3 +172,20 @@ def announce_sessions_ended(*, tenant_id: int, session_ids: list[Any], reason: s
             sender=None, tenant_id=tenant_id, session_ids=ids, reason=reason
         )
     )
+
+
+TurnRunawayJudge = Callable[[list[Any]], tuple[str, dict[str, Any]] | None]
+_turn_runaway_judge: TurnRunawayJudge | None = None
+
+
+def register_turn_runaway_judge(judge: TurnRunawayJudge) -> None:
+    global _turn_runaway_judge
+    _turn_runaway_judge = judge
+
+
+def turn_runaway_sign(steps: list[Any]) -> tuple[str, dict[str, Any]] | None:
+    """(reason, detail) of the runaway sign the turn's priced steps show by themselves,
+    or None (also without a registered judge)."""
+    if _turn_runaway_judge is None or not steps:
+        return None
+    return _turn_runaway_judge(steps)

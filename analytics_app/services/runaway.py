@@ -44,7 +44,7 @@ from sessions_app.selectors.spend import (
 from sessions_app.services.runaway import session_flag_runaway
 
 if TYPE_CHECKING:
-    from sessions_app.models import ChatSession, ChatTurn
+    from sessions_app.models import ChatSession, ChatTurn, TurnStep
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +106,35 @@ def _gather(ids: list[UUID], since: datetime, until: datetime, t: Thresholds) ->
 
 def _judge(session: ChatSession, evidence: _Evidence, t: Thresholds) -> RunawayFinding | None:
     """The first sign found, most specific first: a retry loop says what to fix."""
+    return _judge_steps(session.pk, evidence, t) or _judge_budget(session)
+
+
+def runaway_sign_of_turn(steps: list[TurnStep]) -> tuple[str, dict[str, Any]] | None:
+    """The sign a turn's own steps show, judged as the check judges the window (the
+    turn's steps are all inside it, so the check that follows the turn finds this sign
+    or one it ranks first): a repeated failure, tokens or dollars past the ceiling.
+    In memory; registered as sessions_app's `turn_runaway_sign` judge."""
+    t = Thresholds.from_settings()
+    evidence = _Evidence()
+    key = None
+    failures: dict[tuple[str, str, str], int] = defaultdict(int)
+    for step in steps:
+        key = step.session_id
+        evidence.tokens[key] = evidence.tokens.get(key, 0) + step.input_tokens + step.output_tokens
+        evidence.cost[key] = evidence.cost.get(key, Decimal(0)) + (step.cost_usd or Decimal(0))
+        if not step.success:
+            failures[(step.step_type, step.model, step.error or "")] += 1
+    if failures:
+        (step_type, model, error), count = max(failures.items(), key=lambda item: item[1])
+        if count >= t.retry_loop_count:
+            evidence.loops[key] = (step_type, model, error, count)
+    finding = _judge_steps(key, evidence, t)
+    return None if finding is None else (finding.reason, finding.detail)
+
+
+def _judge_steps(key: Any, evidence: _Evidence, t: Thresholds) -> RunawayFinding | None:
     window = {"window_seconds": t.window_seconds}
-    loop = evidence.loops.get(session.pk)
+    loop = evidence.loops.get(key)
     if loop is not None:
         step_type, model, error, count = loop
         return RunawayFinding(
@@ -115,17 +142,17 @@ def _judge(session: ChatSession, evidence: _Evidence, t: Thresholds) -> RunawayF
             {**window, "step_type": step_type, "model": model, "error": error[:500],
              "failures": count, "threshold": t.retry_loop_count},
         )  # fmt: skip
-    tokens = evidence.tokens.get(session.pk, 0)
+    tokens = evidence.tokens.get(key, 0)
     if tokens > t.max_tokens:
         return RunawayFinding(
             "token_velocity", {**window, "tokens": tokens, "threshold": t.max_tokens}
         )
-    cost = evidence.cost.get(session.pk, Decimal(0))
+    cost = evidence.cost.get(key, Decimal(0))
     if cost > t.max_usd:
         return RunawayFinding(
             "cost_velocity", {**window, "cost_usd": str(cost), "threshold": str(t.max_usd)}
         )
-    inputs = evidence.inputs.get(session.pk, [])
+    inputs = evidence.inputs.get(key, [])
     if (
         len(inputs) >= t.growth_turns >= 2
         and all(later > earlier for earlier, later in pairwise(inputs))
@@ -135,6 +162,10 @@ def _judge(session: ChatSession, evidence: _Evidence, t: Thresholds) -> RunawayF
             "context_growth",
             {"turns": len(inputs), "input_tokens": inputs, "floor": t.growth_min_input_tokens},
         )
+    return None
+
+
+def _judge_budget(session: ChatSession) -> RunawayFinding | None:
     total_tokens = session.total_input_tokens + session.total_output_tokens
     over_tokens = session.budget_tokens is not None and total_tokens > session.budget_tokens
     over_usd = session.budget_usd is not None and session.total_cost_usd > session.budget_usd

@@ -283,7 +283,10 @@ class TurnSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]  # 
 
 class TurnWarningSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     code = serializers.CharField(
-        help_text="budget_exceeded, price_missing, reservation_unknown, session_rotated "
+        help_text="budget_exceeded (the session's own budget), spend_budget_exceeded (a "
+        "period budget of any scope the turn's spend reached; the message names it), "
+        "runaway_detected (the turn's own steps show a runaway sign), session_runaway "
+        "(the session is flagged), price_missing, reservation_unknown, session_rotated "
         "or turn_over_limit."
     )
     message = serializers.CharField(help_text="What happened, for a human.")
@@ -306,8 +309,10 @@ class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg] 
     budget = serializers.SerializerMethodField(help_text="The session's budget state.")
     warnings = TurnWarningSerializer(
         many=True,
-        help_text="What the agent should know: budget_exceeded, price_missing, "
-        "reservation_unknown, session_rotated, turn_over_limit.",
+        help_text="What the agent should know: every budget the turn's spend reached "
+        "(budget_exceeded, spend_budget_exceeded), runaway signs (runaway_detected, "
+        "session_runaway), price_missing, reservation_unknown, session_rotated, "
+        "turn_over_limit.",
     )
 
     @extend_schema_field(serializers.DictField())

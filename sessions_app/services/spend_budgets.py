@@ -190,7 +190,8 @@ SPEND_SQL = sql.SQL(
     " RETURNING budget_id, period_start, shard, tokens, cost_usd, alerted)"
     " SELECT up.budget_id, up.period_start, up.tokens + coalesce(o.tokens, 0),"
     " up.cost_usd + coalesce(o.cost_usd, 0), greatest(up.alerted, coalesce(o.alerted, 0)),"
-    " b.limit_tokens, b.limit_usd, b.alert_thresholds"
+    " b.limit_tokens, b.limit_usd, b.alert_thresholds, b.scope, b.name, b.period, b.action,"
+    " b.user_id, b.agent_id, b.model"
     " FROM up JOIN {budget} AS b ON b.id = up.budget_id"
     " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd,"
     " max(t.alerted) AS alerted FROM {spend} AS t WHERE t.budget_id = up.budget_id"
@@ -209,6 +210,34 @@ ALERTED_SQL = sql.SQL(
     " ON CONFLICT (budget_id, period_start, shard) DO UPDATE SET alerted = EXCLUDED.alerted"
     " WHERE t.alerted < EXCLUDED.alerted RETURNING t.budget_id"
 ).format(spend=sql.Identifier(BudgetSpend._meta.db_table))
+
+
+@dataclass(frozen=True)
+class BudgetPassed:
+    """A period budget whose period's spend, this turn's included, reached a limit (as
+    the turn's transaction sees it: others' uncommitted spend is not in it)."""
+
+    budget_id: Any
+    scope: str
+    name: str
+    period: str
+    action: str
+    user_id: str
+    agent_id: str
+    model: str
+    spent_tokens: int
+    spent_usd: Decimal
+    limit_tokens: int | None
+    limit_usd: Decimal | None
+
+    def covers(self, step: TurnStep) -> bool:
+        """Whether `step` counts under the budget (SPEND_SQL's join, for a batch that
+        says which of its turns a budget concerns)."""
+        return (
+            self.user_id in ("", step.user_id)
+            and self.agent_id in ("", step.agent_id)
+            and self.model in ("", step.model.lower())
+        )
 
 
 @dataclass(frozen=True)
@@ -236,13 +265,16 @@ def spend_percent(
     return max(shares, default=Decimal(0))
 
 
-def period_budgets_spend(*, tenant_id: int, steps: list[TurnStep], at: datetime) -> None:
+def period_budgets_spend(
+    *, tenant_id: int, steps: list[TurnStep], at: datetime
+) -> list[BudgetPassed]:
     """Add recorded steps to the budgets they fall under (inside the caller's
     transaction, after the steps are inserted). Alerts for thresholds crossed are sent
-    after commit."""
+    after commit. Answers the budgets these steps fall under whose period's spend is now
+    at or past a limit, from the rows the same statement returns."""
     spending = [s for s in steps if s.input_tokens or s.output_tokens or s.cost_usd]
     if not spending:
-        return
+        return []
     params: dict[str, Any] = {
         "tenant": tenant_id,
         "at": at,
@@ -262,11 +294,27 @@ def period_budgets_spend(*, tenant_id: int, steps: list[TurnStep], at: datetime)
         transaction.on_commit(
             lambda: budget_threshold_crossed.send(sender=SpendBudget, crossed=crossed)
         )
+    return [item for item in map(_budget_passed, rows) if item is not None]
+
+
+def _budget_passed(row: tuple[Any, ...]) -> BudgetPassed | None:
+    budget_id, _start, tokens, usd, _alerted, limit_tokens, limit_usd, _thresholds = row[:8]
+    scope, name, period, action, user_id, agent_id, model = row[8:]
+    # A zero limit is passed by any spend, not by none (as `spend_percent` reads it).
+    over_tokens = limit_tokens is not None and tokens >= limit_tokens and tokens > 0
+    over_usd = limit_usd is not None and usd >= limit_usd and usd > 0
+    if not (over_tokens or over_usd):
+        return None
+    return BudgetPassed(
+        budget_id=budget_id, scope=scope, name=name, period=period, action=action,
+        user_id=user_id, agent_id=agent_id, model=model, spent_tokens=int(tokens),
+        spent_usd=Decimal(usd), limit_tokens=limit_tokens, limit_usd=limit_usd,
+    )  # fmt: skip
 
 
 def _threshold_crossed(row: tuple[Any, ...]) -> ThresholdCrossed | None:
     """The highest threshold this spend reached above the one already alerted, if any."""
-    budget_id, start, tokens, usd, alerted, limit_tokens, limit_usd, thresholds = row
+    budget_id, start, tokens, usd, alerted, limit_tokens, limit_usd, thresholds = row[:8]
     percent = spend_percent(tokens=tokens, usd=usd, limit_tokens=limit_tokens, limit_usd=limit_usd)
     if isinstance(thresholds, str):  # Django's connections read jsonb as text
         thresholds = json.loads(thresholds)

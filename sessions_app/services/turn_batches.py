@@ -45,6 +45,7 @@ from sessions_app.services.idempotency import (
 )
 from sessions_app.services.spend_budgets import period_budgets_spend
 from sessions_app.services.turn_recording import Render, turn_idempotency_scope
+from sessions_app.services.turn_totals import spend_budget_warnings
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
@@ -322,7 +323,11 @@ def _insert(
     rows_copy(ChatTurn, turns, now=now)
     rows_copy(TurnStep, steps, now=now, with_pk=False)
     sessions_save_counters(list(touched.values()))
-    period_budgets_spend(tenant_id=tenant.pk, steps=steps, at=now)
+    passed = period_budgets_spend(tenant_id=tenant.pk, steps=steps, at=now)
+    for entry in pending if passed else ():
+        spending = [s for s in entry.draft.steps if s.input_tokens or s.output_tokens or s.cost_usd]
+        concerned = [b for b in passed if any(b.covers(step) for step in spending)]
+        entry.draft.warnings.extend(spend_budget_warnings(concerned))
 
 
 def _announce(pending: list[_Pending]) -> None:

@@ -13,11 +13,12 @@ from django.conf import settings
 
 from sessions_app.errors import InvalidInput
 from sessions_app.fastpaths import instance_new
-from sessions_app.hooks import StepUsage, price_step
+from sessions_app.hooks import StepUsage, price_step, turn_runaway_sign
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
 from sessions_app.services.capture import capture_capped
 from sessions_app.services.rotation import rotation_threshold
+from sessions_app.services.spend_budgets import BudgetPassed
 from sessions_app.usage import TokenCounts, UsageError
 
 COST_PRECISION = Decimal("1e-10")  # money_field's decimal places
@@ -178,6 +179,35 @@ def budget_exceeded_warning(*, was_exceeded: bool) -> TurnWarning:
     )
 
 
+def spend_budget_warnings(passed: list[BudgetPassed]) -> list[TurnWarning]:
+    """One `spend_budget_exceeded` per period budget the turn's spend is at or past."""
+    warnings = []
+    for budget in passed:
+        spent = [
+            f"{budget.spent_tokens} of {budget.limit_tokens} tokens"
+            if budget.limit_tokens is not None
+            else "",
+            f"{budget.spent_usd} of {budget.limit_usd} USD" if budget.limit_usd is not None else "",
+        ]
+        then = (
+            "`budget/check` refuses calls under it"
+            if budget.action == "refuse"
+            else "it only alerts"
+        )
+        warnings.append(
+            TurnWarning(
+                code="spend_budget_exceeded",
+                message=(
+                    f"The {budget.scope} budget {budget.name or budget.budget_id} "
+                    f"({budget.period}, id {budget.budget_id}) is spent with this turn's "
+                    f"spend: {', '.join(part for part in spent if part)}. The turn was "
+                    f"stored; {then} until its period ends."
+                ),
+            )
+        )
+    return warnings
+
+
 def reservation_unknown_warning(reservation_id: Any) -> TurnWarning:
     return TurnWarning(
         code="reservation_unknown",
@@ -238,4 +268,35 @@ def turn_warnings(
         )
     if budget_remaining(session).exceeded:
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
+    runaway = runaway_warning(session=session, step_rows=step_rows)
+    if runaway is not None:
+        warnings.append(runaway)
     return warnings
+
+
+def runaway_warning(*, session: ChatSession, step_rows: list[TurnStep]) -> TurnWarning | None:
+    """`session_runaway` while the session is flagged (read with its lock); else
+    `runaway_detected` when this turn's own steps show a runaway sign, which the check
+    that follows the turn flags. Nothing beyond the rows already in memory is read."""
+    if session.runaway_at is not None:
+        blocked = session.runaway_blocked
+        return TurnWarning(
+            code="session_runaway",
+            message=(
+                f"The session is flagged runaway ({session.runaway_reason})"
+                + (" and blocked: `budget/check` refuses until an operator unblocks it."
+                   if blocked else "; stop and look before spending more.")
+            ),
+        )  # fmt: skip
+    sign = turn_runaway_sign(step_rows)
+    if sign is None:
+        return None
+    reason, detail = sign
+    return TurnWarning(
+        code="runaway_detected",
+        message=(
+            f"This turn's steps show a runaway sign, {reason} ({detail}); the session is "
+            "being flagged runaway (and blocked when ENGRAM_RUNAWAY_AUTO_BLOCK is on). "
+            "Stop the loop before spending more."
+        ),
+    )

@@ -53,6 +53,7 @@ from sessions_app.services.turn_totals import StepInput as StepInput
 from sessions_app.services.turn_totals import (
     TurnWarning,
     reservation_unknown_warning,
+    spend_budget_warnings,
     steps_validate,
     turn_increments,
     turn_limits_passed,
@@ -365,7 +366,8 @@ def _turn_record_locked(
     )
     turns_insert([draft], now=now)
     sessions_save_counters([draft.session])
-    period_budgets_spend(tenant_id=tenant.pk, steps=draft.steps, at=now)
+    passed = period_budgets_spend(tenant_id=tenant.pk, steps=draft.steps, at=now)
+    draft.warnings.extend(spend_budget_warnings(passed))
     turn, session = draft.turn, draft.session
     transaction.on_commit(lambda: turn_announce(turn=turn, session=session))
     return TurnRecorded(turn=turn, session=session, warnings=draft.warnings)

@@ -2835,7 +2835,7 @@ export interface components {
             readonly budget: {
                 [key: string]: unknown;
             };
-            /** @description What the agent should know: budget_exceeded, price_missing, reservation_unknown, session_rotated, turn_over_limit. */
+            /** @description What the agent should know: every budget the turn's spend reached (budget_exceeded, spend_budget_exceeded), runaway signs (runaway_detected, session_runaway), price_missing, reservation_unknown, session_rotated, turn_over_limit. */
             warnings: components["schemas"]["TurnWarning"][];
         };
         TurnRecordedReserving: {
@@ -2851,7 +2851,7 @@ export interface components {
             readonly budget: {
                 [key: string]: unknown;
             };
-            /** @description What the agent should know: budget_exceeded, price_missing, reservation_unknown, session_rotated, turn_over_limit. */
+            /** @description What the agent should know: every budget the turn's spend reached (budget_exceeded, spend_budget_exceeded), runaway signs (runaway_detected, session_runaway), price_missing, reservation_unknown, session_rotated, turn_over_limit. */
             warnings: components["schemas"]["TurnWarning"][];
             /** @description Present when the turn was sent with `reserve_next`. */
             next_call?: components["schemas"]["NextCallResult"];
@@ -2899,7 +2899,7 @@ export interface components {
             readonly cost_usd: string | null;
         };
         TurnWarning: {
-            /** @description budget_exceeded, price_missing, reservation_unknown, session_rotated or turn_over_limit. */
+            /** @description budget_exceeded (the session's own budget), spend_budget_exceeded (a period budget of any scope the turn's spend reached; the message names it), runaway_detected (the turn's own steps show a runaway sign), session_runaway (the session is flagged), price_missing, reservation_unknown, session_rotated or turn_over_limit. */
             code: string;
             /** @description What happened, for a human. */
             message: string;

@@ -7,7 +7,7 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 ON CONFLICT (budget_id, period_start, shard) DO UPDATE SET tokens = "budget_spend".tokens + EXCLUDED.tokens, cost_usd = "budget_spend".cost_usd + EXCLUDED.cost_usd, updated_at = EXCLUDED.updated_at
 RETURNING budget_id, period_start, shard, tokens, cost_usd, alerted)
-SELECT up.budget_id, up.period_start, up.tokens + coalesce(o.tokens, 0), up.cost_usd + coalesce(o.cost_usd, 0), greatest(up.alerted, coalesce(o.alerted, 0)), b.limit_tokens, b.limit_usd, b.alert_thresholds
+SELECT up.budget_id, up.period_start, up.tokens + coalesce(o.tokens, 0), up.cost_usd + coalesce(o.cost_usd, 0), greatest(up.alerted, coalesce(o.alerted, 0)), b.limit_tokens, b.limit_usd, b.alert_thresholds, b.scope, b.name, b.period, b.action, b.user_id, b.agent_id, b.model
 FROM up
 JOIN "spend_budget" AS b ON b.id = up.budget_id
 LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd, max(t.alerted) AS alerted
