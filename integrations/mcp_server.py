@@ -15,9 +15,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from integrations import mcp_tools
+from integrations.mcp_arguments import BoundCall, SessionId
+from integrations.mcp_errors import EngramMCPServer
+from integrations.mcp_workspace_tools import register_results_tools, register_workspace_tools
 from memory_app.api.serializers import MAX_CONTENT_CHARS
 from memory_app.api.serializers_context import MAX_BUDGET, MAX_CONTEXT_QUERY_CHARS, MIN_BUDGET
-from sessions_app.api.serializers_workspace import MAX_QUANTITY
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -28,12 +30,11 @@ INSTRUCTIONS = (
     "memory_add and look it up with memory_search; call context_get before answering to "
     "get the assembled context; record each exchange with turn_record (with its LLM "
     "calls as steps, so spend is tracked); resolve phrases like 'the cheapest' with "
-    "resolve_reference; manage the cart with cart_add / cart_list; usage_report tells "
-    "the spend."
+    "resolve_reference, against the results you stored with results_store; manage the "
+    "cart with cart_add / cart_list / cart_remove; usage_report tells the spend."
 )
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255)]
-SessionId = Annotated[str, Field(description="The session's id, as session_open returned it.")]
 # memory_app.models.MemoryType's values, spelled out for the tool schemas (a Literal must
 # be static); tests/integrations/test_mcp.py holds the two equal.
 MemoryTypeName = Literal[
@@ -47,10 +48,6 @@ MemoryTypeName = Literal[
     "interest",
     "event",
 ]
-
-
-# `call(mcp_tools.fn, **arguments)`: runs fn for the server's tenant, a ToolError on refusal.
-BoundCall = Callable[..., dict[str, Any]]
 
 
 class Step(BaseModel):
@@ -295,40 +292,6 @@ def _register_context_tools(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-def _register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
-    """cart_add, cart_list and usage_report: the cart and the spend."""
-
-    @server.tool(
-        description="Add an item to the session's cart, by its MPN or by a phrase "
-        "('the cheapest'). Adding an item twice does nothing."
-    )
-    def cart_add(
-        session_id: SessionId,
-        mpn: Annotated[str | None, Field(max_length=255)] = None,
-        ref: Annotated[str | None, Field(max_length=500)] = None,
-        quantity: Annotated[int | None, Field(ge=1, le=MAX_QUANTITY)] = None,
-    ) -> dict[str, Any]:
-        return call(mcp_tools.cart_add, session_id=session_id, mpn=mpn, ref=ref, quantity=quantity)
-
-    @server.tool(description="The session's cart in order, with the total.")
-    def cart_list(session_id: SessionId) -> dict[str, Any]:
-        return call(mcp_tools.cart_list, session_id=session_id)
-
-    @server.tool(
-        description="Tokens and cost spent, grouped by day, model, agent, user, "
-        "step_type or session, between two dates (default: the last 30 days)."
-    )
-    def usage_report(
-        group_by: Literal["day", "model", "agent", "user", "step_type", "session"] = "day",
-        start: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
-        end: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
-    ) -> dict[str, Any]:
-        return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
-
-
-_USAGE_BOUND = "A date (a whole UTC day) or an ISO 8601 date-time with its UTC offset."
-
-
 def _register_budget_tools(server: MCPServer, call: BoundCall) -> None:
     """Checking and reserving before an LLM call."""
 
@@ -373,13 +336,14 @@ TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
     _register_turn_tools,
     _register_memory_tools,
     _register_context_tools,
-    _register_workspace_tools,
+    register_results_tools,
+    register_workspace_tools,
     _register_budget_tools,
 )
 
 
 def build_server(tenant: Tenant) -> MCPServer:
-    server: MCPServer = MCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+    server = EngramMCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
 
     def call(fn: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
         try:

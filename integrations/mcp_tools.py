@@ -34,8 +34,10 @@ from sessions_app.api.serializers_turns import (
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,
+    ResultsStoreSerializer,
     SelectionAddSerializer,
     cart_body,
+    results_stored_body,
 )
 from sessions_app.api.views_turns import turn_record_request
 from sessions_app.errors import ApplicationError, BudgetExceeded
@@ -47,7 +49,8 @@ from sessions_app.services.budgets import (
     budget_retry_after,
 )
 from sessions_app.services.references import session_reference_resolve
-from sessions_app.services.selections import selection_add
+from sessions_app.services.results import ResultItem, session_results_store
+from sessions_app.services.selections import selection_add, selection_remove
 from sessions_app.services.sessions import session_resume_or_create
 
 if TYPE_CHECKING:
@@ -57,10 +60,12 @@ T = TypeVar("T")
 
 
 class ToolCallError(Exception):
-    """A refused call: the message is JSON `{"code", "message", "fields"}` for the model."""
+    """A refused call: `body` is the REST API's error `{"code", "message", "fields"}`,
+    and the exception's text its JSON (integrations.mcp_errors answers it as is)."""
 
     def __init__(self, code: str, message: str, fields: dict[str, Any] | None = None) -> None:
-        super().__init__(json.dumps({"code": code, "message": message, "fields": fields or {}}))
+        self.body: dict[str, Any] = {"code": code, "message": message, "fields": fields or {}}
+        super().__init__(json.dumps(self.body))
         self.code = code
         self.fields = fields or {}
 
@@ -173,6 +178,30 @@ def cart_add(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any
     )
     line, created = selection_add(session=session, **data)
     return {"added": created, "line": jsonable(CartLineSerializer(line).data)}
+
+
+def results_store(tenant: Tenant, *, session_id: str, **fields: Any) -> dict[str, Any]:
+    """`POST …/sessions/{id}/results`: a search's items in the order shown, which
+    `resolve_reference` and `cart_add` by `ref` then resolve against."""
+    session = session_get_for_write(tenant=tenant, session_id=session_id)
+    data = _validated(
+        ResultsStoreSerializer(data={k: v for k, v in fields.items() if v is not None})
+    )
+    session = session_results_store(
+        session=session,
+        query=data["query"],
+        filters=data["filters"],
+        items=[ResultItem(**item) for item in data["items"]],
+    )
+    return jsonable(results_stored_body(session))
+
+
+def cart_remove(tenant: Tenant, *, session_id: str, mpn: str) -> dict[str, Any]:
+    """`DELETE …/selections/{mpn}`: the line goes and the lines after it move up; the
+    answer is the cart as it now stands (`cart_list`'s body) and the MPN removed."""
+    session = session_get_for_write(tenant=tenant, session_id=session_id)
+    selection_remove(session=session, mpn=mpn)
+    return {"removed": mpn, **jsonable(cart_body(selection_lines(session=session)))}
 
 
 def cart_list(tenant: Tenant, *, session_id: str) -> dict[str, Any]:

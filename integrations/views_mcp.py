@@ -117,9 +117,11 @@ class McpView(TenantAPIView):
         description=(
             "A JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, "
             "tools/call …) for the tenant of the API key. Tools: session_open, turn_record, "
-            "memory_add, memory_search, context_get, resolve_reference, cart_add, "
-            "cart_list, usage_report. Point an MCP client's streamable HTTP transport here "
-            "with `Authorization: Bearer <api key>`."
+            "memory_add, memory_search, context_get, results_store, resolve_reference, "
+            "cart_add, cart_list, cart_remove, usage_report, budget_check. A refused tool "
+            "call is an isError result whose text and structuredContent are the API's "
+            "error {code, message, fields}. Point an MCP client's streamable HTTP "
+            "transport here with `Authorization: Bearer <api key>`."
         ),
         request={"application/json": MCP_MESSAGE},
         responses={

@@ -10,7 +10,8 @@ from django.conf import settings
 from rest_framework import serializers
 
 from sessions_app.api.fields import identifier_field, money_output_field
-from sessions_app.selectors.workspace import CartLine, cart_total
+from sessions_app.models import ChatSession
+from sessions_app.selectors.workspace import CartLine, cart_total, component_list
 from sessions_app.services.selections import MAX_CART_LINES
 
 MAX_RESULT_ITEMS = 100
@@ -232,3 +233,16 @@ def cart_body(lines: list[CartLine]) -> Any:
     """The cart as `GET …/cart` answers it, from its lines in order (`selection_lines`);
     the cart routes and the MCP `cart_get` tool answer the same body."""
     return CartSerializer({"count": len(lines), "total": cart_total(lines), "results": lines}).data
+
+
+def results_stored_body(session: ChatSession) -> Any:
+    """What `POST …/results` answers once the session holds a search's results; the MCP
+    `results_store` tool answers the same body."""
+    body = {
+        "last_query": session.last_query,
+        "last_filters": session.last_filters,
+        "last_results": session.last_results,
+        "query_history": session.query_history,
+        "results": list(component_list(session=session).filter(position__isnull=False)),
+    }
+    return ResultsStoredSerializer(body).data

@@ -33,6 +33,7 @@ from sessions_app.api.serializers_workspace import (
     SelectionReorderSerializer,
     SelectionUpdateSerializer,
     cart_body,
+    results_stored_body,
 )
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.errors import InvalidInput
@@ -86,14 +87,7 @@ class ResultsView(SessionWorkspaceView):
             filters=data["filters"],
             items=[ResultItem(**item) for item in data["items"]],
         )
-        body = {
-            "last_query": session.last_query,
-            "last_filters": session.last_filters,
-            "last_results": session.last_results,
-            "query_history": session.query_history,
-            "results": list(component_list(session=session).filter(position__isnull=False)),
-        }
-        return Response(ResultsStoredSerializer(body).data, status=status.HTTP_201_CREATED)
+        return Response(results_stored_body(session), status=status.HTTP_201_CREATED)
 
 
 class ComponentListView(SessionWorkspaceView):
