@@ -21,6 +21,7 @@ from pathlib import Path
 
 from config.embedded import EmbeddedPostgres, EmbeddedValkey, port_is_open
 from config.serving import pool_env, web_sizing
+from config.settings.env import embedded_pg_port, embedded_valkey_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ENGRAM_DATA_DIR", ROOT / ".engram"))
@@ -151,13 +152,13 @@ def _start_servers(servers: list[EmbeddedPostgres | EmbeddedValkey]) -> None:
     """The embedded PostgreSQL and Valkey, unless DATABASE_URL / REDIS_URL name servers;
     each started one is appended to `servers` (stopped in reverse order)."""
     if not os.environ.get("DATABASE_URL"):
-        port = int(os.environ.get("ENGRAM_PG_PORT", "54329"))
+        port = embedded_pg_port()
         postgres = EmbeddedPostgres(DATA / "pgdata", port)
         servers.append(postgres)
         os.environ["DATABASE_URL"] = postgres.start()
         say("stack", f"embedded PostgreSQL on 127.0.0.1:{port} (data in {DATA / 'pgdata'})")
     if not os.environ.get("REDIS_URL"):
-        port = int(os.environ.get("ENGRAM_VALKEY_PORT", "63799"))
+        port = embedded_valkey_port()
         if port_is_open(port):
             raise SystemExit(f"port {port} is taken; set ENGRAM_VALKEY_PORT or REDIS_URL")
         valkey = EmbeddedValkey(DATA / "valkey", port)

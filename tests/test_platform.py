@@ -88,3 +88,53 @@ def test_every_setting_read_from_the_environment_is_in_env_example() -> None:
     listed = set(re.findall(r"^([A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
     assert names, "no settings found: the pattern is stale"
     assert sorted(names - listed) == []
+
+
+def _devstack_ports(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """The ports `make run` (config.devstack) would start PostgreSQL and Valkey on."""
+    from config import devstack
+
+    started: dict[str, int] = {}
+
+    class Fake:
+        def __init__(self, data_dir: Path, port: int) -> None:
+            self.port = port
+            started[type(self).__name__] = port
+
+        def start(self) -> str:
+            return f"fake://{self.port}"
+
+    monkeypatch.setattr(devstack, "EmbeddedPostgres", type("Postgres", (Fake,), {}))
+    monkeypatch.setattr(devstack, "EmbeddedValkey", type("Valkey", (Fake,), {}))
+    monkeypatch.setattr(devstack, "port_is_open", lambda port: False)
+    monkeypatch.setattr(devstack, "say", lambda *args: None)
+    devstack._start_servers([])
+    return started["Postgres"], started["Valkey"]
+
+
+def test_manage_py_without_database_url_reaches_the_servers_of_make_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make run` starts its PostgreSQL and Valkey on ENGRAM_PG_PORT / ENGRAM_VALKEY_PORT;
+    a `manage.py` command (create_api_key…) given the same ports and no DATABASE_URL or
+    REDIS_URL connects there."""
+    for name in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ENGRAM_PG_PORT", "54349")
+    monkeypatch.setenv("ENGRAM_VALKEY_PORT", "63849")
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
+    show = "from django.conf import settings as s; print(s.DATABASE_URL, s.REDIS_URL)"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", show],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].split() == [
+        "postgres://postgres@127.0.0.1:54349/engram",
+        "redis://127.0.0.1:63849/0",
+    ]
+    assert _devstack_ports(monkeypatch) == (54349, 63849)

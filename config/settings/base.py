@@ -10,6 +10,8 @@ import dj_database_url
 
 from config.request_log import logging_config
 from config.settings.env import (
+    embedded_pg_port,
+    embedded_valkey_port,
     env_bool,
     env_float,
     env_int,
@@ -85,8 +87,10 @@ TEMPLATES = [
 
 # --- Stores ---------------------------------------------------------------------------
 # DATABASE_URL / REDIS_URL point at external servers; `make run` and the test suite set
-# them to the embedded servers they start.
-DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:54329/engram")
+# them to the embedded servers they start. Unset, they name the embedded servers of
+# `make run` on ENGRAM_PG_PORT / ENGRAM_VALKEY_PORT, so a `manage.py` command given the
+# same ports as `make run` reaches them.
+DATABASE_URL = env_str("DATABASE_URL", f"postgres://postgres@127.0.0.1:{embedded_pg_port()}/engram")
 DATABASES = {
     "default": dj_database_url.parse(
         DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60), conn_health_checks=True
@@ -112,7 +116,7 @@ if DATABASE_POOL:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:63799/0")
+REDIS_URL = env_str("REDIS_URL", f"redis://127.0.0.1:{embedded_valkey_port()}/0")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",

@@ -18,6 +18,18 @@ def env_int(name: str, default: int) -> int:
     return int(raw) if raw not in (None, "") else default
 
 
+def embedded_pg_port() -> int:
+    """The port of the embedded PostgreSQL `make run` starts (config.devstack), which the
+    default DATABASE_URL names too: a `manage.py` command run beside `make run` with the
+    same ENGRAM_PG_PORT reaches the same database."""
+    return env_int("ENGRAM_PG_PORT", 54329)
+
+
+def embedded_valkey_port() -> int:
+    """The same for the embedded Valkey (ENGRAM_VALKEY_PORT) and the default REDIS_URL."""
+    return env_int("ENGRAM_VALKEY_PORT", 63799)
+
+
 def env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     return float(raw) if raw not in (None, "") else default
