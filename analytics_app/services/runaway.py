@@ -124,7 +124,7 @@ def runaway_sign_of_turn(steps: list[TurnStep]) -> tuple[str, dict[str, Any]] | 
         evidence.cost[key] = evidence.cost.get(key, Decimal(0)) + (step.cost_usd or Decimal(0))
         if not step.success:
             failures[(step.step_type, step.model, step.error or "")] += 1
-    if failures:
+    if failures and key is not None:  # a failure means a step, so its session's key
         (step_type, model, error), count = max(failures.items(), key=lambda item: item[1])
         if count >= t.retry_loop_count:
             evidence.loops[key] = (step_type, model, error, count)
