@@ -130,13 +130,16 @@ def test_the_sync_surface_end_to_end(
         session.get()
 
 
-def test_budget_exceeded_carries_retry_after(live_server: Any, live_key: IssuedKey) -> None:
+def test_budget_exceeded_that_waiting_cannot_lift_has_no_retry_after(
+    live_server: Any, live_key: IssuedKey
+) -> None:
     client = client_for(live_server, live_key, max_retries=0)
     session = client.create_session(user_id="u", agent_id="a", budget_tokens=100)
     with pytest.raises(engram.BudgetExceeded) as exceeded:
         session.budget_check(estimated_tokens=500)
     assert exceeded.value.status == 429 and exceeded.value.code == "budget_exceeded"
-    assert exceeded.value.retry_after is not None and exceeded.value.retry_after > 0
+    # A session's own budget does not reset: the server sends no Retry-After.
+    assert exceeded.value.retry_after is None
     assert exceeded.value.budget["budget_tokens"] == 100
 
 
