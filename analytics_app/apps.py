@@ -59,55 +59,70 @@ class AnalyticsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from analytics_app.models import ModelPrice
-        from analytics_app.pricing import (
-            context_window_for_model,
-            price_step_from_table,
-            price_table_clear,
-        )
-        from analytics_app.services.prices import prices_seed_if_empty
-        from sessions_app.hooks import register_context_window_lookup, register_step_pricer
+        _connect_pricing(self)
+        _connect_session_hooks()
+        _register_rollup_gauges()
+        _connect_erasure_and_retention()
 
-        register_step_pricer(price_step_from_table)
-        from analytics_app.services.runaway import runaway_sign_of_turn
-        from sessions_app.hooks import register_turn_runaway_judge
 
-        register_turn_runaway_judge(runaway_sign_of_turn)
-        register_context_window_lookup(context_window_for_model)
-        for signal in (post_save, post_delete):
-            signal.connect(price_table_clear, sender=ModelPrice, dispatch_uid="price_table")
-        # A fresh database (and every test database, also after a flush) gets prices.
-        post_migrate.connect(prices_seed_if_empty, sender=self, dispatch_uid="prices_seed")
+def _connect_pricing(app: AppConfig) -> None:
+    """Steps are priced, runaway turns judged and context windows looked up from this
+    app's tables; the price cache clears on every price change."""
+    from analytics_app.models import ModelPrice
+    from analytics_app.pricing import (
+        context_window_for_model,
+        price_step_from_table,
+        price_table_clear,
+    )
+    from analytics_app.services.prices import prices_seed_if_empty
+    from sessions_app.hooks import register_context_window_lookup, register_step_pricer
 
-        from sessions_app.hooks import turn_recorded, user_erased
+    register_step_pricer(price_step_from_table)
+    from analytics_app.services.runaway import runaway_sign_of_turn
+    from sessions_app.hooks import register_turn_runaway_judge
 
-        turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
+    register_turn_runaway_judge(runaway_sign_of_turn)
+    register_context_window_lookup(context_window_for_model)
+    for signal in (post_save, post_delete):
+        signal.connect(price_table_clear, sender=ModelPrice, dispatch_uid="price_table")
+    # A fresh database (and every test database, also after a flush) gets prices.
+    post_migrate.connect(prices_seed_if_empty, sender=app, dispatch_uid="prices_seed")
 
-        from analytics_app.services.budget_alerts import on_budget_threshold_crossed
-        from sessions_app.hooks import budget_threshold_crossed
 
-        budget_threshold_crossed.connect(
-            on_budget_threshold_crossed, dispatch_uid="analytics.budget_alerts"
-        )
+def _connect_session_hooks() -> None:
+    """A recorded turn is checked for runaway; a crossed budget threshold sends alerts."""
+    from analytics_app.services.budget_alerts import on_budget_threshold_crossed
+    from sessions_app.hooks import budget_threshold_crossed, turn_recorded
 
-        from analytics_app.selectors.usage_rollups import rollup_lag
-        from sessions_app.metrics import scrape_gauge
+    turn_recorded.connect(on_turn_recorded, dispatch_uid="analytics.runaway_per_turn")
+    budget_threshold_crossed.connect(
+        on_budget_threshold_crossed, dispatch_uid="analytics.budget_alerts"
+    )
 
-        scrape_gauge(
-            "engram_rollup_lag_seconds",
-            "Seconds since the newest step all spend rollups have counted (absent before "
-            "the first fill).",
-            lambda: rollup_lag().seconds,
-        )
-        scrape_gauge(
-            "engram_rollup_steps_behind",
-            "Steps recorded that the slowest spend rollup has not counted yet.",
-            lambda: float(rollup_lag().steps_behind),
-        )
-        user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")
 
-        from analytics_app.services.rollups import rollups_counted_through
-        from sessions_app.hooks import register_step_retention_guard
+def _register_rollup_gauges() -> None:
+    """The rollups' lag, as gauges on the metrics scrape."""
+    from analytics_app.selectors.usage_rollups import rollup_lag
+    from sessions_app.metrics import scrape_gauge
 
-        # Raw steps are dropped by month only once every rollup has counted them.
-        register_step_retention_guard("analytics.rollups", rollups_counted_through)
+    scrape_gauge(
+        "engram_rollup_lag_seconds",
+        "Seconds since the newest step all spend rollups have counted (absent before "
+        "the first fill).",
+        lambda: rollup_lag().seconds,
+    )
+    scrape_gauge(
+        "engram_rollup_steps_behind",
+        "Steps recorded that the slowest spend rollup has not counted yet.",
+        lambda: float(rollup_lag().steps_behind),
+    )
+
+
+def _connect_erasure_and_retention() -> None:
+    """A user's erasure removes their rollups and alerts; raw steps are dropped by month
+    only once every rollup has counted them."""
+    from analytics_app.services.rollups import rollups_counted_through
+    from sessions_app.hooks import register_step_retention_guard, user_erased
+
+    user_erased.connect(on_user_erased, dispatch_uid="analytics.erase_user_rollups")
+    register_step_retention_guard("analytics.rollups", rollups_counted_through)

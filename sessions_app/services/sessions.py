@@ -118,34 +118,46 @@ def session_update(
     A new `state` is recorded as a turn of kind `state_change` (no steps, no spend) with
     `reasoning` and `changed_by`: the turn log then says who changed what and why, and
     rolling that turn back restores the state it replaced."""
-    session_ensure_writable(session=session)
-    if if_match is not None:
-        _state_precondition(session=session, if_match=if_match)
-    if context_policy is not UNSET and context_policy != session.context_policy:
-        _check_policy(tenant_id=session.tenant_id, name=context_policy)
-    changed: list[str] = []
-    for name, value in (
-        ("metadata", metadata),
-        ("budget_tokens", budget_tokens),
-        ("budget_usd", budget_usd),
-        ("external_session_id", external_session_id),
-        ("model", model),
-        ("compact_context_share", compact_context_share),
-        ("rotate_after_tokens", rotate_after_tokens),
-        ("context_policy", context_policy),
-        ("capture_prompts", capture_prompts),
-        ("ttl_seconds", ttl_seconds),
-    ):
-        if value is not UNSET:
-            setattr(session, name, value)
-            changed.append(name)
-    changed += session_touch(session=session)
-    session.save(update_fields=[*changed, "updated_at"])
+    _update_checks(session=session, if_match=if_match, context_policy=context_policy)
+    given = {
+        "metadata": metadata,
+        "budget_tokens": budget_tokens,
+        "budget_usd": budget_usd,
+        "external_session_id": external_session_id,
+        "model": model,
+        "compact_context_share": compact_context_share,
+        "rotate_after_tokens": rotate_after_tokens,
+        "context_policy": context_policy,
+        "capture_prompts": capture_prompts,
+        "ttl_seconds": ttl_seconds,
+    }
+    _save_given(session=session, given=given)
     if state is not UNSET:
         session = _state_change(
             session=session, state=state, reasoning=reasoning, changed_by=changed_by
         )
     return session
+
+
+def _update_checks(
+    *, session: ChatSession, if_match: list[str] | None, context_policy: str
+) -> None:
+    """What `session_update` checks before it changes anything: writable (410), the
+    state's tag (412, when `if_match` is given), a changed policy that exists."""
+    session_ensure_writable(session=session)
+    if if_match is not None:
+        _state_precondition(session=session, if_match=if_match)
+    if context_policy is not UNSET and context_policy != session.context_policy:
+        _check_policy(tenant_id=session.tenant_id, name=context_policy)
+
+
+def _save_given(*, session: ChatSession, given: dict[str, Any]) -> None:
+    """Set the fields given (those not UNSET), move the expiry forward, save them."""
+    changed = [name for name, value in given.items() if value is not UNSET]
+    for name in changed:
+        setattr(session, name, given[name])
+    changed += session_touch(session=session)
+    session.save(update_fields=[*changed, "updated_at"])
 
 
 def _state_precondition(*, session: ChatSession, if_match: list[str]) -> None:

@@ -181,9 +181,7 @@ def turn_draft(
     reservation of the session) skips releasing one: there is none to spend or clear.
     Raises before writing anything, so a batch can refuse the item alone; the only
     writes (reservation, rotation) come after every check."""
-    session_ensure_writable(session=session, now=now)
-    steps_validate(fields.steps)
-    occurred_at = occurred_at_check(fields.occurred_at, now=now)
+    occurred_at = _turn_checks(session=session, fields=fields, now=now)
     session, rotated_from, reservation_unknown = _turn_session(
         session=session, fields=fields, now=now, reservations_held=reservations_held
     )
@@ -211,6 +209,14 @@ def turn_draft(
     if reservation_unknown:
         warnings.append(reservation_unknown_warning(fields.reservation_id))
     return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)
+
+
+def _turn_checks(*, session: ChatSession, fields: TurnFields, now: datetime) -> datetime:
+    """The session is writable (410) and the steps and time are valid (400); answers the
+    turn's time."""
+    session_ensure_writable(session=session, now=now)
+    steps_validate(fields.steps)
+    return occurred_at_check(fields.occurred_at, now=now)
 
 
 def _turn_session(
