@@ -25,12 +25,12 @@ from memory_app.services.memories import memory_add
 from memory_app.services.search import memory_search_for_actor
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
-from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
-from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
-from sessions_app.api.serializers_turns import (
+from sessions_app.api.serializers_budget_check import (
     BudgetCheckSerializer,
     BudgetReservationSerializer,
 )
+from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
+from sessions_app.api.serializers_sessions import SessionCreateSerializer, SessionSerializer
 from sessions_app.api.serializers_workspace import (
     CartLineSerializer,
     ResolvedSerializer,

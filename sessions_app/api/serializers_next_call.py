@@ -11,8 +11,8 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from sessions_app.api.fields import token_count_field
+from sessions_app.api.serializers_budget_check import BudgetReservationSerializer
 from sessions_app.api.serializers_turns import (
-    BudgetReservationSerializer,
     TurnCreateSerializer,
     TurnRecordedSerializer,
 )

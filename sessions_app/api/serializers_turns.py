@@ -1,16 +1,24 @@
-"""Turn recording, the turn log, rollback and the budget check: request and response
-shapes. Token counts are normalised here, at the edge (see `sessions_app.usage`)."""
+"""Turn recording, the turn log and rollback: request and response shapes. Token counts
+are normalised here, at the edge (see `sessions_app.usage`). The budget check's shapes
+are in `serializers_budget_check`, re-exported here."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app.api.fields import OffsetDateTimeField, money_output_field, token_count_field
-from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
+from sessions_app.api.serializers_budget_check import (
+    BudgetCheckResultSerializer as BudgetCheckResultSerializer,
+)
+from sessions_app.api.serializers_budget_check import (
+    BudgetCheckSerializer as BudgetCheckSerializer,
+)
+from sessions_app.api.serializers_budget_check import (
+    BudgetReservationSerializer as BudgetReservationSerializer,
+)
 from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
 from sessions_app.models import ChatTurn, TurnStep
 from sessions_app.services.turns import StepInput, TurnRecorded
@@ -329,77 +337,4 @@ class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg
     restored_from_turn = serializers.IntegerField(help_text="State is as before this turn.")
     rolled_back_turns = serializers.ListField(
         child=serializers.IntegerField(), help_text="Turn numbers now marked rolled back."
-    )
-
-
-class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    estimated_tokens = token_count_field(
-        help_text="Input + output tokens the agent is about to spend."
-    )
-    estimated_cost_usd = serializers.DecimalField(
-        required=False,
-        max_digits=14,
-        decimal_places=6,
-        min_value=Decimal(0),
-        help_text="USD the agent is about to spend, if it knows.",
-    )
-    estimated_usd = serializers.DecimalField(
-        required=False,
-        max_digits=14,
-        decimal_places=6,
-        min_value=Decimal(0),
-        help_text="Older name of `estimated_cost_usd`; still accepted.",
-    )
-    reserve = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="When allowed, hold the estimate against the budget until a turn is "
-        "recorded (which spends the named, else the oldest, reservation) or the lease "
-        "ends. Sessions without a budget hold nothing.",
-    )
-    lease_seconds = serializers.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=3600,
-        help_text="How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60).",
-    )
-    model = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=255,
-        help_text="The model the next call uses, for model budgets; default: the session's "
-        "model (set on it, else its latest step's).",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        legacy = attrs.pop("estimated_usd", None)
-        if attrs.get("estimated_cost_usd") is None:
-            attrs["estimated_cost_usd"] = legacy
-        return attrs
-
-
-class BudgetReservationSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    id = serializers.UUIDField(help_text="Name it as the turn's `reservation_id`.")
-    tokens = serializers.IntegerField(help_text="Tokens held.")
-    cost_usd = money_output_field(allow_null=True, help_text="USD held; null if not given.")
-    expires_at = serializers.DateTimeField(help_text="When the lease ends.")
-
-
-class BudgetCheckResultSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    allowed = serializers.BooleanField(help_text="Always true on a 200; a 429 means no.")
-    estimated_tokens = serializers.IntegerField(help_text="As sent.")
-    tokens_remaining_after = serializers.IntegerField(
-        allow_null=True, help_text="Tokens left after the estimate; null: no token budget."
-    )
-    budget = serializers.DictField(help_text="The session's budget state.")
-    reserved_tokens = serializers.IntegerField(
-        help_text="Tokens held by other live reservations, set aside before this check."
-    )
-    reservation = BudgetReservationSerializer(
-        allow_null=True, help_text="The reservation taken (with `reserve: true`), else null."
-    )
-    budgets = BudgetFiguresSerializer(
-        many=True,
-        help_text="Every period budget that applies (user, agent, model, tenant), as checked: "
-        "spend in the current period and what other reservations hold.",
     )

@@ -16,6 +16,10 @@ from rest_framework.response import Response
 from sessions_app.api.pagination import CreatedCursorPagination
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
+from sessions_app.api.serializers_budget_check import (
+    BudgetCheckResultSerializer,
+    BudgetCheckSerializer,
+)
 from sessions_app.api.serializers_budgets import BudgetFiguresSerializer
 from sessions_app.api.serializers_next_call import (
     NextCallResultSerializer,
@@ -24,8 +28,6 @@ from sessions_app.api.serializers_next_call import (
 )
 from sessions_app.api.serializers_sessions import budget_state
 from sessions_app.api.serializers_turns import (
-    BudgetCheckResultSerializer,
-    BudgetCheckSerializer,
     RollbackResultSerializer,
     TurnCreateSerializer,
     TurnRecordedSerializer,
