@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +24,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory_app.embedding import embedder
-from memory_app.models import Memory, MemoryScope, MemorySource, MemoryVersion
+from memory_app.models import Memory, MemoryVersion
 from memory_app.passage_vectors.vectors import embed_documents
 from memory_app.passage_vectors.writes import passages_insert, passages_replace
 
-# The sub-domains of memory writes live in memory_text, memory_threads, memory_merge,
-# memory_versions, memory_upkeep and memory_relations; the names imported "as" themselves
-# below are re-exported, so callers import every memory write service from this module.
+# The sub-domains of memory writes live in memory_drafts, memory_text, memory_threads,
+# memory_merge, memory_versions, memory_upkeep and memory_relations; the names imported
+# "as" themselves below are re-exported, so callers import every memory write service
+# from this module.
+from memory_app.services.memory_drafts import AddResult as AddResult
+from memory_app.services.memory_drafts import MemoryDraft as MemoryDraft
+from memory_app.services.memory_drafts import new_memory
 from memory_app.services.memory_merge import merge_into, nearest_same_kind
 from memory_app.services.memory_relations import (
     memory_relation_create as memory_relation_create,
@@ -58,7 +61,6 @@ from memory_app.services.memory_versions import memory_update as memory_update
 from memory_app.services.supersession import (
     draft_statement,
     lock_subject,
-    subject_of,
     supersede_contradicted,
     supersede_related,
 )
@@ -74,42 +76,6 @@ if TYPE_CHECKING:
     from sessions_app.models import Tenant
 
 EMBED_BATCH = 64  # two shared cores: small batches keep other requests responsive
-
-
-@dataclass
-class MemoryDraft:
-    """What a caller wants remembered; validated at the edge (serializers)."""
-
-    user_id: str
-    type: str
-    content: str
-    agent_id: str = ""
-    scope: str = MemoryScope.PRIVATE
-    summary: str = ""
-    structured: dict[str, Any] = field(default_factory=dict)
-    tags: Sequence[str] = ()
-    importance: float = 0.5
-    confidence: float = 1.0
-    source: str = MemorySource.EXPLICIT_USER_INPUT
-    session_id: uuid.UUID | None = None
-    allowed_users: Sequence[str] = ()
-    allowed_roles: Sequence[str] = ()
-    pinned: bool = False
-    relations: Sequence[tuple[str, uuid.UUID]] = ()  # (relation type, target memory id)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    thread_key: str = ""
-    thread_order: int | None = None
-    occurred_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    subject: str = ""  # blank: read from the content by rules (memory_app.subjects)
-
-
-@dataclass
-class AddResult:
-    action: str  # "created" | "merged" | "duplicate"
-    memory: Memory
-    similarity: float | None = None
 
 
 def memory_add(*, tenant: Tenant, draft: MemoryDraft, now: datetime | None = None) -> AddResult:
@@ -234,7 +200,7 @@ def _add_threaded(
             next_order[thread] = thread_order_next(tenant, draft.user_id, thread[1], None) or 0
         order = next_order[thread] if draft.thread_order is None else draft.thread_order
         next_order[thread] = max(next_order[thread], order + 1)
-        memory = _new_memory(tenant, draft, vector, model_name, now, thread[1], order)
+        memory = new_memory(tenant, draft, vector, model_name, now, thread[1], order)
         known[identity] = memory
         rows.append(memory)
         results.append(None)
@@ -295,7 +261,7 @@ def _add_one(
         return AddResult("merged", target, similarity)
 
     order = thread_order_next(tenant, draft.user_id, thread_key, draft.thread_order)
-    memory = _new_memory(tenant, draft, vector, model_name, now, thread_key, order)
+    memory = new_memory(tenant, draft, vector, model_name, now, thread_key, order)
     _insert_with_thread_window(memory)
     _relate_created(memory, draft, statement)
     return AddResult("created", memory, None)
@@ -356,46 +322,3 @@ def _relate_created(
     relations_add(memory, draft.relations)
     supersede_related(memory, draft.relations)
     supersede_contradicted(memory, statement, written_after=written_after)
-
-
-def _new_memory(
-    tenant: Tenant,
-    draft: MemoryDraft,
-    vector: list[float],
-    model_name: str,
-    now: datetime,
-    thread_key: str,
-    thread_order: int | None,
-) -> Memory:
-    """The unsaved row of a new memory."""
-    return Memory(
-        tenant=tenant,
-        user_id=draft.user_id,
-        agent_id=draft.agent_id,
-        type=draft.type,
-        scope=draft.scope,
-        content=draft.content,
-        summary=draft.summary,
-        structured=draft.structured,
-        metadata=draft.metadata,
-        content_hash=content_hash(draft.content),
-        embedding=vector,
-        embedding_model=model_name,
-        importance=draft.importance,
-        confidence=draft.confidence,
-        tags=sorted(set(draft.tags)),
-        source=draft.source,
-        session_id=draft.session_id,
-        created_at=now,
-        updated_at=now,
-        last_accessed_at=now,
-        pinned=draft.pinned,
-        allowed_users=sorted(set(draft.allowed_users)),
-        allowed_roles=sorted(set(draft.allowed_roles)),
-        thread_key=thread_key,
-        thread_order=thread_order,
-        occurred_at=draft.occurred_at,
-        valid_from=draft.valid_from,
-        valid_to=draft.valid_to,
-        subject=subject_of(draft),
-    )

@@ -21,7 +21,7 @@ from memory_app.services.supersession import states_other_value
 from memory_app.subjects import Statement
 
 if TYPE_CHECKING:
-    from memory_app.services.memories import MemoryDraft
+    from memory_app.services.memory_drafts import MemoryDraft
     from sessions_app.models import Tenant
 
 

@@ -11,7 +11,7 @@ from memory_app.models import Memory
 from memory_app.services.thread_writes import THREAD_AFTER, THREAD_BEFORE, window_text
 
 if TYPE_CHECKING:
-    from memory_app.services.memories import MemoryDraft
+    from memory_app.services.memory_drafts import MemoryDraft
     from sessions_app.models import Tenant
 
 

@@ -30,7 +30,7 @@ from sessions_app.errors import InvalidInput
 from sessions_app.locks import advisory_xact_lock
 
 if TYPE_CHECKING:
-    from memory_app.services.memories import MemoryDraft
+    from memory_app.services.memory_drafts import MemoryDraft
 
 STATING_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.PROFILE)
 VERBATIM_SOURCES = (MemorySource.CONVERSATION_TURN, MemorySource.SESSION_EPISODE)
