@@ -25,7 +25,8 @@ from engram._errors import (
     SessionExpired,
     Unresolved,
 )
-from engram._providers import step_from_response, wrap_anthropic, wrap_openai
+from engram._providers import wrap_anthropic, wrap_openai
+from engram._responses import step_from_response
 from engram._session import AsyncSession, Session
 from engram._tracking import StepTimer, Turn
 

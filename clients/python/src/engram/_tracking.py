@@ -63,7 +63,7 @@ class Turn:
         """A step from an OpenAI Chat Completion / Responses `Response` or an Anthropic
         `Message`: model and usage (cached and reasoning tokens included). Without
         `duration_ms`, the time since the turn opened or since the previous step."""
-        from engram._providers import step_from_response
+        from engram._responses import step_from_response
 
         elapsed = self._since_mark()
         step = step_from_response(
@@ -161,7 +161,7 @@ class StepTimer:
 
     def finish(self) -> dict[str, Any]:
         if self._step is None:
-            from engram._providers import step_from_response
+            from engram._responses import step_from_response
 
             self._step = step_from_response(
                 self.response,
