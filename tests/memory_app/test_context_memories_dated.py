@@ -37,14 +37,19 @@ def _context(api: APIClient, session_id: Any, query: str, **params: Any) -> dict
     return response.json()
 
 
-def test_a_question_only_about_a_time_weighs_memories_by_their_time(
-    tenant: Tenant, api: APIClient
-) -> None:
+def _hike_and_plant(tenant: Tenant) -> tuple[Any, Any, Any]:
+    """Last Saturday's hike, October's plant, and a new session of their user."""
     hike = _add(tenant, HIKE, datetime(2026, 11, 21, 15, tzinfo=UTC))
     plant = _add(
         tenant, "Picked up a snake plant at the market.", datetime(2026, 10, 18, 18, tzinfo=UTC)
     )
-    session = new_session(tenant)
+    return hike, plant, new_session(tenant)
+
+
+def test_a_question_only_about_a_time_weighs_memories_by_their_time(
+    tenant: Tenant, api: APIClient
+) -> None:
+    hike, plant, session = _hike_and_plant(tenant)
 
     body = _context(api, session.pk, "What did I do last Saturday?", as_of=AS_OF)
 
@@ -74,11 +79,7 @@ def _entry(body: dict[str, Any], memory: Any) -> tuple[str, dict[str, Any]]:
 def test_a_memory_of_the_time_the_question_names_comes_in_whatever_its_cosine(
     tenant: Tenant, api: APIClient
 ) -> None:
-    hike = _add(tenant, HIKE, datetime(2026, 11, 21, 15, tzinfo=UTC))
-    plant = _add(
-        tenant, "Picked up a snake plant at the market.", datetime(2026, 10, 18, 18, tzinfo=UTC)
-    )
-    session = new_session(tenant)
+    hike, plant, session = _hike_and_plant(tenant)
 
     body = _context(api, session.pk, "Which boots did I wear last Saturday?", as_of=AS_OF)
 
