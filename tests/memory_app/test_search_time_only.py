@@ -80,6 +80,32 @@ def test_fewer_in_the_time_than_the_limit_are_followed_by_the_rest(api: APIClien
     assert len(set(_contents(results))) == 4
 
 
+def test_what_occurred_in_the_time_comes_before_what_was_said_after_it(
+    api: APIClient,
+) -> None:
+    # "last Tuesday" from Friday 1 September is 29 August. Thursday's lines lie in its
+    # told-after reach and match "discuss" better than Tuesday's own lines do.
+    tuesday = (
+        ("Picked the grey tiles for the bathroom floor", "2023-08-29T18:00:00Z"),
+        ("Compared the two quotes for the kitchen worktop", "2023-08-29T18:05:00Z"),
+    )
+    thursday = (
+        ("We discussed the wedding playlist and the seating plan", "2023-08-31T20:00:00Z"),
+        ("We discussed what to discuss with the caterer", "2023-08-31T20:05:00Z"),
+    )
+    for content, occurred_at in (*tuesday, *thursday):
+        added = add(api, content=content, type="episodic", occurred_at=occurred_at)
+        assert added.status_code == 201
+    results = _search(api, "What did we discuss last Tuesday?", limit=4)
+    assert set(_contents(results)[:2]) == {content for content, _ in tuesday}
+    assert [hit["parts"]["time"] for hit in results[:2]] == [1.0, 1.0]
+    assert set(_contents(results)[2:]) == {content for content, _ in thursday}
+    # A limit that only the interval's lines fill is not filled by Thursday's first.
+    assert set(_contents(_search(api, "What did we discuss last Tuesday?", limit=2))) == {
+        content for content, _ in tuesday
+    }
+
+
 def test_a_query_with_more_than_a_time_keeps_the_boost_ranking(api: APIClient) -> None:
     _seed(api)
     # "boiler" is a word of its own: the January memory answers it, March or not.

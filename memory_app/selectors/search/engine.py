@@ -125,10 +125,18 @@ def _time_first(
     limit: int,
 ) -> SearchOutcome:
     """The search of a query that names a time and nothing else: the memories that
-    occurred in the time's interval or its told-after reach (`within_reach`), ranked by
-    the search among themselves; when fewer than `limit` did, the rest of the ordinary
-    ranking after them. The rankings reported are the first search's."""
-    inside = dataclasses.replace(search(filters=within_reach(filters, scope)), time_only=True)
+    occurred in the time's interval or its told-after reach (`within_reach`), those of
+    the interval first, then the others by how soon after it they occurred (part
+    `time`), each by the search's score; when fewer than `limit` did, the rest of the
+    ordinary ranking after them. The time orders before the score because a question
+    without a subject has no meaning for the cosine and BM25 to match: "what did we
+    discuss last Tuesday?" is answered by Tuesday's lines before Thursday's "we
+    discussed ...". The rankings reported are the first search's."""
+    # Read wider than `limit`, so that the interval's own memories are not cut for
+    # told-after ones the score put ahead of them.
+    inside = search(filters=within_reach(filters, scope), limit=3 * limit)
+    in_time_order = sorted(inside.hits, key=lambda hit: -hit.parts.get("time", 0.0))
+    inside = dataclasses.replace(inside, hits=in_time_order[:limit], time_only=True)
     if len(inside.hits) >= limit:
         return inside
     found = {hit.memory.pk for hit in inside.hits}
