@@ -47,7 +47,8 @@ class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]  
         required=False,
         allow_blank=True,
         max_length=255,
-        help_text="The model the next call uses, for model budgets; default: the session's "
+        help_text="The model the next call uses, for model budgets (a gateway-routed name "
+        "such as `openai/gpt-4o-mini` counts as the provider's own); default: the session's "
         "model (set on it, else its latest step's).",
     )
 
