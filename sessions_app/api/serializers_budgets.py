@@ -44,8 +44,9 @@ class SpendBudgetWriteSerializer(serializers.Serializer):  # type: ignore[type-a
         allow_blank=True,
         max_length=255,
         help_text="The model; required for scope `model`, else blank. Stored in lower case "
-        "without a gateway's routing prefix (`openai/gpt-4o-mini` is gpt-4o-mini), and "
-        "each step's model, read the same way, is compared with it.",
+        "without a gateway's routing prefix or a release date (`openai/gpt-4o-mini` and "
+        "`gpt-4o-mini-2024-07-18` are gpt-4o-mini), and each step's model, read the same "
+        "way, is compared with it.",
     )
     period = serializers.ChoiceField(
         choices=BudgetPeriod.choices,
@@ -113,7 +114,8 @@ class SpendBudgetSerializer(serializers.Serializer):  # type: ignore[type-arg]  
     user_id = serializers.CharField(help_text="The end user, or blank.")
     agent_id = serializers.CharField(help_text="The agent, or blank.")
     model = serializers.CharField(
-        help_text="The model (lower case, without a gateway's routing prefix), or blank."
+        help_text="The model (lower case, without a gateway's routing prefix or a release "
+        "date), or blank."
     )
     period = serializers.CharField(help_text="day, week, month or none.")
     time_zone = serializers.CharField(help_text="IANA time zone of the periods.")

@@ -129,7 +129,7 @@ def budgets_applying(
     *, tenant: Tenant, user_id: str, agent_id: str, model: str, at: datetime, lock: bool = False
 ) -> list[BudgetFigures]:
     """Every budget of the tenant that applies to a call by `user_id` with `agent_id` on
-    `model` (a gateway-routed name counts under the provider's own, as in the spend),
+    `model` (a gateway-routed or dated name counts as its `model_key`, as in the spend),
     with its figures at `at`, in id order. With `lock` (inside a transaction),
     the refusing ones are locked, and the figures read after the locks are held (by a
     second statement, whose snapshot sees what the previous holder committed)."""

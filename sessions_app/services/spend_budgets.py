@@ -115,11 +115,12 @@ def spend_budget_errors(values: dict[str, Any]) -> dict[str, list[str]]:
 
 def spend_budget_normalised(values: dict[str, Any]) -> dict[str, Any]:
     """The values as stored. The model is stored as its `model_key` (lower case, without
-    a gateway's routing prefix), the name every step's model is compared by: a budget
-    given `openai/gpt-4o-mini` is the gpt-4o-mini budget, as pricing reads the name. It
-    is normalised here rather than compared normalised because the comparisons run in
-    SQL (the spend upsert, the applying budgets, the reservation's prepared statement):
-    an equality there needs no second implementation of the prefix rule in SQL."""
+    a gateway's routing prefix or a release date), the name every step's model is
+    compared by: a budget given `openai/gpt-4o-mini` or `gpt-4o-mini-2024-07-18` is the
+    gpt-4o-mini budget. It is normalised here rather than compared normalised because the
+    comparisons run in SQL (the spend upsert, the applying budgets, the reservation's
+    prepared statement): an equality there needs no second implementation of the rules
+    in SQL."""
     values = dict(values)
     for key in ("user_id", "agent_id", "name"):
         values[key] = str(values.get(key) or "").strip()

@@ -102,3 +102,31 @@ def test_the_migration_keys_budgets_stored_under_a_routed_name(api: APIClient) -
     migration = importlib.import_module("sessions_app.migrations.0004_spend_budget_model_keys")
     migration.key_budget_models(apps, None)
     assert SpendBudget.objects.get(pk=made["id"]).model == "gpt-4o-mini"
+
+
+def test_a_models_dated_snapshots_are_spent_under_its_budget(api: APIClient) -> None:
+    budget = model_budget(api, model="gpt-4o", limit_tokens=3000)
+    sid = create_session(api)["id"]
+    snapshots = ["gpt-4o-2024-08-06", "openai/gpt-4o-2024-11-20", "gpt-4o-mini-2024-07-18"]
+    assert post_turn(api, sid, turn_body(steps=[*map(step, snapshots)])).status_code == 201
+    # gpt-4o-mini's snapshot is another model's.
+    assert api.get(f"/api/v1/budgets/{budget['id']}").json()["current"]["spent_tokens"] == 2000
+    assert post_turn(api, sid, turn_body(steps=[step("gpt-4o-20241120")])).status_code == 201
+    assert_error(check(api, sid, 10, model="gpt-4o-2024-08-06"), 429, "budget_exceeded")
+    assert check(api, sid, 10, model="gpt-4o-mini-2024-07-18").status_code == 200
+    # A budget given a snapshot's name is the model's budget; Vertex dates with "@".
+    assert model_budget(api, model="gpt-4o-mini-2024-07-18", limit_tokens=1)["model"] == (
+        "gpt-4o-mini"
+    )
+    sonnet = model_budget(api, model="claude-3-5-sonnet", limit_tokens=10**6)
+    vertex = turn_body(steps=[step("vertex_ai/claude-3-5-sonnet@20240620")])
+    assert post_turn(api, sid, vertex).status_code == 201
+    assert api.get(f"/api/v1/budgets/{sonnet['id']}").json()["current"]["spent_tokens"] == 1000
+
+
+def test_the_migration_keys_budgets_stored_under_a_snapshots_name(api: APIClient) -> None:
+    made = model_budget(api, limit_tokens=1000)
+    SpendBudget.objects.filter(pk=made["id"]).update(model="gpt-4o-mini-2024-07-18")
+    migration = importlib.import_module("sessions_app.migrations.0004_spend_budget_model_keys")
+    migration.key_budget_models(apps, None)
+    assert SpendBudget.objects.get(pk=made["id"]).model == "gpt-4o-mini"
