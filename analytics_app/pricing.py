@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from analytics_app.models import ModelPrice
 from sessions_app.hooks import StepUsage
+from sessions_app.model_names import without_provider_prefix
 
 MILLION = Decimal(1_000_000)
 
@@ -72,34 +73,12 @@ def _price_table() -> _PriceTable:
     return table
 
 
-# Routing prefixes that gateways put before the provider's own model name: LiteLLM
-# (`openai/gpt-4o-mini`, `vertex_ai/gemini-1.5-pro`, `openrouter/openai/gpt-4o`) and
-# OpenRouter (`anthropic/claude-3.5-sonnet`, `x-ai/grok-2`). Only these are stripped: an
-# unknown `org/model` (a Hugging Face id) names a model of its own, not a route.
-PROVIDER_PREFIXES = frozenset(
-    {
-        "openai", "anthropic", "google", "gemini", "vertex_ai", "vertex_ai_beta", "azure",
-        "azure_ai", "mistral", "mistralai", "deepseek", "x-ai", "xai", "cohere", "cohere_chat",
-        "openrouter", "text-completion-openai",
-    }
-)  # fmt: skip
-
-
-def without_provider_prefix(name: str) -> str:
-    """`name` (lower case) without its leading known routing prefixes, or `name` itself."""
-    while "/" in name:
-        head, rest = name.split("/", 1)
-        if head not in PROVIDER_PREFIXES or not rest:
-            break
-        name = rest
-    return name
-
-
 def price_for_model(model: str, at: datetime) -> ModelPrice | None:
     """The price row for `model` valid at `at`: exact name or alias first, then the most
     specific pattern (longest canonical name); the latest `valid_from <= at` of that model.
     A name routed through a gateway (`openai/gpt-4o-mini`) is priced as the provider's
-    own name unless a price row names it exactly."""
+    own name (`sessions_app.model_names`, which model budgets count by too) unless a
+    price row names it exactly."""
     name = model.strip().lower()
     if not name:
         return None

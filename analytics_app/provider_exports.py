@@ -25,12 +25,13 @@ Model names are compared without a trailing release date (`gpt-4o-mini-2024-07-1
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from sessions_app.model_names import model_key
 
 FORMATS = ("openai_usage", "openai_costs", "anthropic_usage", "anthropic_costs")
 PROVIDER_OF = {
@@ -39,13 +40,7 @@ PROVIDER_OF = {
     "anthropic_usage": "anthropic",
     "anthropic_costs": "anthropic",
 }
-_DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 MAX_BUCKETS = 10_000
-
-
-def model_key(name: str) -> str:
-    """A model's name as reconciliation compares it."""
-    return _DATED.sub("", name.strip().lower())
 
 
 class ExportError(ValueError):

@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from integrations import mcp_tools
-from integrations.mcp_arguments import BoundCall, SessionId
+from integrations.mcp_arguments import BoundCall, Identifier, SessionId
 from integrations.mcp_errors import EngramMCPServer
 from integrations.mcp_workspace_tools import register_results_tools, register_workspace_tools
 from memory_app.api.serializers import MAX_CONTENT_CHARS
@@ -34,7 +34,6 @@ INSTRUCTIONS = (
     "cart with cart_add / cart_list / cart_remove; usage_report tells the spend."
 )
 
-Identifier = Annotated[str, Field(min_length=1, max_length=255)]
 # memory_app.models.MemoryType's values, spelled out for the tool schemas (a Literal must
 # be static); tests/integrations/test_mcp.py holds the two equal.
 MemoryTypeName = Literal[

@@ -210,6 +210,10 @@ def cart_list(tenant: Tenant, *, session_id: str) -> dict[str, Any]:
 
 
 def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:
+    """`GET /usage`: `group_by`, `from`, `to` and the filters `user_id`, `agent_id` and
+    `session_id`, validated by the route's serializer and answered by the same selector,
+    so a filter refused there is refused here under its name, and another tenant's
+    session, like any session without steps of this tenant, answers no rows."""
     query = {k: v for k, v in params.items() if v is not None}
     data = _validated(UsageQuerySerializer(data=query))
     return jsonable(UsageReportSerializer(usage_report(tenant=tenant, **data)).data)

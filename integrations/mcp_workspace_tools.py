@@ -3,13 +3,14 @@ resolve against), the cart, and the spend. Registered by integrations.mcp_server
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from integrations import mcp_tools
-from integrations.mcp_arguments import BoundCall, SessionId
+from integrations.mcp_arguments import BoundCall, Identifier, SessionId
 from sessions_app.api.serializers_workspace import MAX_QUANTITY, MAX_RESULT_ITEMS
 
 
@@ -82,14 +83,30 @@ def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
 
     @server.tool(
         description="Tokens and cost spent, grouped by day, model, agent, user, "
-        "step_type or session, between two dates (default: the last 30 days)."
+        "step_type or session, between two dates (default: the last 30 days). user_id, "
+        "agent_id and session_id keep only the steps of that user, agent or session "
+        "(GET /usage's filters; another tenant's session has no steps here)."
     )
     def usage_report(
         group_by: Literal["day", "model", "agent", "user", "step_type", "session"] = "day",
         start: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
         end: Annotated[str | None, Field(description=_USAGE_BOUND)] = None,
+        user_id: Annotated[Identifier | None, Field(description="Only this user's steps.")] = None,
+        agent_id: Annotated[
+            Identifier | None, Field(description="Only this agent's steps.")
+        ] = None,
+        session_id: Annotated[
+            uuid.UUID | None, Field(description="Only this session's steps (its id).")
+        ] = None,
     ) -> dict[str, Any]:
-        return call(mcp_tools.usage_report_tool, group_by=group_by, **{"from": start, "to": end})
+        return call(
+            mcp_tools.usage_report_tool,
+            group_by=group_by,
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=None if session_id is None else str(session_id),
+            **{"from": start, "to": end},
+        )
 
 
 _USAGE_BOUND = "A date (a whole UTC day) or an ISO 8601 date-time with its UTC offset."

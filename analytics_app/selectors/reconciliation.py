@@ -1,8 +1,9 @@
 """Reconciliation: Engram's tokens and cost against a provider's, per UTC day and model.
 
-Engram's side sums the tenant's recorded steps of the day by model, without a release
-date (`provider_exports.model_key`), keeping the models that are the provider's: those its
-exports name, and those whose price row names it as provider. The provider's side is
+Engram's side sums the tenant's recorded steps of the day by model, as its `model_key`
+(without a gateway's route or a release date, `sessions_app.model_names`), keeping the
+models that are the provider's: those its exports name, and those whose price row names
+it as provider. The provider's side is
 what its imported exports say. Drift is Engram minus provider: positive when Engram counts more.
 Days and models only one side knows are listed too (the other side is zero), so a call
 Engram never saw shows as negative drift. Only days the provider's imports cover are
@@ -22,7 +23,7 @@ from django.db.models.functions import Coalesce, TruncDate
 
 from analytics_app.models import ProviderUsage
 from analytics_app.pricing import price_for_model
-from analytics_app.provider_exports import model_key
+from sessions_app.model_names import model_key
 from sessions_app.selectors.turns import step_list
 
 if TYPE_CHECKING:

@@ -47,7 +47,9 @@ class BudgetCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]  
         required=False,
         allow_blank=True,
         max_length=255,
-        help_text="The model the next call uses, for model budgets; default: the session's "
+        help_text="The model the next call uses, for model budgets (a gateway-routed or dated "
+        "name such as `openai/gpt-4o-mini-2024-07-18` counts as gpt-4o-mini); default: the "
+        "session's "
         "model (set on it, else its latest step's).",
     )
 

@@ -43,8 +43,10 @@ class SpendBudgetWriteSerializer(serializers.Serializer):  # type: ignore[type-a
         required=False,
         allow_blank=True,
         max_length=255,
-        help_text="The model (compared case-insensitively with each step's model); required "
-        "for scope `model`, else blank.",
+        help_text="The model; required for scope `model`, else blank. Stored in lower case "
+        "without a gateway's routing prefix or a release date (`openai/gpt-4o-mini` and "
+        "`gpt-4o-mini-2024-07-18` are gpt-4o-mini), and each step's model, read the same "
+        "way, is compared with it.",
     )
     period = serializers.ChoiceField(
         choices=BudgetPeriod.choices,
@@ -111,7 +113,10 @@ class SpendBudgetSerializer(serializers.Serializer):  # type: ignore[type-arg]  
     scope = serializers.CharField(help_text="tenant, user, agent, model or user_agent.")
     user_id = serializers.CharField(help_text="The end user, or blank.")
     agent_id = serializers.CharField(help_text="The agent, or blank.")
-    model = serializers.CharField(help_text="The model (lower case), or blank.")
+    model = serializers.CharField(
+        help_text="The model (lower case, without a gateway's routing prefix or a release "
+        "date), or blank."
+    )
     period = serializers.CharField(help_text="day, week, month or none.")
     time_zone = serializers.CharField(help_text="IANA time zone of the periods.")
     limit_tokens = serializers.IntegerField(allow_null=True, help_text="Tokens per period.")

@@ -63,7 +63,7 @@ class SpendBudget(models.Model):
     scope = models.CharField(max_length=16, choices=BudgetScope.choices)
     user_id = models.CharField(max_length=255, blank=True, default="")
     agent_id = models.CharField(max_length=255, blank=True, default="")
-    model = models.CharField(max_length=255, blank=True, default="")  # lower case
+    model = models.CharField(max_length=255, blank=True, default="")  # a model_key
     period = models.CharField(max_length=8, choices=BudgetPeriod.choices)
     time_zone = models.CharField(max_length=64, default="UTC")
     limit_tokens = models.BigIntegerField(null=True, blank=True)

@@ -22,6 +22,7 @@ from django.db.models import QuerySet
 from psycopg import sql
 
 from sessions_app.errors import NotFound
+from sessions_app.model_names import model_key
 from sessions_app.models import (
     BudgetAction,
     BudgetReservation,
@@ -48,10 +49,11 @@ PERIOD_END_SQL = sql.SQL(
 # (`%%`: the statements it goes into take parameters.)
 SPEND_SHARD_SQL = sql.SQL("(pg_backend_pid() %% {})").format(sql.Literal(SPEND_SHARDS))
 # The budgets that apply to a call of (user, agent, model): a blank key matches all.
+# `%(model)s` is the call's `model_key`, the form a budget's model is stored in.
 APPLIES_SQL = sql.SQL(
     "b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s)"
     " AND (b.agent_id = '' OR b.agent_id = %(agent)s)"
-    " AND (b.model = '' OR b.model = lower(%(model)s))"
+    " AND (b.model = '' OR b.model = %(model)s)"
 )
 _BUDGET = sql.Identifier(SpendBudget._meta.db_table)
 
@@ -127,14 +129,15 @@ def budgets_applying(
     *, tenant: Tenant, user_id: str, agent_id: str, model: str, at: datetime, lock: bool = False
 ) -> list[BudgetFigures]:
     """Every budget of the tenant that applies to a call by `user_id` with `agent_id` on
-    `model`, with its figures at `at`, in id order. With `lock` (inside a transaction),
+    `model` (a gateway-routed or dated name counts as its `model_key`, as in the spend),
+    with its figures at `at`, in id order. With `lock` (inside a transaction),
     the refusing ones are locked, and the figures read after the locks are held (by a
     second statement, whose snapshot sees what the previous holder committed)."""
     params: dict[str, Any] = {
         "tenant": tenant.pk,
         "user": user_id,
         "agent": agent_id,
-        "model": model or "",
+        "model": model_key(model or ""),
     }
     query = APPLYING_LOCKED_SQL if lock else APPLYING_SQL
     with connection.cursor() as cursor:

@@ -34,6 +34,7 @@ from django.db import connection
 from psycopg import sql
 
 from config.prepared_statements import prepared_statement
+from sessions_app.model_names import model_key
 from sessions_app.models import BudgetAction, BudgetReservation, ChatSession, SpendBudget
 from sessions_app.selectors.spend_budgets import (
     APPLIES_SQL,
@@ -159,7 +160,7 @@ def period_budgets_reserve(
     expires = now + timedelta(seconds=lease)
     params: dict[str, Any] = {
         "tenant": session.tenant_id, "user": session.user_id, "agent": session.agent_id,
-        "model": model or "", "at": now, "id": uuid.uuid4(), "session": session.pk,
+        "model": model_key(model or ""), "at": now, "id": uuid.uuid4(), "session": session.pk,
         "tokens": tokens, "usd": usd, "usd_estimate": usd_estimate, "expires": expires,
         "session_ok": session_ok,
     }  # fmt: skip

@@ -31,6 +31,7 @@ from psycopg import sql
 
 from sessions_app.errors import InvalidInput
 from sessions_app.hooks import budget_threshold_crossed
+from sessions_app.model_names import model_key
 from sessions_app.models import (
     BudgetAction,
     BudgetPeriod,
@@ -113,10 +114,17 @@ def spend_budget_errors(values: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def spend_budget_normalised(values: dict[str, Any]) -> dict[str, Any]:
+    """The values as stored. The model is stored as its `model_key` (lower case, without
+    a gateway's routing prefix or a release date), the name every step's model is
+    compared by: a budget given `openai/gpt-4o-mini` or `gpt-4o-mini-2024-07-18` is the
+    gpt-4o-mini budget. It is normalised here rather than compared normalised because the
+    comparisons run in SQL (the spend upsert, the applying budgets, the reservation's
+    prepared statement): an equality there needs no second implementation of the rules
+    in SQL."""
     values = dict(values)
     for key in ("user_id", "agent_id", "name"):
         values[key] = str(values.get(key) or "").strip()
-    values["model"] = str(values.get("model") or "").strip().lower()
+    values["model"] = model_key(str(values.get("model") or ""))
     usd = values.get("limit_usd")
     if usd is not None and not isinstance(usd, Decimal):
         try:
@@ -172,7 +180,8 @@ def spend_budget_delete(*, budget: SpendBudget) -> None:
 
 # Every recorded step's spend, summed per (budget, period) it falls under, added to the
 # shard of this connection (`SPEND_SHARD`); each row comes back with the period's total
-# over all its shards and the highest threshold already alerted.
+# over all its shards and the highest threshold already alerted. `%(models)s` are the
+# steps' `model_key`s, the form a budget's model is stored in.
 SPEND_SQL = sql.SQL(
     "WITH up AS (INSERT INTO {spend} (budget_id, period_start, shard, tokens, cost_usd,"
     " alerted, updated_at)"
@@ -182,7 +191,7 @@ SPEND_SQL = sql.SQL(
     " AS s(user_id, agent_id, model, tokens, cost)"
     " ON (b.user_id = '' OR b.user_id = s.user_id)"
     " AND (b.agent_id = '' OR b.agent_id = s.agent_id)"
-    " AND (b.model = '' OR b.model = lower(s.model))"
+    " AND (b.model = '' OR b.model = s.model)"
     " WHERE b.tenant_id = %(tenant)s GROUP BY 1, 2 ORDER BY 1, 2"
     " ON CONFLICT (budget_id, period_start, shard) DO UPDATE SET"
     " tokens = {spend}.tokens + EXCLUDED.tokens,"
@@ -236,7 +245,7 @@ class BudgetPassed:
         return (
             self.user_id in ("", step.user_id)
             and self.agent_id in ("", step.agent_id)
-            and self.model in ("", step.model.lower())
+            and self.model in ("", model_key(step.model))
         )
 
 
@@ -280,7 +289,7 @@ def period_budgets_spend(
         "at": at,
         "users": [s.user_id for s in spending],
         "agents": [s.agent_id for s in spending],
-        "models": [s.model for s in spending],
+        "models": [model_key(s.model) for s in spending],
         "tokens": [s.input_tokens + s.output_tokens for s in spending],
         "costs": [s.cost_usd or Decimal(0) for s in spending],
     }

@@ -789,7 +789,7 @@ export interface components {
             reserve?: boolean;
             /** @description How long the reservation holds; default ENGRAM_BUDGET_LEASE_SECONDS (60). */
             lease_seconds?: number;
-            /** @description The model the next call uses, for model budgets; default: the session's model (set on it, else its latest step's). */
+            /** @description The model the next call uses, for model budgets (a gateway-routed or dated name such as `openai/gpt-4o-mini-2024-07-18` counts as gpt-4o-mini); default: the session's model (set on it, else its latest step's). */
             model?: string;
         };
         BudgetCheckResult: {
@@ -1895,7 +1895,7 @@ export interface components {
             user_id?: string;
             /** @description The agent; required for scopes `agent` and `user_agent`, else blank. */
             agent_id?: string;
-            /** @description The model (compared case-insensitively with each step's model); required for scope `model`, else blank. */
+            /** @description The model; required for scope `model`, else blank. Stored in lower case without a gateway's routing prefix or a release date (`openai/gpt-4o-mini` and `gpt-4o-mini-2024-07-18` are gpt-4o-mini), and each step's model, read the same way, is compared with it. */
             model?: string;
             /**
              * @description How often the budget starts afresh: `day`: calendar day; `week`: ISO week, from Monday; `month`: calendar month; `none`: no period: a lifetime limit.
@@ -2466,7 +2466,7 @@ export interface components {
             user_id: string;
             /** @description The agent, or blank. */
             agent_id: string;
-            /** @description The model (lower case), or blank. */
+            /** @description The model (lower case, without a gateway's routing prefix or a release date), or blank. */
             model: string;
             /** @description day, week, month or none. */
             period: string;
@@ -2523,7 +2523,7 @@ export interface components {
             user_id?: string;
             /** @description The agent; required for scopes `agent` and `user_agent`, else blank. */
             agent_id?: string;
-            /** @description The model (compared case-insensitively with each step's model); required for scope `model`, else blank. */
+            /** @description The model; required for scope `model`, else blank. Stored in lower case without a gateway's routing prefix or a release date (`openai/gpt-4o-mini` and `gpt-4o-mini-2024-07-18` are gpt-4o-mini), and each step's model, read the same way, is compared with it. */
             model?: string;
             /**
              * @description How often the budget starts afresh: `day`: calendar day; `week`: ISO week, from Monday; `month`: calendar month; `none`: no period: a lifetime limit.

@@ -7,7 +7,7 @@ WHERE t.budget_id = b.id AND t.period_start = p.period_start) AS s ON true
 LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens, sum(r.cost_usd) AS usd
 FROM "budget_reservation" AS r
 WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true
-WHERE b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s) AND (b.agent_id = '' OR b.agent_id = %(agent)s) AND (b.model = '' OR b.model = lower(%(model)s))
+WHERE b.tenant_id = %(tenant)s AND (b.user_id = '' OR b.user_id = %(user)s) AND (b.agent_id = '' OR b.agent_id = %(agent)s) AND (b.model = '' OR b.model = %(model)s)
 ORDER BY b.id), r AS (SELECT coalesce(array_agg(f.id
 ORDER BY f.id), '{}'::uuid[]) AS ids, coalesce(%(usd)s::numeric, CASE WHEN bool_or(f.limit_usd IS NOT NULL) THEN %(usd_estimate)s::numeric END) AS usd
 FROM f

@@ -1,7 +1,7 @@
 WITH up AS (INSERT INTO "budget_spend" (budget_id, period_start, shard, tokens, cost_usd, alerted, updated_at)
 SELECT b.id, (CASE WHEN b.period = 'none' THEN '1970-01-01T00:00:00Z'::timestamptz ELSE date_trunc(b.period, %(at)s::timestamptz, b.time_zone) END), (pg_backend_pid() %% 16), sum(s.tokens), sum(s.cost), 0, %(at)s
 FROM "spend_budget" AS b
-JOIN unnest(%(users)s::text[], %(agents)s::text[], %(models)s::text[], %(tokens)s::bigint[], %(costs)s::numeric[]) AS s(user_id, agent_id, model, tokens, cost) ON (b.user_id = '' OR b.user_id = s.user_id) AND (b.agent_id = '' OR b.agent_id = s.agent_id) AND (b.model = '' OR b.model = lower(s.model))
+JOIN unnest(%(users)s::text[], %(agents)s::text[], %(models)s::text[], %(tokens)s::bigint[], %(costs)s::numeric[]) AS s(user_id, agent_id, model, tokens, cost) ON (b.user_id = '' OR b.user_id = s.user_id) AND (b.agent_id = '' OR b.agent_id = s.agent_id) AND (b.model = '' OR b.model = s.model)
 WHERE b.tenant_id = %(tenant)s
 GROUP BY 1, 2
 ORDER BY 1, 2
