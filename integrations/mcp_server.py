@@ -116,7 +116,9 @@ TURN_RECORD_DESCRIPTION = (
     "The turn spends a budget reservation (reservation_id, else the session's oldest "
     "live one). With reserve_next, the answer's next_call says whether your next LLM "
     "call may go ahead and holds its estimate, as budget_check would: one call instead "
-    "of two."
+    "of two. With if_match (the session's state_etag as you last read it), the turn is "
+    "recorded only if nobody changed the state since, else a precondition_failed error "
+    "and nothing is recorded; the answer's session.state_etag is the new tag."
 )
 
 
@@ -152,11 +154,20 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
         reserve_next: Annotated[
             NextCall | None, Field(description="Also reserve the budget for your next call.")
         ] = None,
+        if_match: Annotated[
+            str | None,
+            Field(
+                max_length=1000,
+                description="The session's state_etag (quotes included) this turn is based "
+                "on, or *: record only if the state still has it.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,
             idempotency_key=idempotency_key,
+            if_match=if_match,
             body=_turn_record_body(
                 user_message=user_message,
                 assistant_response=assistant_response,

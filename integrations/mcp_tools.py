@@ -23,6 +23,7 @@ from memory_app.api.serializers_search import MemorySearchSerializer, search_res
 from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add
 from memory_app.services.search import memory_search_for_actor
+from sessions_app.api.preconditions import IF_MATCH_HEADER, if_match_parse
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budget_check import (
@@ -40,7 +41,7 @@ from sessions_app.api.serializers_workspace import (
     results_stored_body,
 )
 from sessions_app.api.views_turns import turn_record_request
-from sessions_app.errors import ApplicationError, BudgetExceeded
+from sessions_app.errors import ApplicationError, BudgetExceeded, PreconditionFailed
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
 from sessions_app.services.budgets import (
@@ -110,14 +111,25 @@ def session_open(
 
 
 def turn_record_tool(
-    tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
+    tenant: Tenant,
+    *,
+    session_id: str,
+    idempotency_key: str | None,
+    body: dict[str, Any],
+    if_match: str | None = None,
 ) -> dict[str, Any]:
     """`POST …/sessions/{id}/turns`: the body as that route takes it (`reservation_id`,
     `reserve_next` included), so the answer is the route's 201 body (with `next_call`
-    when the next call was reserved), plus `replayed`."""
-    outcome, answer = turn_record_request(
-        tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key
-    )
+    when the next call was reserved), plus `replayed`. `if_match` is the route's
+    If-Match header; its errors (400 malformed, 412 stale) name the argument."""
+    try:
+        outcome, answer = turn_record_request(
+            tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key,
+            if_match=if_match_parse(if_match, field="if_match"),
+        )  # fmt: skip
+    except PreconditionFailed as exc:
+        fields = {"if_match": exc.fields.get(IF_MATCH_HEADER, [])}
+        raise ToolCallError(exc.code, exc.message, fields) from exc
     return {"replayed": outcome.replayed, **jsonable(answer)}
 
 
