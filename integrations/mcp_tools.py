@@ -52,7 +52,7 @@ from sessions_app.services.budgets import (
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add, selection_remove
-from sessions_app.services.sessions import session_resume_or_create
+from sessions_app.services.sessions import session_create, session_resume_or_create
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -92,21 +92,29 @@ def run_tool(work: Callable[[], T]) -> T:
 
 
 def session_open(
-    tenant: Tenant, *, agent_id: str, external_session_id: str, user_id: str, **extra: Any
+    tenant: Tenant,
+    *,
+    agent_id: str,
+    user_id: str,
+    external_session_id: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
+    """`POST /sessions`: with `external_session_id`, as with `resume: true` (the live
+    session of that id, or a new one); without it, a new session."""
+    payload = {
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "external_session_id": external_session_id,
+        "resume": external_session_id is not None,
+        **extra,
+    }
     data = _validated(
-        SessionCreateSerializer(
-            data={
-                "agent_id": agent_id,
-                "external_session_id": external_session_id,
-                "user_id": user_id,
-                "resume": True,
-                **{k: v for k, v in extra.items() if v is not None},
-            }
-        )
+        SessionCreateSerializer(data={k: v for k, v in payload.items() if v is not None})
     )
-    data.pop("resume", None)
-    session, created = session_resume_or_create(tenant=tenant, **data)
+    if data.pop("resume"):
+        session, created = session_resume_or_create(tenant=tenant, **data)
+    else:
+        session, created = session_create(tenant=tenant, **data), True
     return {"created": created, "session": jsonable(SessionSerializer(session).data)}
 
 
