@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from integrations import mcp_tools
-from integrations.mcp_arguments import BoundCall, Identifier, SessionId
+from integrations.mcp_arguments import BoundCall, Identifier, SessionId, ToolArgumentModel
 from integrations.mcp_errors import EngramMCPServer
 from integrations.mcp_workspace_tools import register_results_tools, register_workspace_tools
 from memory_app.api.serializers import MAX_CONTENT_CHARS
@@ -25,13 +25,14 @@ if TYPE_CHECKING:
     from sessions_app.models import Tenant
 
 INSTRUCTIONS = (
-    "Engram is the memory of this agent. Call session_open first with your own "
-    "conversation id to get a session_id; store what you learn about the user with "
-    "memory_add and look it up with memory_search; call context_get before answering to "
-    "get the assembled context; record each exchange with turn_record (with its LLM "
-    "calls as steps, so spend is tracked); resolve phrases like 'the cheapest' with "
-    "resolve_reference, against the results you stored with results_store; manage the "
-    "cart with cart_add / cart_list / cart_remove; usage_report tells the spend."
+    "Engram is the memory of this agent. Call session_open first (with your own "
+    "conversation id, to find the same session again later) to get a session_id; "
+    "store what you learn about the user with memory_add and look it up with "
+    "memory_search; call context_get before answering to get the assembled context; "
+    "record each exchange with turn_record (with its LLM calls as steps, so spend is "
+    "tracked); resolve phrases like 'the cheapest' with resolve_reference, against the "
+    "results you stored with results_store; manage the cart with cart_add / cart_list / "
+    "cart_remove; usage_report tells the spend."
 )
 
 # memory_app.models.MemoryType's values, spelled out for the tool schemas (a Literal must
@@ -49,7 +50,7 @@ MemoryTypeName = Literal[
 ]
 
 
-class Step(BaseModel):
+class Step(ToolArgumentModel):
     """One LLM or tool call of a turn (the REST API's step, as a tool argument)."""
 
     step_type: str = Field(
@@ -73,17 +74,19 @@ def _register_session_tools(server: MCPServer, call: BoundCall) -> None:
     """session_open: the session of a conversation."""
 
     @server.tool(
-        description="Find or create the session for your conversation. Give the agent's "
-        "id and your own conversation id; the same pair always returns the same live "
-        "session. Returns `session.id` (use it as session_id in the other tools) and "
-        "`created`."
+        description="Open the session of your conversation. With external_session_id "
+        "(your own id of the conversation), the same agent, user and id always return the "
+        "same live session, so you can find it again without keeping ours; without it, "
+        "each call opens a new session. Returns `session.id` (use it as session_id in the "
+        "other tools) and `created` (false: an existing session was resumed)."
     )
     def session_open(
         agent_id: Annotated[Identifier, Field(description="Your agent's id.")],
-        external_session_id: Annotated[
-            Identifier, Field(description="Your own id of this conversation.")
-        ],
         user_id: Annotated[Identifier, Field(description="The end user you act for.")],
+        external_session_id: Annotated[
+            Identifier | None,
+            Field(description="Your own id of this conversation, to resume its session."),
+        ] = None,
         budget_tokens: Annotated[
             int | None, Field(ge=0, description="Token budget for a new session.")
         ] = None,
@@ -97,7 +100,7 @@ def _register_session_tools(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-class NextCall(BaseModel):
+class NextCall(ToolArgumentModel):
     """The next LLM call's expected spend, to reserve with the turn (`reserve_next`)."""
 
     estimated_tokens: int = Field(ge=0, description="Input + output tokens it will spend.")
@@ -115,7 +118,9 @@ TURN_RECORD_DESCRIPTION = (
     "The turn spends a budget reservation (reservation_id, else the session's oldest "
     "live one). With reserve_next, the answer's next_call says whether your next LLM "
     "call may go ahead and holds its estimate, as budget_check would: one call instead "
-    "of two."
+    "of two. With if_match (the session's state_etag as you last read it), the turn is "
+    "recorded only if nobody changed the state since, else a precondition_failed error "
+    "and nothing is recorded; the answer's session.state_etag is the new tag."
 )
 
 
@@ -151,11 +156,20 @@ def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
         reserve_next: Annotated[
             NextCall | None, Field(description="Also reserve the budget for your next call.")
         ] = None,
+        if_match: Annotated[
+            str | None,
+            Field(
+                max_length=1000,
+                description="The session's state_etag (quotes included) this turn is based "
+                "on, or *: record only if the state still has it.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         return call(
             mcp_tools.turn_record_tool,
             session_id=session_id,
             idempotency_key=idempotency_key,
+            if_match=if_match,
             body=_turn_record_body(
                 user_message=user_message,
                 assistant_response=assistant_response,

@@ -23,6 +23,7 @@ from memory_app.api.serializers_search import MemorySearchSerializer, search_res
 from memory_app.services.context import context_serve
 from memory_app.services.memories import memory_add
 from memory_app.services.search import memory_search_for_actor
+from sessions_app.api.preconditions import IF_MATCH_HEADER, if_match_parse
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budget_check import (
@@ -40,7 +41,7 @@ from sessions_app.api.serializers_workspace import (
     results_stored_body,
 )
 from sessions_app.api.views_turns import turn_record_request
-from sessions_app.errors import ApplicationError, BudgetExceeded
+from sessions_app.errors import ApplicationError, BudgetExceeded, PreconditionFailed
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
 from sessions_app.services.budgets import (
@@ -51,7 +52,7 @@ from sessions_app.services.budgets import (
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add, selection_remove
-from sessions_app.services.sessions import session_resume_or_create
+from sessions_app.services.sessions import session_create, session_resume_or_create
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -91,33 +92,52 @@ def run_tool(work: Callable[[], T]) -> T:
 
 
 def session_open(
-    tenant: Tenant, *, agent_id: str, external_session_id: str, user_id: str, **extra: Any
+    tenant: Tenant,
+    *,
+    agent_id: str,
+    user_id: str,
+    external_session_id: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
+    """`POST /sessions`: with `external_session_id`, as with `resume: true` (the live
+    session of that id, or a new one); without it, a new session."""
+    payload = {
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "external_session_id": external_session_id,
+        "resume": external_session_id is not None,
+        **extra,
+    }
     data = _validated(
-        SessionCreateSerializer(
-            data={
-                "agent_id": agent_id,
-                "external_session_id": external_session_id,
-                "user_id": user_id,
-                "resume": True,
-                **{k: v for k, v in extra.items() if v is not None},
-            }
-        )
+        SessionCreateSerializer(data={k: v for k, v in payload.items() if v is not None})
     )
-    data.pop("resume", None)
-    session, created = session_resume_or_create(tenant=tenant, **data)
+    if data.pop("resume"):
+        session, created = session_resume_or_create(tenant=tenant, **data)
+    else:
+        session, created = session_create(tenant=tenant, **data), True
     return {"created": created, "session": jsonable(SessionSerializer(session).data)}
 
 
 def turn_record_tool(
-    tenant: Tenant, *, session_id: str, idempotency_key: str | None, body: dict[str, Any]
+    tenant: Tenant,
+    *,
+    session_id: str,
+    idempotency_key: str | None,
+    body: dict[str, Any],
+    if_match: str | None = None,
 ) -> dict[str, Any]:
     """`POST …/sessions/{id}/turns`: the body as that route takes it (`reservation_id`,
     `reserve_next` included), so the answer is the route's 201 body (with `next_call`
-    when the next call was reserved), plus `replayed`."""
-    outcome, answer = turn_record_request(
-        tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key
-    )
+    when the next call was reserved), plus `replayed`. `if_match` is the route's
+    If-Match header; its errors (400 malformed, 412 stale) name the argument."""
+    try:
+        outcome, answer = turn_record_request(
+            tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key,
+            if_match=if_match_parse(if_match, field="if_match"),
+        )  # fmt: skip
+    except PreconditionFailed as exc:
+        fields = {"if_match": exc.fields.get(IF_MATCH_HEADER, [])}
+        raise ToolCallError(exc.code, exc.message, fields) from exc
     return {"replayed": outcome.replayed, **jsonable(answer)}
 
 

@@ -7,14 +7,14 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from integrations import mcp_tools
-from integrations.mcp_arguments import BoundCall, Identifier, SessionId
+from integrations.mcp_arguments import BoundCall, Identifier, SessionId, ToolArgumentModel
 from sessions_app.api.serializers_workspace import MAX_QUANTITY, MAX_RESULT_ITEMS
 
 
-class ResultItem(BaseModel):
+class ResultItem(ToolArgumentModel):
     """One item of a search's results (the REST API's result item, as a tool argument)."""
 
     mpn: str = Field(description="The item's id (MPN), unique within the session.")
@@ -83,9 +83,9 @@ def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
 
     @server.tool(
         description="Tokens and cost spent, grouped by day, model, agent, user, "
-        "step_type or session, between two dates (default: the last 30 days). user_id, "
-        "agent_id and session_id keep only the steps of that user, agent or session "
-        "(GET /usage's filters; another tenant's session has no steps here)."
+        "step_type or session, between `start` and `end` (default: the last 30 days). "
+        "user_id, agent_id and session_id keep only the steps of that user, agent or "
+        "session (GET /usage's filters; another tenant's session has no steps here)."
     )
     def usage_report(
         group_by: Literal["day", "model", "agent", "user", "step_type", "session"] = "day",

@@ -20,7 +20,8 @@ from sessions_app.api.serializers_budget_check import (
     BudgetReservationSerializer as BudgetReservationSerializer,
 )
 from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
-from sessions_app.models import ChatTurn, TurnStep
+from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.selectors.session_state import state_etag
 from sessions_app.services.turns import StepInput, TurnRecorded
 from sessions_app.usage import UsageError, step_token_counts
 
@@ -308,6 +309,13 @@ class SessionBriefSerializer(serializers.Serializer):  # type: ignore[type-arg] 
         allow_null=True,
         help_text="Set when this turn opened the session as the successor of a rotated one.",
     )
+    state_etag = serializers.SerializerMethodField(
+        help_text="The entity tag of the session's state after the turn (also the `ETag` "
+        "header of `POST /sessions/{id}/turns`): send it as If-Match on the next write."
+    )
+
+    def get_state_etag(self, session: ChatSession) -> str:
+        return state_etag(session.state)
 
 
 class TurnRecordedSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only

@@ -2,14 +2,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.filters import SessionFilter
-from sessions_app.api.preconditions import parse_if_match, with_etag
+from sessions_app.api.preconditions import (
+    etag_parameter,
+    if_match_parameter,
+    parse_if_match,
+    with_etag,
+)
 from sessions_app.api.serializers_sessions import (
     SessionCreateSerializer,
     SessionSerializer,
@@ -33,23 +37,14 @@ def session_response(session: ChatSession, status_code: int = status.HTTP_200_OK
     return with_etag(response, state_etag(session.state))
 
 
-ETAG = OpenApiParameter(
-    "ETag",
-    OpenApiTypes.STR,
-    location=OpenApiParameter.HEADER,
-    response=[200, 201],
-    description="The entity tag of `state` (as `state_etag`): send it as If-Match.",
-)
+ETAG = etag_parameter(200, 201)
 
-IF_MATCH = OpenApiParameter(
-    "If-Match",
-    OpenApiTypes.STR,
-    location=OpenApiParameter.HEADER,
-    description="The `ETag` (`state_etag`) of the state this change is based on, or `*`. "
+IF_MATCH = if_match_parameter(
+    "The `ETag` (`state_etag`) of the state this change is based on, or `*`. "
     "The update is made only if the session's state still has that tag (checked under "
     "the session's lock), else 412 `precondition_failed` and nothing changes. Without "
     "the header the update is unconditional: the last writer's state wins. A value that "
-    "is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches.",
+    "is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches."
 )
 
 

@@ -14,6 +14,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.pagination import CreatedCursorPagination
+from sessions_app.api.preconditions import (
+    etag_parameter,
+    if_match_parameter,
+    parse_if_match,
+    with_etag,
+)
 from sessions_app.api.renderers import jsonable
 from sessions_app.api.representation_budgets import figures_data
 from sessions_app.api.serializers_budget_check import (
@@ -38,6 +44,7 @@ from sessions_app.errors import BudgetExceeded, InvalidInput
 from sessions_app.fastpaths import planned_representation, shared_serializer
 from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
+from sessions_app.selectors.session_state import state_etag
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budgets import (
@@ -57,6 +64,16 @@ from sessions_app.services.turns import TurnFields, TurnRecorded, turn_rollback
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"[!-~](?:[ -~]{0,253}[!-~])?")
+
+TURN_IF_MATCH = if_match_parameter(
+    "The `ETag` (`state_etag`) of the session's state this turn is based on, or `*`. "
+    "The turn is recorded only if the state still has that tag (checked under the "
+    "session's lock), whether or not the turn carries `state`; else 412 "
+    "`precondition_failed` and nothing is recorded (no turn, steps, spend or state). "
+    "A replay of a keyed turn answers its stored response without checking again. "
+    "Without the header the turn is unconditional. A value that is not `*` or quoted "
+    "tags is a 400 naming `If-Match`; a weak tag never matches."
+)
 
 ERRORS = {
     400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
@@ -112,18 +129,25 @@ def idempotency_key(request: Request) -> str | None:
 
 
 def turn_record_request(
-    *, tenant: Tenant, session_id: str, data: Any, idempotency_key: str | None
+    *,
+    tenant: Tenant,
+    session_id: str,
+    data: Any,
+    idempotency_key: str | None,
+    if_match: list[str] | None = None,
 ) -> tuple[IdempotentOutcome, dict[str, Any]]:
     """A turn's request body (with `reserve_next`, optionally) validated and recorded, as
     `POST …/sessions/{id}/turns` and the MCP `turn_record` tool take it: the outcome and
-    the answer's body (with `next_call` when it was asked for)."""
+    the answer's body (with `next_call` when it was asked for). `if_match`, the parsed
+    If-Match, makes the turn conditional on the session's state (`turn_record`); a replay
+    of a keyed turn answers the stored response without checking it again."""
     validated = shared_serializer(TurnCreateReservingSerializer).run_validation(data)
     reserve_next = validated.pop("reserve_next", None)
     # The turn is the same turn whatever it asks for its next call: a retry may
     # change the estimate without reusing the key for another body.
     sent = data if isinstance(data, dict) else {}  # validated: a dict
     turn_body = {k: v for k, v in sent.items() if k != "reserve_next"}
-    fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated))
+    fields = TurnFields(**TurnCreateSerializer.service_kwargs(validated), if_match=if_match)
     if reserve_next is None:
         outcome = turn_record_idempotent(
             tenant=tenant, session_id=session_id, fields=fields, idempotency_key=idempotency_key,
@@ -184,12 +208,18 @@ class TurnListView(TenantGenericAPIView):
                 required=False,
                 pattern=f"^{IDEMPOTENCY_KEY_PATTERN.pattern}$",
                 description="A unique key per logical request (e.g. a UUID), reused on retry.",
-            )
+            ),
+            TURN_IF_MATCH,
+            etag_parameter(201),
         ],
         responses={
             201: TurnRecordedReservingSerializer,
             **ERRORS,
             409: OpenApiResponse(description="idempotency_in_flight"),
+            412: OpenApiResponse(
+                description="`precondition_failed`: If-Match does not match the state's "
+                "current tag (`error.state_etag`); nothing was recorded."
+            ),
             413: OpenApiResponse(description="request_too_large"),
             422: OpenApiResponse(description="idempotency_key_reused"),
         },
@@ -197,10 +227,12 @@ class TurnListView(TenantGenericAPIView):
     def post(self, request: Request, session_id: str) -> Response:
         outcome, body = turn_record_request(
             tenant=self.tenant, session_id=session_id, data=request.data,
-            idempotency_key=idempotency_key(request),
+            idempotency_key=idempotency_key(request), if_match=parse_if_match(request),
         )  # fmt: skip
         headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
-        return Response(body, status=outcome.status, headers=headers)
+        response = Response(body, status=outcome.status, headers=headers)
+        # The tag of the state the turn left, also for a replay (read from its body).
+        return with_etag(response, state_etag(body["turn"]["state_after"]))
 
 
 class TurnDetailView(TenantGenericAPIView):

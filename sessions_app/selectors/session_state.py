@@ -15,6 +15,8 @@ import hashlib
 import json
 from typing import Any
 
+from sessions_app.errors import PreconditionFailed
+
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
@@ -38,3 +40,18 @@ def etag_matches(if_match: list[str], current: str) -> bool:
     """Whether an If-Match list (`*` or entity tags, as `parse_if_match` gives them) holds
     for the current tag. Strong comparison (RFC 9110): a weak tag `W/"…"` never matches."""
     return "*" in if_match or current in if_match
+
+
+def state_precondition_check(*, state: dict[str, Any] | None, if_match: list[str]) -> None:
+    """PreconditionFailed (412, naming If-Match, with the current tag as `state_etag`)
+    unless `state` has one of the tags of `if_match`. The one check of every write that
+    takes If-Match (PATCH of the session, a turn): the caller reads `state` from the
+    session row it holds locked until its transaction commits, so no other writer of the
+    state can come between the check and the write."""
+    current = state_etag(state)
+    if not etag_matches(if_match, current):
+        raise PreconditionFailed(
+            "The session's state changed since it was read; read it again and retry.",
+            fields={"If-Match": [f"Does not match the state's current ETag {current}."]},
+            extra={"state_etag": current},
+        )

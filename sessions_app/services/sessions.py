@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import InvalidInput, PreconditionFailed
+from sessions_app.errors import InvalidInput
 from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
-from sessions_app.selectors.session_state import etag_matches, state_etag
+from sessions_app.selectors.session_state import state_precondition_check
 from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.session_locks import session_lock_for_turn
@@ -163,13 +163,7 @@ def _save_given(*, session: ChatSession, given: dict[str, Any]) -> None:
 def _state_precondition(*, session: ChatSession, if_match: list[str]) -> None:
     """Lock the session as a turn does and check its state's tag against `if_match`."""
     locked = session_lock_for_turn(tenant=session.tenant, session_id=session.pk).session
-    current = state_etag(locked.state)
-    if not etag_matches(if_match, current):
-        raise PreconditionFailed(
-            "The session's state changed since it was read; read it again and retry.",
-            fields={"If-Match": [f"Does not match the state's current ETag {current}."]},
-            extra={"state_etag": current},
-        )
+    state_precondition_check(state=locked.state, if_match=if_match)
 
 
 def _state_change(

@@ -31,6 +31,7 @@ from sessions_app.fastpaths import (
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
+from sessions_app.selectors.session_state import state_precondition_check
 from sessions_app.selectors.sessions import NEWEST_STEP_MODEL, session_ensure_writable
 from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.capture import capture_enabled
@@ -106,6 +107,7 @@ class TurnFields:
     kind: str = TurnKind.EXCHANGE
     changed_by: str = ""
     occurred_at: datetime | None = None
+    if_match: list[str] | None = None  # the If-Match tags, checked against the state
 
 
 def occurred_at_check(value: datetime | None, *, now: datetime) -> datetime:
@@ -171,12 +173,13 @@ def turn_draft(
     reservations_held: bool = True,
 ) -> TurnDraft:
     """Everything either route decides for one turn, in one place, so the single and the
-    batch route cannot drift: writability (410), counts (400), the budget reservation it
-    spends, rotation (a successor opens when the session passed its token threshold),
-    numbering, state chaining, the workspace snapshot, prompt capture, pricing, totals,
-    the per-turn ceilings (`over_limit`), the session's counters and budget flag, and
-    the warnings. `session` is locked by the caller (`sessions_lock_for_turns`), inside
-    its transaction; the session's counters are moved on the instance (written later by
+    batch route cannot drift: writability (410), counts (400), the state's If-Match
+    (412, when `fields.if_match` is given), the budget reservation it spends, rotation
+    (a successor opens when the session passed its token threshold), numbering, state
+    chaining, the workspace snapshot, prompt capture, pricing, totals, the per-turn
+    ceilings (`over_limit`), the session's counters and budget flag, and the warnings.
+    `session` is locked by the caller (`sessions_lock_for_turns`), inside its
+    transaction; the session's counters are moved on the instance (written later by
     `sessions_save_counters`). `reservations_held` False (the lock read found no budget
     reservation of the session) skips releasing one: there is none to spend or clear.
     Raises before writing anything, so a batch can refuse the item alone; the only
@@ -212,11 +215,15 @@ def turn_draft(
 
 
 def _turn_checks(*, session: ChatSession, fields: TurnFields, now: datetime) -> datetime:
-    """The session is writable (410) and the steps and time are valid (400); answers the
-    turn's time."""
+    """The session is writable (410), the steps and time are valid (400), and, with
+    `if_match`, its state still has one of those tags (412; `session` is the locked row);
+    answers the turn's time."""
     session_ensure_writable(session=session, now=now)
     steps_validate(fields.steps)
-    return occurred_at_check(fields.occurred_at, now=now)
+    occurred_at = occurred_at_check(fields.occurred_at, now=now)
+    if fields.if_match is not None:
+        state_precondition_check(state=session.state, if_match=fields.if_match)
+    return occurred_at
 
 
 def _turn_session(
@@ -316,6 +323,7 @@ def turn_record(
     changed_by: str = "",
     reservation_id: uuid.UUID | None = None,
     occurred_at: datetime | None = None,
+    if_match: list[str] | None = None,
     now: datetime | None = None,
 ) -> TurnRecorded:
     """Store one turn with its steps and add them to the session's totals.
@@ -325,7 +333,14 @@ def turn_record(
     `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
     budget reservation (`reservation_id`, else the session's oldest live one). What is
     decided for the turn is `turn_draft`'s, shared with the batch route. Receivers of
-    `turn_recorded` hear of the turn after commit."""
+    `turn_recorded` hear of the turn after commit.
+
+    `if_match` (entity tags or `*`, from the If-Match header): the turn is recorded only
+    if the session's state still has one of these tags, checked under the session's
+    lock, else PreconditionFailed (412) and nothing is written: no turn, steps, spend,
+    reservation release or state. It is checked whether or not the turn carries `state`:
+    the client made the turn conditional on the state it read (a turn without `state`
+    may still have been decided from it). None: no check."""
     fields = TurnFields(
         steps=steps,
         user_message=user_message,
@@ -339,6 +354,7 @@ def turn_record(
         kind=kind,
         changed_by=changed_by,
         occurred_at=occurred_at,
+        if_match=if_match,
     )
     return _turn_record_locked(
         tenant=tenant,

@@ -2403,6 +2403,8 @@ export interface components {
              * @description Set when this turn opened the session as the successor of a rotated one.
              */
             previous_session_id: string | null;
+            /** @description The entity tag of the session's state after the turn (also the `ETag` header of `POST /sessions/{id}/turns`): send it as If-Match on the next write. */
+            readonly state_etag: string;
         };
         SessionCreateRequest: {
             /** @description The end user this session belongs to. */
@@ -6287,6 +6289,8 @@ export interface operations {
             header?: {
                 /** @description A unique key per logical request (e.g. a UUID), reused on retry. */
                 "Idempotency-Key"?: string;
+                /** @description The `ETag` (`state_etag`) of the session's state this turn is based on, or `*`. The turn is recorded only if the state still has that tag (checked under the session's lock), whether or not the turn carries `state`; else 412 `precondition_failed` and nothing is recorded (no turn, steps, spend or state). A replay of a keyed turn answers its stored response without checking again. Without the header the turn is unconditional. A value that is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches. */
+                "If-Match"?: string;
             };
             path: {
                 session_id: string;
@@ -6301,6 +6305,8 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description The entity tag of `state` (as `state_etag`): send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6345,6 +6351,15 @@ export interface operations {
             };
             /** @description session_expired */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `precondition_failed`: If-Match does not match the state's current tag (`error.state_etag`); nothing was recorded. */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -32,6 +32,11 @@ def new_idempotency_key() -> str:
     return f"engram-py-{uuid.uuid4()}"
 
 
+def if_match_headers(if_match: str | None) -> dict[str, str]:
+    """The If-Match header for a `state_etag` (sent as given, quotes included, or `*`)."""
+    return {} if if_match is None else {"If-Match": if_match}
+
+
 def turn_body(
     *,
     steps: Iterable[Mapping[str, Any]] = (),
@@ -140,8 +145,13 @@ class Api:
         `cursor`."""
         return self._call(Request("GET", "/sessions", params=filters))
 
-    def update_session(self, session_id: str, **fields: Any) -> Any:
-        return self._call(Request("PATCH", f"/sessions/{_seg(session_id)}", json=fields))
+    def update_session(self, session_id: str, *, if_match: str | None = None, **fields: Any) -> Any:
+        """Change `state`, `metadata`, `ttl_seconds`, …; answers the session, with the
+        new `state_etag`. With `if_match` (a `state_etag` you read, or `*`), only if the
+        state still has that tag, else `PreconditionFailed` and nothing changes."""
+        path = f"/sessions/{_seg(session_id)}"
+        headers = if_match_headers(if_match)
+        return self._call(Request("PATCH", path, json=fields, headers=headers))
 
     def delete_session(self, session_id: str) -> Any:
         return self._call(Request("DELETE", f"/sessions/{_seg(session_id)}"))
@@ -154,20 +164,27 @@ class Api:
         *,
         steps: Iterable[Mapping[str, Any]] = (),
         idempotency_key: str | None = None,
+        if_match: str | None = None,
         **fields: Any,
     ) -> Any:
         """Record a turn with its steps. The Idempotency-Key is made once here, so every
-        retry of this call sends the same one and the turn is counted once."""
+        retry of this call sends the same one and the turn is counted once. With
+        `if_match` (a `state_etag` you read, or `*`), the turn is recorded only if the
+        session's state still has that tag, whether or not the turn carries `state`;
+        else `PreconditionFailed` and nothing of the turn is recorded. The answer's
+        `session.state_etag` is the tag after the turn."""
         key = idempotency_key or new_idempotency_key()
         body = turn_body(steps=steps, **fields)
-        return self._send_turn(session_id, body, key)
+        return self._send_turn(session_id, body, key, if_match)
 
-    def _send_turn(self, session_id: str, body: dict[str, Any], key: str) -> Any:
+    def _send_turn(
+        self, session_id: str, body: dict[str, Any], key: str, if_match: str | None = None
+    ) -> Any:
         request = Request(
             "POST",
             f"/sessions/{_seg(session_id)}/turns",
             json=body,
-            headers={"Idempotency-Key": key},
+            headers={"Idempotency-Key": key, **if_match_headers(if_match)},
         )
         return self._call(request)
 

@@ -18,6 +18,15 @@ from engram._http import Request, SyncTransport
 log = logging.getLogger("engram")
 
 
+def refuse_queued_condition(if_match: str | None) -> None:
+    """A queued turn cannot carry `if_match`: the batch route it is sent by takes no
+    If-Match, and a refusal would reach no caller. ValueError before anything is sent."""
+    if if_match is not None:
+        raise ValueError(
+            "if_match needs an answer: record the turn with a client without background=True."
+        )
+
+
 @dataclass(frozen=True)
 class QueuedTurn:
     session_id: str

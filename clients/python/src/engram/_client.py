@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from engram._api import Api, turn_body
-from engram._background import BackgroundSender, QueuedTurn
+from engram._background import BackgroundSender, QueuedTurn, refuse_queued_condition
 from engram._http import AsyncTransport, Request, RetryPolicy, SyncTransport, resolve_config
 from engram._session import AsyncSession, Session
 
@@ -64,14 +64,19 @@ class Engram(Api):
         """A handle on an existing session, without a request."""
         return Session(self, {"id": session_id})
 
-    def _send_turn(self, session_id: str, body: dict[str, Any], key: str) -> Any:
+    def _send_turn(
+        self, session_id: str, body: dict[str, Any], key: str, if_match: str | None = None
+    ) -> Any:
         if self._background is not None:
+            refuse_queued_condition(if_match)
             self._background.enqueue(QueuedTurn(session_id, body, key))
             return None
-        return super()._send_turn(session_id, body, key)
+        return super()._send_turn(session_id, body, key, if_match)
 
-    def _record_turn_body(self, session_id: str, body: dict[str, Any], key: str) -> Any:
-        return self._send_turn(session_id, turn_body(**body), key)
+    def _record_turn_body(
+        self, session_id: str, body: dict[str, Any], key: str, if_match: str | None = None
+    ) -> Any:
+        return self._send_turn(session_id, turn_body(**body), key, if_match)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every queued turn was sent (background mode; else nothing to do)."""
@@ -124,8 +129,10 @@ class AsyncEngram(Api):
     def session(self, session_id: str) -> AsyncSession:
         return AsyncSession(self, {"id": session_id})
 
-    def _record_turn_body(self, session_id: str, body: dict[str, Any], key: str) -> Any:
-        return self._send_turn(session_id, turn_body(**body), key)
+    def _record_turn_body(
+        self, session_id: str, body: dict[str, Any], key: str, if_match: str | None = None
+    ) -> Any:
+        return self._send_turn(session_id, turn_body(**body), key, if_match)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Nothing is queued by the async client; kept for the same surface."""

@@ -65,6 +65,17 @@ class Conflict(APIError):
     """409."""
 
 
+class PreconditionFailed(APIError):
+    """412 `precondition_failed`: the `if_match` tag no longer holds, because the
+    session's state changed since it was read; nothing was written. `state_etag` is the
+    current tag: read the session again, decide again, and retry with it."""
+
+    @property
+    def state_etag(self) -> str | None:
+        value = self.body.get("error", {}).get("state_etag")
+        return None if value is None else str(value)
+
+
 class SessionExpired(APIError):
     """410: the session takes no more writes; start or resume another."""
 
@@ -116,6 +127,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     404: NotFound,
     409: Conflict,
     410: SessionExpired,
+    412: PreconditionFailed,
     413: PayloadTooLarge,
     422: IdempotencyKeyReused,
     429: RateLimited,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from engram._background import refuse_queued_condition
 from engram._errors import EngramError
 from engram._tracking import Turn
 
@@ -29,19 +31,55 @@ class _Handle:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
 
-    def get(self) -> Any:
-        """The session now: totals, budget, focus."""
-        return self.client.get_session(self.id)
+    @property
+    def state_etag(self) -> str | None:
+        """The tag of the session's state as this handle last saw it: from the session
+        it was made from, then from each `get()`, `update()`, `record_turn()` and turn
+        block of this handle (not from other handles, other clients, or a background
+        send). Pass it as `if_match`; `PreconditionFailed` means the state moved since."""
+        value = self.data.get("state_etag")
+        return None if value is None else str(value)
 
-    def update(self, **fields: Any) -> Any:
-        return self.client.update_session(self.id, **fields)
+    def _seen(self, answer: Any) -> Any:
+        """`answer` (a value, or for the async client an awaitable), after noting the
+        state's tag it carries: a session's `state_etag`, or a turn's `session.state_etag`."""
+        if inspect.isawaitable(answer):
+
+            async def noted() -> Any:
+                return self._note(await answer)
+
+            return noted()
+        return self._note(answer)
+
+    def _note(self, data: Any) -> Any:
+        session = data.get("session") if isinstance(data, dict) and "turn" in data else data
+        if not isinstance(session, dict) or "state_etag" not in session:
+            return data
+        if str(session.get("id")) == self.id:
+            self.data = {**self.data, "state_etag": session["state_etag"]}
+        return data
+
+    def _record(self, turn: Turn) -> Any:
+        """A turn block's turn, sent on its exit (its `if_match` as If-Match)."""
+        return self._seen(
+            self.client._record_turn_body(self.id, turn.body(), turn.idempotency_key, turn.if_match)
+        )
+
+    def get(self) -> Any:
+        """The session now: totals, budget, focus, `state_etag`."""
+        return self._seen(self.client.get_session(self.id))
+
+    def update(self, *, if_match: str | None = None, **fields: Any) -> Any:
+        """See `Engram.update_session`; `if_match` as `state_etag` gives it."""
+        return self._seen(self.client.update_session(self.id, if_match=if_match, **fields))
 
     def delete(self) -> Any:
         return self.client.delete_session(self.id)
 
     def record_turn(self, **fields: Any) -> Any:
-        """See `Engram.record_turn`: steps, messages, state; one Idempotency-Key."""
-        return self.client.record_turn(self.id, **fields)
+        """See `Engram.record_turn`: steps, messages, state, `if_match`; one
+        Idempotency-Key."""
+        return self._seen(self.client.record_turn(self.id, **fields))
 
     def list_turns(self, **params: Any) -> Any:
         return self.client.list_turns(self.id, **params)
@@ -117,6 +155,7 @@ class Session(_Handle):
         user_message: str = "",
         *,
         reserve: int | Mapping[str, Any] | None = None,
+        if_match: str | None = None,
         **fields: Any,
     ) -> Iterator[Turn]:
         """Collects steps and records the turn once, on exit. If the block raises, the
@@ -124,11 +163,16 @@ class Session(_Handle):
         exception goes on. With `reserve` (estimated tokens, or a mapping with
         `estimated_tokens`, `estimated_cost_usd`, `model`, `lease_seconds`), the budget
         is checked and reserved before the block runs (`BudgetExceeded` then, and the
-        block does not run) and the recorded turn spends the reservation."""
+        block does not run) and the recorded turn spends the reservation. With
+        `if_match` (or `turn.if_match` set in the block), the turn is recorded only if
+        the state still has that tag: `PreconditionFailed` on exit, nothing recorded.
+        A background client refuses `if_match` (ValueError) before the block runs."""
+        if self.client.background is not None:
+            refuse_queued_condition(if_match)
         check = None
         if reserve is not None:
             check = self.client.budget_check(self.id, **reserve_check_fields(reserve))
-        turn = _turn_reserving(self.id, check, user_message, fields)
+        turn = _turn_reserving(self.id, check, user_message, {**fields, "if_match": if_match})
         token = turn.open()
         try:
             yield turn
@@ -136,14 +180,12 @@ class Session(_Handle):
             Turn.close(token)
             turn.fail(exc)
             try:
-                turn.result = self.client._record_turn_body(
-                    self.id, turn.body(), turn.idempotency_key
-                )
+                turn.result = self._record(turn)
             except EngramError:
                 log.exception("engram: could not record the failed turn of session %s", self.id)
             raise
         Turn.close(token)
-        turn.result = self.client._record_turn_body(self.id, turn.body(), turn.idempotency_key)
+        turn.result = self._record(turn)
 
 
 class AsyncSession(_Handle):
@@ -157,13 +199,14 @@ class AsyncSession(_Handle):
         user_message: str = "",
         *,
         reserve: int | Mapping[str, Any] | None = None,
+        if_match: str | None = None,
         **fields: Any,
     ) -> AsyncIterator[Turn]:
-        """As `Session.turn`, `reserve` included."""
+        """As `Session.turn`, `reserve` and `if_match` included."""
         check = None
         if reserve is not None:
             check = await self.client.budget_check(self.id, **reserve_check_fields(reserve))
-        turn = _turn_reserving(self.id, check, user_message, fields)
+        turn = _turn_reserving(self.id, check, user_message, {**fields, "if_match": if_match})
         token = turn.open()
         try:
             yield turn
@@ -171,13 +214,9 @@ class AsyncSession(_Handle):
             Turn.close(token)
             turn.fail(exc)
             try:
-                turn.result = await self.client._record_turn_body(
-                    self.id, turn.body(), turn.idempotency_key
-                )
+                turn.result = await self._record(turn)
             except EngramError:
                 log.exception("engram: could not record the failed turn of session %s", self.id)
             raise
         Turn.close(token)
-        turn.result = await self.client._record_turn_body(
-            self.id, turn.body(), turn.idempotency_key
-        )
+        turn.result = await self._record(turn)

@@ -36,6 +36,8 @@ class Turn:
         self.session_id = session_id
         self.user_message: str = fields.pop("user_message", "")
         self.assistant_response: str = fields.pop("assistant_response", "")
+        # The `state_etag` the turn is based on, sent as If-Match (see `record_turn`).
+        self.if_match: str | None = fields.pop("if_match", None)
         self.fields: dict[str, Any] = fields  # intent_data, reasoning, metadata, state
         self.steps: list[dict[str, Any]] = []
         self.idempotency_key = new_idempotency_key()

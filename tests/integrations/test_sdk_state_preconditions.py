@@ -1,0 +1,114 @@
+"""The Python SDK and optimistic concurrency on a session's state, against a live
+Engram: the handle keeps the state's tag it last saw (`state_etag`), `update`,
+`record_turn` and the turn block take it as `if_match`, and a stale one raises
+`engram.PreconditionFailed` (412, with the current tag) with nothing written."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import engram
+import pytest
+
+from sessions_app.models import ChatSession, ChatTurn, TurnStep
+from sessions_app.selectors.session_state import state_etag
+from sessions_app.services.api_keys import IssuedKey
+
+STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 300,
+        "output_tokens": 40}  # fmt: skip
+
+
+def _recorded(sid: str) -> tuple[Any, int, int]:
+    """The state, the turns and the steps the database holds for the session."""
+    turns = ChatTurn.objects.filter(session_id=sid).count()
+    steps = TurnStep.objects.filter(turn__session_id=sid).count()
+    return ChatSession.objects.get(pk=sid).state, turns, steps
+
+
+def _assert_stale(refused: pytest.ExceptionInfo[engram.PreconditionFailed], current: str) -> None:
+    error = refused.value
+    assert isinstance(error, engram.APIError) and error.status == 412
+    assert error.code == "precondition_failed" and list(error.fields) == ["If-Match"]
+    assert error.state_etag == current
+
+
+def test_update_takes_the_handles_etag_and_a_stale_one_raises(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    client = engram.Engram(live_server.url, live_key.secret, max_retries=0)
+    session = client.create_session(user_id="u", agent_id="a", state={"stage": "browsing"})
+    first = session.state_etag
+    assert (
+        first == state_etag({"stage": "browsing"}) == client.get_session(session.id)["state_etag"]
+    )
+
+    updated = session.update(state={"stage": "cart"}, if_match=first)
+    assert updated["state_etag"] == session.state_etag == state_etag({"stage": "cart"})
+    # Another agent, with the tag it read before that update, is refused.
+    other = client.session(session.id)
+    assert other.state_etag is None  # a handle made from an id alone has seen nothing
+    with pytest.raises(engram.PreconditionFailed) as refused:
+        other.update(state={"stage": "browsing"}, if_match=first)
+    _assert_stale(refused, session.state_etag)
+    assert other.state_etag is None  # a refusal is not a read: read again to retry
+    other.get()
+    assert other.state_etag == session.state_etag
+    assert _recorded(session.id) == ({"stage": "cart"}, 1, 0)  # only the first update's turn
+
+
+def test_turns_take_if_match_and_a_stale_one_records_nothing(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    client = engram.Engram(live_server.url, live_key.secret, max_retries=0)
+    session = client.create_session(user_id="u", agent_id="a", state={"n": 0})
+    stale = session.state_etag
+    answer = session.record_turn(steps=[STEP], state={"n": 1}, if_match=stale)
+    assert answer["session"]["state_etag"] == session.state_etag == state_etag({"n": 1})
+
+    with pytest.raises(engram.PreconditionFailed) as refused:
+        client.record_turn(session.id, steps=[STEP], state={"n": 2}, if_match=stale)
+    _assert_stale(refused, session.state_etag)
+    ran = []
+    with pytest.raises(engram.PreconditionFailed), session.turn("hi", if_match=stale) as turn:
+        ran.append(True)  # the block runs; the turn is refused when recorded on exit
+        turn.add_step("response", model="gpt-4o-mini", input_tokens=10, output_tokens=1)
+    assert ran == [True]
+    assert _recorded(session.id) == ({"n": 1}, 1, 1)
+
+    with session.turn("hi", if_match=session.state_etag, state={"n": 3}) as turn:
+        turn.add_step("response", model="gpt-4o-mini", input_tokens=10, output_tokens=1)
+    assert turn.result["session"]["state_etag"] == session.state_etag == state_etag({"n": 3})
+    assert _recorded(session.id) == ({"n": 3}, 2, 2)
+
+
+def test_the_async_client_takes_if_match_as_well(live_server: Any, live_key: IssuedKey) -> None:
+    async def main() -> tuple[str, str]:
+        async with engram.AsyncEngram(live_server.url, live_key.secret, max_retries=0) as client:
+            session = await client.create_session(user_id="u", agent_id="a", state={"n": 0})
+            stale = session.state_etag
+            await session.update(state={"n": 1}, if_match=stale)
+            with pytest.raises(engram.PreconditionFailed):
+                async with session.turn("hi", if_match=stale, state={"n": 9}):
+                    pass
+            async with session.turn("hi", if_match=session.state_etag, state={"n": 2}):
+                pass
+            return session.id, str(session.state_etag)
+
+    sid, etag = asyncio.run(main())
+    assert etag == state_etag({"n": 2})
+    assert _recorded(sid) == ({"n": 2}, 2, 0)  # the update's state_change and one turn
+
+
+def test_a_background_client_refuses_if_match_before_anything_runs(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    with engram.Engram(live_server.url, live_key.secret, background=True) as client:
+        session = client.create_session(user_id="u", agent_id="a")
+        ran = []
+        with pytest.raises(ValueError, match="if_match"), session.turn(if_match="*"):
+            ran.append(True)
+        with pytest.raises(ValueError, match="if_match"):
+            client.record_turn(session.id, steps=[STEP], if_match="*")
+        client.flush(timeout=30)
+        assert ran == [] and _recorded(session.id) == ({}, 0, 0)
