@@ -10,7 +10,8 @@ preference, "I love that!", "I like these ideas" and "I like how you put it" are
 reactions to the conversation and are dropped.
 
 The memory's content is the user's own clause from its subject on; its summary is the
-same in the third person.
+same in the third person; a relative named with more said of them ("my sister Ana is a
+pilot") keeps what is said ("User's sister Ana is a pilot"), not only the name.
 
 An explicit request to remember ("Remember that I'm allergic to penicillin", "please
 note that my flight lands at 6") is read without its wrapper, so the rules see the
@@ -193,6 +194,9 @@ def _candidate(rule: Rule, match: re.Match[str], value: str, clause: str) -> Can
     groups["rel"] = groups.get("rel", "").lower()
     groups["what"] = _trim(groups.get("what", ""), "thing")
     summary = third_person(rule.summary.format(**groups))
+    said = _said_of_relative(rule, match, value)
+    if said:
+        summary = third_person(f"User's {groups['rel']} {value} {said}")
     if groups.get("employer"):
         summary += f" at {_trim(groups['employer'], 'place')}"
     structured: dict[str, Any] = {rule.key: value}
@@ -209,6 +213,18 @@ def _candidate(rule: Rule, match: re.Match[str], value: str, clause: str) -> Can
         importance=rule.importance,
         confidence=rule.confidence,
     )
+
+
+def _said_of_relative(rule: Rule, match: re.Match[str], name: str) -> str:
+    """What a clause that names a relative or a pet says of them after the name ("Ana
+    just had a baby girl named Rita": "just had a baby girl named Rita"), up to where the
+    clause moves on; empty when it only names them."""
+    if rule.kind != "name" or not match.groupdict().get("rel"):
+        return ""
+    rest = match.group("value").split()[len(name.split()) :]
+    if not rest or rest[0].lower().split("'")[0] in _PRONOUNS:  # ", he'll pick it up"
+        return ""
+    return _trim(" ".join(rest), "thing")
 
 
 def _third_person(verb: str) -> str:

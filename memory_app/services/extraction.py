@@ -8,6 +8,10 @@ Two extractors, chosen by settings (both in `memory_app.extraction`):
   too). Any failure (down, timeout, bad JSON) falls back to the heuristic, so a turn
   never loses its extraction because the LLM hiccupped.
 
+One message states each subject once: of its drafts that state the same subject
+(memory_app.subjects), the last one said is kept ("I work as a teacher. Actually no, I
+work as a pilot." keeps the pilot; "I moved to Porto last week, I live in Porto now"
+keeps one).
 A message that says a value has ended ("I quit nursing", memory_app.subject_endings) ends
 the user's current memories of it, at the turn's time.
 
@@ -42,7 +46,7 @@ from memory_app.services.memories import (
     memory_add_many,
     memory_gate_reasons,
 )
-from memory_app.services.supersession import memories_end_ceased
+from memory_app.services.supersession import draft_statement, memories_end_ceased
 from memory_app.subject_endings import ceased_values
 from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live, turns_last_occurred
 
@@ -178,7 +182,21 @@ def _drafts_of_turn(turn: Any) -> list[MemoryDraft]:
         )
         for candidate in candidates
     ]
-    return [draft for draft in drafts if not memory_gate_reasons(draft)]
+    return _last_per_subject([draft for draft in drafts if not memory_gate_reasons(draft)])
+
+
+def _last_per_subject(drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+    """The drafts, each subject once: the last one that states it (module docstring)."""
+    seen: set[str] = set()
+    kept: list[MemoryDraft] = []
+    for draft in reversed(drafts):
+        statement = draft_statement(draft)
+        if statement is not None:
+            if statement.subject in seen:
+                continue
+            seen.add(statement.subject)
+        kept.append(draft)
+    return kept[::-1]
 
 
 def _candidates_of_turn(turn: Any) -> tuple[str, list[Candidate]]:
