@@ -10,6 +10,13 @@ that a caller can predict them and a test can hold them:
 - employer: "I work at / for X", "I'm working at / for X", "I started working at X",
   "my employer is X";
 - age: "I am N (years old)", "I'm N years old";
+- occupation: "I work as a X", "I started a (new) job as a X", "I'm (now) a X" where X
+  ends on a known occupation ("I'm a terrible cook" states none); the value stops before
+  where ("at", "for", "in", "with");
+- diet: "I'm (now) X", "we're X" for a known diet (vegetarian, vegan, pescatarian…);
+- a budget: "my / our / the (trip) budget (for the trip) is X", "… went up to X", "we
+  raised the budget to X"; its subject is "budget", or "<thing> budget" when it names
+  what for ("the trip budget", "the budget for the trip": "trip budget");
 - any "my <one to four words> is / are X" ("my favourite colour is blue", "my phone
   number is …"), the words being the subject ("favorite" read as "favourite").
 
@@ -26,10 +33,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_app.extraction.vocabulary import DIETS, OCCUPATIONS
+
 _LEAD = r"(?:(?:now|currently|still|recently|just|actually)\s+)?"
 _I = r"\bi(?:\s+am|'m|\u2019m|\s+have|'ve|\u2019ve)?\s+" + _LEAD
+_I_AM = r"\bi(?:\s+am|'m|\u2019m)\s+" + _LEAD
 # The value: everything up to punctuation; trimmed at circumstance words below.
 _VALUE = r"(?P<value>[^.,;:!?\n]+)"
+# An occupation: up to where the work is done or for whom.
+_ROLE = r"(?P<value>[^.,;:!?\n]+?)(?=\s+(?:at|for|in|with|on)\b|[.,;:!?\n]|$)"
+# A budget and what it is for: "my budget", "the trip budget", "our budget for the trip".
+_BUDGET = (
+    r"\b(?:my|our|the)\s+(?:(?:whole|total|overall|entire|new|current|updated)\s+)?"
+    r"(?:(?P<before>[a-z]+)\s+)??budget(?:\s+for\s+(?:the|this|my|our)\s+(?P<after>[a-z]+))?"
+)
+_BUDGET_PATTERNS = (
+    re.compile(
+        _BUDGET + r"\s+(?:is|'s|\u2019s|of|(?:has\s+)?(?:went|gone|goes|moved)\s+(?:up|down)\s+to|"
+        r"(?:is|was|has\s+been)\s+(?:raised|increased|lowered|cut|changed|reduced)\s+to)\s+"
+        + _LEAD
+        + _VALUE,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:i|we)\s+(?:just\s+|have\s+|'ve\s+)?(?:raised|increased|lowered|cut|changed|"
+        r"reduced|upped|set)\s+" + _BUDGET.removeprefix(r"\b") + r"\s+to\s+" + _VALUE,
+        re.IGNORECASE,
+    ),
+)
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -55,6 +86,29 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("employer", re.compile(r"\bmy\s+employer\s+is\s+" + _VALUE, re.IGNORECASE)),
+    (
+        "occupation",
+        re.compile(
+            _I + r"(?:work(?:ing)?\s+as|(?:started|got|took|landed|accepted)\s+"
+            r"(?:a\s+|an\s+|my\s+)?(?:new\s+)?(?:job|position|role)\s+as)\s+(?:a|an)\s+" + _ROLE,
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "occupation",
+        re.compile(
+            _I_AM + rf"(?:a|an)\s+(?P<value>(?:[\w-]+\s+){{0,3}}?{OCCUPATIONS})s?\b", re.IGNORECASE
+        ),
+    ),
+    (
+        "diet",
+        re.compile(
+            r"\b(?:i(?:\s+am|'m|\u2019m)|we(?:'re|\u2019re|\s+are))\s+"
+            + _LEAD
+            + rf"(?:(?:a|an|strictly|fully|mostly|mainly)\s+)*(?P<value>{DIETS})\b",
+            re.IGNORECASE,
+        ),
+    ),
     (
         "age",
         re.compile(
@@ -98,6 +152,17 @@ def _value(raw: str) -> str:
     return " ".join(re.sub(r"[^\w\s'-]", " ", value).split())
 
 
+def _budget_found(text: str) -> list[tuple[int, str, str]]:
+    """(start, subject, raw value) of the budget statements of `text`."""
+    found = []
+    for pattern in _BUDGET_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            what = match.group("after") or match.group("before") or ""
+            found.append((match.start(), f"{what} budget".strip(), match.group("value")))
+    return found
+
+
 def statement_of(text: str) -> Statement | None:
     """The first subject `text` states a value of, by the rules of the module docstring;
     None when it states none."""
@@ -106,6 +171,7 @@ def statement_of(text: str) -> Statement | None:
         match = pattern.search(text)
         if match:
             found.append((match.start(), subject, match.group("value")))
+    found += _budget_found(text)
     generic = _GENERIC.search(text)
     if generic:
         found.append((generic.start(), generic.group("subject"), generic.group("value")))

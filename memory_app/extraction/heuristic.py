@@ -10,7 +10,12 @@ preference, "I love that!", "I like these ideas" and "I like how you put it" are
 reactions to the conversation and are dropped.
 
 The memory's content is the user's own clause from its subject on; its summary is the
-same in the third person.
+same in the third person; a relative named with more said of them ("my sister Ana is a
+pilot") keeps what is said ("User's sister Ana is a pilot"), not only the name.
+
+An explicit request to remember ("Remember that I'm allergic to penicillin", "please
+note that my flight lands at 6") is read without its wrapper, so the rules see the
+statement inside; when none matches it, the statement is kept as it was said.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memory_app.extraction.attributes import ATTRIBUTE_RULES
 from memory_app.extraction.candidates import Candidate
 from memory_app.extraction.patterns import (
     HYPOTHETICAL_START,
@@ -27,6 +33,7 @@ from memory_app.extraction.patterns import (
     Rule,
     word_set,
 )
+from memory_app.models import MemoryType
 
 MAX_MESSAGE_CHARS = 8000
 MAX_CANDIDATES = 20
@@ -37,6 +44,12 @@ _SENTENCES = re.compile(
 _CLAUSES = re.compile(
     r"\s*;\s*|(?<!\bme)\s*(?::|\s[-\u2013\u2014]\s|,?\s+(?:and|but|so|plus|also|though|while|whereas)\b|,)\s*"
     r"(?=(?:I|I'm|I've|I'd|Im|my|we|please)\b)",
+    re.IGNORECASE,
+)
+# A request to remember what follows, when a statement of the user's follows.
+_REMEMBER = re.compile(
+    r"(?:please\s+)?(?:remember|note|keep\s+in\s+mind|don't\s+forget|do\s+not\s+forget)"
+    r"(?:\s+that)?[\s,:]+(?=(?:I|I'm|I've|I'd|my|we|we're|our)\b)",
     re.IGNORECASE,
 )
 _TRAILING_PUNCTUATION = re.compile(r"[\s.!?…,;:~*)(\"'`-]+$|\s+[:;]-?[()DPp]$")
@@ -118,14 +131,39 @@ def extract_heuristic(message: str) -> list[Candidate]:
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
             continue
-        if HYPOTHETICAL_START.match(_strip_lead_in(sentence)):
-            continue
-        for clause in _CLAUSES.split(sentence):
-            candidate = _clause_candidate(_strip_lead_in(clause.strip()))
-            if candidate is not None and candidate.summary.lower() not in seen:
+        for candidate in _sentence_candidates(_strip_lead_in(sentence)):
+            if candidate.summary.lower() not in seen:
                 seen.add(candidate.summary.lower())
                 out.append(candidate)
     return out[:MAX_CANDIDATES]
+
+
+def _sentence_candidates(sentence: str) -> list[Candidate]:
+    """The candidates of one sentence's clauses; a request to remember without a wrapper,
+    and kept as said when no rule reads it (module docstring)."""
+    remember = _REMEMBER.match(sentence)
+    body = sentence[remember.end() :] if remember else sentence
+    if HYPOTHETICAL_START.match(body):
+        return []
+    found = [
+        candidate
+        for clause in _CLAUSES.split(body)
+        if (candidate := _clause_candidate(_strip_lead_in(clause.strip()))) is not None
+    ]
+    if remember and not found:
+        said = _TRAILING_PUNCTUATION.sub("", body)[:300]
+        found.append(
+            Candidate(
+                type=MemoryType.FACT,
+                content=said,
+                summary=third_person(f"User asked to remember: {said}")[:300],
+                tags=["fact", "remember"],
+                structured={"remember": said},
+                importance=0.8,
+                confidence=0.9,
+            )
+        )
+    return found
 
 
 def _strip_lead_in(text: str) -> str:
@@ -136,7 +174,7 @@ def _clause_candidate(clause: str) -> Candidate | None:
     clause = _TRAILING_PUNCTUATION.sub("", clause)
     if not clause:
         return None
-    for rule in RULES:
+    for rule in (*ATTRIBUTE_RULES, *RULES):
         match = rule.pattern.match(clause)
         if match is None:
             continue
@@ -156,6 +194,9 @@ def _candidate(rule: Rule, match: re.Match[str], value: str, clause: str) -> Can
     groups["rel"] = groups.get("rel", "").lower()
     groups["what"] = _trim(groups.get("what", ""), "thing")
     summary = third_person(rule.summary.format(**groups))
+    said = _said_of_relative(rule, match, value)
+    if said:
+        summary = third_person(f"User's {groups['rel']} {value} {said}")
     if groups.get("employer"):
         summary += f" at {_trim(groups['employer'], 'place')}"
     structured: dict[str, Any] = {rule.key: value}
@@ -172,6 +213,18 @@ def _candidate(rule: Rule, match: re.Match[str], value: str, clause: str) -> Can
         importance=rule.importance,
         confidence=rule.confidence,
     )
+
+
+def _said_of_relative(rule: Rule, match: re.Match[str], name: str) -> str:
+    """What a clause that names a relative or a pet says of them after the name ("Ana
+    just had a baby girl named Rita": "just had a baby girl named Rita"), up to where the
+    clause moves on; empty when it only names them."""
+    if rule.kind != "name" or not match.groupdict().get("rel"):
+        return ""
+    rest = match.group("value").split()[len(name.split()) :]
+    if not rest or rest[0].lower().split("'")[0] in _PRONOUNS:  # ", he'll pick it up"
+        return ""
+    return _trim(" ".join(rest), "thing")
 
 
 def _third_person(verb: str) -> str:
@@ -307,6 +360,7 @@ _CHECKS = {
     "habit": _habit_ok,
     "rather": _rather_ok,
     "free": lambda words, lower: len(words) <= 12,
+    "amount": lambda words, lower: any(char.isdigit() for char in "".join(words)),
     "language": lambda words, lower: any(word in LANGUAGES for word in lower),
     "occupation": lambda words, lower: lower[0] not in _EVALUATIVE,
     "business": lambda words, lower: _no_pronoun(lower),

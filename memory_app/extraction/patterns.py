@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_app.extraction.vocabulary import DIETS, OCCUPATIONS
+from memory_app.extraction.vocabulary import words as _words
 from memory_app.models import MemoryType
 
 _F, _P, _R = (str(t.value) for t in (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.PROFILE))
@@ -35,10 +37,6 @@ def word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-def _words(*alternatives: str) -> str:
-    return "(?:" + "|".join(alternatives) + ")"
-
-
 I_AM = r"I(?:'m|\s+am|m|'ve\s+been|\s+have\s+been)"
 I_HAVE = r"(?:I|we)(?:'ve\s+got|'ve|\s+have\s+got|\s+have|\s+own)"
 ADV = r"(?:(?:really|absolutely|totally|truly|just|also|do|genuinely|honestly|actually|kinda|still|seriously|definitely|kind\s+of|so|very\s+much)\s+)*"
@@ -56,23 +54,6 @@ PETS = _words(
     "guinea pig", "ferret", "retriever", "labrador", "lab", "poodle", "beagle", "terrier",
     "husky", "corgi", "dachshund", "bulldog", "shepherd", "spaniel", "collie", "pug",
     "chihuahua", "tabby", "budgie", "cockatiel",
-)  # fmt: skip
-OCCUPATIONS = _words(
-    "teacher", "nurse", "doctor", "physician", "surgeon", "engineer", "developer",
-    "programmer", "designer", "lawyer", "attorney", "accountant", "chef", "student",
-    "architect", "dentist", "pharmacist", "photographer", "writer", "author", "journalist",
-    "musician", "artist", "painter", "scientist", "researcher", "professor", "lecturer",
-    "manager", "consultant", "analyst", "electrician", "plumber", "carpenter", "mechanic",
-    "firefighter", "paramedic", "pilot", "driver", "barista", "waiter", "waitress",
-    "cashier", "farmer", "vet", "veterinarian", "therapist", "counsel+or", "psychologist",
-    "social worker", "librarian", "translator", "editor", "realtor", "entrepreneur",
-    "freelancer", "intern", "retiree", "midwife", "soldier", "officer", "nanny", "tutor",
-    "coach", "instructor", "trainer", "dancer", "actor", "actress", "singer", "baker",
-    "hairdresser", "barber", "stylist", "clerk", "receptionist", "technician", "pastor",
-    "priest", "rabbi", "judge", "paralegal", "economist", "statistician", "optician",
-    "physiotherapist", "physio", "PhD candidate", "postdoc", "undergrad", "grad student",
-    "data scientist", "product manager", "stay-at-home (?:mom|mum|dad|parent)", "illustrator",
-    "animator", "copywriter", "carer", "caregiver", "contractor", "welder", "machinist",
 )  # fmt: skip
 POSSESSIONS = _words(
     "car", "bike", "bicycle", "e-bike", "motorbike", "motorcycle", "scooter", "van",
@@ -107,11 +88,6 @@ HEALTH_STATES = _words(
     "colou?r[ -]?blind", "deaf", "hard of hearing", "dyslexic", "autistic", "anemic",
     "anaemic", "in a wheelchair", "a wheelchair user", "immunocompromised",
     "short-sighted", "nearsighted", "long-sighted", "left-handed",
-)  # fmt: skip
-DIETS = _words(
-    "vegetarian", "vegan", "pescatarian", "pescetarian", "plant-based", "teetotal",
-    "teetotaler", "teetotaller", "keto", "paleo", "gluten-free", "dairy-free", "sober",
-    "lacto-ovo vegetarian",
 )  # fmt: skip
 BUSINESSES = _words(
     "shop", "store", "business", "company", "studio", "bakery", "caf[eé]", "restaurant",

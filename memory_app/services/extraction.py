@@ -8,6 +8,13 @@ Two extractors, chosen by settings (both in `memory_app.extraction`):
   too). Any failure (down, timeout, bad JSON) falls back to the heuristic, so a turn
   never loses its extraction because the LLM hiccupped.
 
+One message states each subject once: of its drafts that state the same subject
+(memory_app.subjects), the last one said is kept ("I work as a teacher. Actually no, I
+work as a pilot." keeps the pilot; "I moved to Porto last week, I live in Porto now"
+keeps one).
+A message that says a value has ended ("I quit nursing", memory_app.subject_endings) ends
+the user's current memories of it, at the turn's time.
+
 Every memory carries its time: `occurred_at` is when the fact happened when the LLM
 could tell ("moved to Lisbon last May"), else when the turn was recorded. Every
 candidate goes through `memory_add_many`, so re-running on the same turn adds nothing
@@ -39,6 +46,8 @@ from memory_app.services.memories import (
     memory_add_many,
     memory_gate_reasons,
 )
+from memory_app.services.supersession import draft_statement, memories_end_ceased
+from memory_app.subject_endings import ceased_values
 from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live, turns_last_occurred
 
 __all__ = [
@@ -83,14 +92,22 @@ def extraction_may_find(message: str) -> bool:
     enqueueing, so that turns with nothing to remember cost no broker round trip."""
     if not message.strip():
         return False
-    return bool(settings.ENGRAM_LLM_URL) or bool(extract_heuristic(message))
+    return (
+        bool(settings.ENGRAM_LLM_URL)
+        or bool(extract_heuristic(message))
+        or bool(ceased_values(message[:MAX_MESSAGE_CHARS]))
+    )
 
 
 def memories_extract_from_turn(*, turn_id: int) -> list[AddResult]:
     """Extract and add the memories of one turn. Safe to run twice."""
     turn = turn_get_by_id(turn_id=turn_id)
-    drafts = _drafts_of_turn(turn) if turn is not None else []
-    return _add_of_live_turns(turn.tenant, [(turn, drafts)]) if turn and drafts else []
+    if turn is None:
+        return []
+    drafts = _drafts_of_turn(turn)
+    if not drafts and not _ceased_of_turn(turn):
+        return []
+    return _add_of_live_turns(turn.tenant, [(turn, drafts)])
 
 
 def memories_extract_from_turns(*, turn_ids: Sequence[int]) -> list[AddResult]:
@@ -100,7 +117,7 @@ def memories_extract_from_turns(*, turn_ids: Sequence[int]) -> list[AddResult]:
     for turn_id in turn_ids:
         turn = turn_get_by_id(turn_id=turn_id)
         drafts = _drafts_of_turn(turn) if turn is not None else []
-        if turn is not None and drafts:
+        if turn is not None and (drafts or _ceased_of_turn(turn)):
             by_tenant.setdefault(turn.tenant_id, (turn.tenant, []))[1].append((turn, drafts))
     results: list[AddResult] = []
     for tenant, of_turns in by_tenant.values():
@@ -114,12 +131,26 @@ def _add_of_live_turns(
     """Add the drafts of the turns still live, under their sessions' conversation locks:
     extraction reads a turn and may then wait seconds for an LLM, so a rollback or an
     erasure that committed meanwhile leaves nothing of it behind, and one that comes
-    later waits for this commit and deletes what it wrote."""
+    later waits for this commit and deletes what it wrote. Then what the turns say has
+    ended ends (module docstring)."""
     with transaction.atomic():
         conversation_lock([turn.session_id for turn, _ in of_turns])
         live = turn_ids_live(turn_ids=[turn.pk for turn, _ in of_turns])
         drafts = [draft for turn, drafts in of_turns if turn.pk in live for draft in drafts]
-        return memory_add_many(tenant=tenant, drafts=drafts) if drafts else []
+        results = memory_add_many(tenant=tenant, drafts=drafts) if drafts else []
+        for turn, _ in of_turns:
+            if turn.pk in live:
+                memories_end_ceased(
+                    tenant_id=tenant.pk,
+                    user_id=turn.session.user_id,
+                    ceased=_ceased_of_turn(turn),
+                    at=turn.occurred_at,
+                )
+        return results
+
+
+def _ceased_of_turn(turn: Any) -> list[frozenset[str]]:
+    return ceased_values(turn.user_message[:MAX_MESSAGE_CHARS])
 
 
 def _drafts_of_turn(turn: Any) -> list[MemoryDraft]:
@@ -151,7 +182,21 @@ def _drafts_of_turn(turn: Any) -> list[MemoryDraft]:
         )
         for candidate in candidates
     ]
-    return [draft for draft in drafts if not memory_gate_reasons(draft)]
+    return _last_per_subject([draft for draft in drafts if not memory_gate_reasons(draft)])
+
+
+def _last_per_subject(drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+    """The drafts, each subject once: the last one that states it (module docstring)."""
+    seen: set[str] = set()
+    kept: list[MemoryDraft] = []
+    for draft in reversed(drafts):
+        statement = draft_statement(draft)
+        if statement is not None:
+            if statement.subject in seen:
+                continue
+            seen.add(statement.subject)
+        kept.append(draft)
+    return kept[::-1]
 
 
 def _candidates_of_turn(turn: Any) -> tuple[str, list[Candidate]]:

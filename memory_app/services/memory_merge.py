@@ -1,6 +1,9 @@
 """Near-duplicate merge: a new memory close enough to a stored one of the same user, type
 and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
-new version of it instead of a second row. The newer statement wins the text; tags,
+new version of it instead of a second row. Saying the same thing: the same id-like
+tokens, no other value of the same subject, and not each text saying something the
+other does not (two facts about one person are two memories, not one text replacing
+the other). The newer statement wins the text; tags,
 structured fields and metadata accumulate."""
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from django.db import connection
 from memory_app.embedding import vector_literal
 from memory_app.models import Memory
 from memory_app.services.memory_relations import relations_add
-from memory_app.services.memory_text import id_tokens
+from memory_app.services.memory_text import id_tokens, say_different_things
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.memory_versions import version_snapshot
 from memory_app.services.supersession import states_other_value
@@ -57,6 +60,7 @@ def nearest_same_kind(
             memory is not None
             and id_tokens(memory.content) == wanted
             and not states_other_value(memory, statement)
+            and not say_different_things(memory.content, draft.content)
         ):
             return memory, similarity
     return None

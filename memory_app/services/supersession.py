@@ -12,8 +12,10 @@ searchable: a question about the current state ranks it below the newer
 (memory_app.selectors.currency), any other finds it with its dates.
 
 Conversation turns and session episodes are what was said, not what holds: they state
-no subject. A caller's own `supersedes` edge (POST /memories `relations`, or POST
-…/relations) supersedes its target the same way.
+no subject. A sentence that says a value has ended ("I'm not vegetarian anymore", "I quit
+nursing": memory_app.subject_endings) ends the user's current memories of a subject whose
+value it names (`valid_to`), with no successor. A caller's own `supersedes` edge (POST
+/memories `relations`, or POST …/relations) supersedes its target the same way.
 
 Not a version: superseding changes no text, so it writes no history row (like pinning).
 """
@@ -25,6 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
+from memory_app.subject_endings import stems
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
 from sessions_app.errors import InvalidInput
 from sessions_app.locks import advisory_xact_lock
@@ -106,6 +109,31 @@ def supersede_contradicted(
     if later:  # told late about an earlier fact: the earliest later one replaced it
         memory_supersede(older=memory, newer=min(later, key=validity_start))
     return older if not later else [*older, memory]
+
+
+def memories_end_ceased(
+    *, tenant_id: int, user_id: str, ceased: list[frozenset[str]], at: datetime
+) -> list[Memory]:
+    """End (`valid_to` = `at`) the user's current memories of a subject, begun before
+    `at`, whose value shares a stem with a value the user said has ended (module
+    docstring). Returns the memories ended."""
+    if not ceased:
+        return []
+    current = Memory.objects.select_for_update().filter(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        superseded_by__isnull=True,
+        type__in=STATING_TYPES,
+        valid_to__isnull=True,
+    )
+    ended = []
+    for row in current.exclude(subject="").order_by("created_at", "id"):
+        named = stems(value_of(row.content, row.subject))
+        if validity_start(row) < at and any(words & named for words in ceased):
+            row.valid_to = at
+            ended.append(row)
+    Memory.objects.filter(pk__in=[row.pk for row in ended]).update(valid_to=at)
+    return ended
 
 
 def memory_supersede(*, older: Memory, newer: Memory, reason: str = CONTRADICTED) -> None:

@@ -6,8 +6,12 @@ quantities, and what the user says must or must not happen: "allergic to shellfi
 ids (order numbers, phone numbers, each one value), decisions, commitments and open
 questions, each with the turn it came from. A number is kept with its meaning (its
 unit, its currency, the sentence it was said in) and only when it means something:
-an acknowledgement ("OK noted (3).") holds none, and a bare number of the assistant's
-without a constraint word is not the user's fact. They are plain JSON so that the
+an acknowledgement ("OK noted (3).") holds none, a bare number of the assistant's
+without a constraint word is not the user's fact, and a number that labels its sentence
+("Turn 48: …") or counts things it does not name ("8 more things") is no value at all.
+An id-like token ("XPS-15-9530", "X1234567") is an item (a part number) only in a turn
+about shopping (a part, a product, the cart, an order, a price…); elsewhere it is an id
+when its sentence says so ("my passport number is …"), else nothing. They are plain JSON so that the
 context can include them one line at a time, and merging two spans' milestones is a set
 union (condensed summaries keep them all, up to a per-kind cap that drops the oldest).
 """
@@ -43,7 +47,8 @@ KINDS = (
 )
 MAX_TEXT_CHARS = 200
 _ID_CONTEXT = re.compile(
-    r"\b(?:order|ticket|invoice|ref(?:erence)?|case|po|quote|account|tracking|id|number|no\.?)"
+    r"\b(?:order|ticket|invoice|ref(?:erence)?|case|po|quote|account|tracking|id|number|no\.?|"
+    r"code|passport|licen[cs]e|booking|reservation|confirmation|membership|flight)"
     r"\b|#",
     re.IGNORECASE,
 )
@@ -56,6 +61,21 @@ _BUDGET_RE = re.compile(r"\b(?:budget|spend|afford)\b", re.IGNORECASE)
 _CEILING_RE = re.compile(
     r"\b(?:under|below|less than|no more than|nothing over|not over|at most|max(?:imum)?|"
     r"ceiling|cap|cheaper than)\b",
+    re.IGNORECASE,
+)
+# A turn about shopping: an id-like token in it is a part number.
+_SHOPPING_RE = re.compile(
+    r"[$€£]|\b(?:parts?|products?|models?|items?|sku|mpn|buy|bought|purchas\w*|order\w*|cart|"
+    r"basket|checkout|pric\w*|costs?|cheap\w*|expensive|stock|ship\w*|deliver\w*|add|added|"
+    r"select\w*|spec\w*|warranty|discount|units?)\b",
+    re.IGNORECASE,
+)
+# A number that labels its sentence rather than saying a value: "Turn 48:", "Step 3 -".
+_LABEL_RE = re.compile(r"^\W*[A-Za-z]+\s+#?(?P<number>\d+)\s*[:)\-\u2013\u2014]")
+# A count of things left unnamed: "8 more things", "2 others", "3 of them".
+_UNNAMED_COUNT_RE = re.compile(
+    r"(?<![\d.,])(?P<number>\d+)\s+(?:(?:more|other|further|extra)\s+)?"
+    r"(?:things?|stuff|ones|others|of\s+them|more)\b",
     re.IGNORECASE,
 )
 _DEADLINE_RE = re.compile(r"\b(?:by|before|until|deadline|no later than|due)\b", re.IGNORECASE)
@@ -95,8 +115,15 @@ def extract_milestones(
     was added or changed in between is a selection made in the span, whatever the text
     said."""
     found = _Found()
+    shopping = {
+        turn.turn_number
+        for turn in turns
+        if _SHOPPING_RE.search(f"{turn.user_message}\n{turn.assistant_response}")
+        or (turn.intent_data or {}).get("mpn")
+        or (turn.intent_data or {}).get("mpns")
+    }
     for sentence in turn_sentences(turns):
-        _note_sentence(found, sentence)
+        _note_sentence(found, sentence, sentence.turn_number in shopping)
     for turn_text in turns:
         _note_intent(found, turn_text)
     last_turn = turns[-1].turn_number if turns else 0
@@ -120,18 +147,15 @@ class _Found:
         return True
 
 
-def _note_sentence(found: _Found, sentence: Sentence) -> None:
-    """The items, values, decisions, commitments and open questions of one sentence."""
+def _note_sentence(found: _Found, sentence: Sentence, shopping: bool) -> None:
+    """The items, values, decisions, commitments and open questions of one sentence;
+    `shopping`: whether its turn is about shopping."""
     text, turn = sentence.text, sentence.turn_number
     if is_acknowledgement(text):
         return
     clipped = _clip(text)
-    mpns = mpns_in(text)
-    for mpn in mpns:
-        found.add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
-        if sentence.speaker == "user" and _SELECT_RE.search(text):
-            found.add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
-    values = numeric_values(text)
+    mpns = _note_tokens(found, sentence, clipped, shopping)
+    values = _meant_values(text)
     new_values = _note_values(found, values, sentence, clipped)
     if sentence.speaker == "user" and not values and REQUIREMENT_RE.search(text):
         entry = {"kind": "requirement", "value": "", "turn": turn, "text": clipped}
@@ -145,6 +169,36 @@ def _note_sentence(found: _Found, sentence: Sentence) -> None:
         found.add("commitments", clipped.lower(), {"turn": turn, "text": clipped})
     if text.rstrip().endswith("?") and (sentence.speaker == "assistant" or HEDGE_RE.search(text)):
         found.add("open_questions", clipped.lower(), {"turn": turn, "text": clipped})
+
+
+def _note_tokens(found: _Found, sentence: Sentence, clipped: str, shopping: bool) -> list[str]:
+    """A sentence's id-like tokens: items (and the user's selections) when the sentence or
+    its turn is about shopping, else ids when the sentence names an id; the items."""
+    text, turn = sentence.text, sentence.turn_number
+    tokens = mpns_in(text)
+    if not (shopping or _SHOPPING_RE.search(text)):
+        if _ID_CONTEXT.search(text):
+            for token in tokens:
+                found.add("ids", token, {"value": token, "turn": turn, "text": clipped})
+        return []
+    for mpn in tokens:
+        found.add("items", mpn, {"mpn": mpn, "turn": turn, "text": clipped})
+        if sentence.speaker == "user" and _SELECT_RE.search(text):
+            found.add("selections", mpn, {"mpn": mpn, "turn": turn, "source": "text"})
+    return tokens
+
+
+def _meant_values(text: str) -> list[tuple[str, str]]:
+    """The sentence's values, without the numbers that label it or count unnamed things."""
+    meaningless = {m.group("number") for m in _UNNAMED_COUNT_RE.finditer(text)}
+    label = _LABEL_RE.match(text)
+    if label:
+        meaningless.add(label.group("number"))
+    return [
+        (kind, value)
+        for kind, value in numeric_values(text)
+        if not (kind == "number" and value.lstrip("#") in meaningless)
+    ]
 
 
 def _note_values(

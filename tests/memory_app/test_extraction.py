@@ -61,7 +61,8 @@ def test_heuristic_finds_stated_facts_and_durable_preferences() -> None:
     assert by_key["allergy"].content == "I'm allergic to peanuts"  # the user's own clause
     assert by_key["budget"].summary == "User's budget is 1500 euros"
     assert by_key["dislikes"].summary == "User hates long meetings"
-    assert by_key["family"].summary == "User's daughter is named Emma"
+    # What is said of a relative is kept with the name, not only the name.
+    assert by_key["family"].summary == "User's daughter Emma just started school"
     assert by_key["preferred_name"].summary == "User wants to be called Ali"
 
 

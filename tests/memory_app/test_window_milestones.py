@@ -60,3 +60,24 @@ def test_acknowledgement_and_phone_patterns() -> None:
         ("number", "1234"),
         ("quantity", "12 units"),
     ]
+
+
+def test_numbers_that_label_a_sentence_or_count_nothing_are_no_facts() -> None:
+    turns = [
+        TurnText(n, f"Turn {n}: just checking in, {n % 9 + 2} more things to go.", "Sure.")
+        for n in range(1, 101)
+    ]
+    turns.append(TurnText(101, "Step 2: we are 4 people and 3 of them fly.", "Noted."))
+    constraints = extract_milestones(turns)["constraints"]
+    assert [(entry["kind"], entry["value"]) for entry in constraints] == [("quantity", "4 people")]
+
+
+def test_an_id_like_token_is_an_item_only_when_shopping() -> None:
+    turns = [
+        TurnText(1, "My passport number is X1234567.", "Noted."),
+        TurnText(2, "Our flight code is TP1234 and the seat 14C.", "Great."),
+        TurnText(3, "Tell me more about the XPS-15-9530.", "It costs $1,450 and is in stock."),
+    ]
+    milestones = extract_milestones(turns)
+    assert [entry["mpn"] for entry in milestones["items"]] == ["XPS-15-9530"]
+    assert [entry["value"] for entry in milestones["ids"]] == ["X1234567", "TP1234"]

@@ -53,7 +53,9 @@ def memory_candidates(
         as_of=as_of,
     )
     by_text = _lines(outcome.hits, query, session_id)
-    out.candidates.extend(_related_memory_candidates(tenant, actor, list(by_text.values()), as_of))
+    out.candidates.extend(
+        _related_memory_candidates(tenant, actor, list(by_text.values()), as_of, session_id)
+    )
     for index, (text, hit) in enumerate(by_text.items()):
         memory = hit.memory
         candidate = Candidate(
@@ -107,13 +109,18 @@ def _label(memory: Memory, as_of: datetime) -> str:
 
 
 def _related_memory_candidates(
-    tenant: Tenant, actor: Actor, hits: list[Any], as_of: datetime
+    tenant: Tenant,
+    actor: Actor,
+    hits: list[Any],
+    as_of: datetime,
+    session_id: uuid.UUID | None = None,
 ) -> list[Candidate]:
     """A found memory's direct relations come with it (seed 001: "supersedes",
     "derived_from", "related_to"), as kind `related_memory` with a little less signal
     than their anchor, so the breakdown shows why they are there. Asked in the past, a
     relation that had not happened by then (the successor of a move still to come) is
-    left out, as the search leaves it out."""
+    left out, as the search leaves it out; so is an episode of the session `session_id`,
+    related or not (its summaries and milestones say the same)."""
     anchors = {hit.memory.pk: hit.memory for hit in hits}
     cutoff = happened_by(as_of)
     out: list[Candidate] = []
@@ -121,6 +128,8 @@ def _related_memory_candidates(
         memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
     ):
         if cutoff is not None and memory.occurred_at is not None and memory.occurred_at > cutoff:
+            continue
+        if session_id is not None and _own_episode(memory, session_id):
             continue
         relation = kind.replace("_", " ")
         text = line(f"({relation}) {memory.summary or memory.content}")

@@ -1,0 +1,64 @@
+"""What a user says has ended: "I'm not vegetarian anymore", "I'm no longer a nurse",
+"I quit nursing", "I stopped being vegan", "I don't live in London any more".
+
+Such a sentence states no new value, so it supersedes nothing (memory_app.subjects); it
+ends the user's current memories whose subject's value it names instead
+(memory_app.services.supersession.memories_end_ceased). What it names is compared by
+word stems, so that "nursing" ends "nurse" and "vegetarian" ends "vegetarian"; the
+words around the value ("work", "live", "in", "my job") name no value themselves.
+Only these forms count: a plain "I'm not a nurse" may correct a misunderstanding
+rather than report a change, and "I used to …" is about the past, not about now.
+"""
+
+from __future__ import annotations
+
+import re
+
+_END = r"(?P<value>[^.,;:!?\n]+?)"
+_STOP = r"(?=[.,;:!?\n]|\s+(?:and|but|so|because|since)\b|$)"
+_CEASED = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"\bi(?:\s+am|'m|\u2019m)\s+not\s+(?:a\s+|an\s+)?" + _END + r"\s+any\s?more\b",
+        r"\bi(?:\s+am|'m|\u2019m)?\s+no\s+longer\s+(?:a\s+|an\s+)?" + _END + _STOP,
+        r"\bi\s+(?:don't|don\u2019t|do\s+not)\s+" + _END + r"\s+any\s?more\b",
+        r"\bi(?:'ve|\u2019ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:quit|stopped|gave\s+up|"
+        r"given\s+up)\s+(?:being\s+(?:a\s+|an\s+)?|my\s+job\s+(?:as\s+(?:a\s+|an\s+)?|at\s+|"
+        r"with\s+))?" + _END + _STOP,
+    )
+)
+# Words of a sentence of ending that are not the value ended.
+_NOT_A_VALUE = frozenset(
+    (
+        "a", "an", "the", "my", "our", "in", "at", "for", "with", "as", "to", "of", "on",
+        "from", "work", "working", "live", "living", "be", "being", "eat", "eating",
+        "drink", "drinking", "job",
+    )
+)  # fmt: skip
+_SUFFIXES = ("ing", "ers", "er", "ists", "ist", "es", "s", "e")
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+def stems(text: str) -> frozenset[str]:
+    """The word stems of a value, the words that name no value left out."""
+    out = set()
+    for word in _WORD.findall(text.casefold()):
+        if word in _NOT_A_VALUE:
+            continue
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+        out.add(word)
+    return frozenset(out)
+
+
+def ceased_values(text: str) -> list[frozenset[str]]:
+    """The stems of each value `text` says has ended for the user, in order."""
+    found = []
+    for pattern in _CEASED:
+        for match in pattern.finditer(text):
+            words = stems(match.group("value"))
+            if words:
+                found.append((match.start(), words))
+    return [words for _, words in sorted(found, key=lambda item: item[0])]

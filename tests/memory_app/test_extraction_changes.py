@@ -1,0 +1,151 @@
+"""A user's facts that change, read from recorded turns by the rules: the newer statement
+of an attribute (occupation, diet, a budget, home, employer) supersedes the older, a
+sentence saying a value has ended ends its memory, a correction in one message keeps the
+corrected value, and an explicit "remember that …" is always kept."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory_app.models import Memory
+from memory_app.subject_endings import ceased_values
+from memory_app.subjects import Statement, statement_of
+from sessions_app.hooks import turn_recorded
+from sessions_app.models import ChatTurn, Tenant
+from sessions_app.services.sessions import session_create
+
+pytestmark = pytest.mark.django_db
+
+
+def say(tenant: Tenant, *messages: str, user_id: str = "alice") -> None:
+    """Each message a turn of its own session, a day after the one before."""
+    start = timezone.now() - timedelta(days=len(messages))
+    for day, message in enumerate(messages):
+        session = session_create(tenant=tenant, user_id=user_id, agent_id="shop")
+        turn = ChatTurn.objects.create(
+            tenant=tenant,
+            session=session,
+            turn_number=1,
+            user_message=message,
+            occurred_at=start + timedelta(days=day),
+        )
+        turn_recorded.send(
+            sender=ChatTurn, turn_id=turn.pk, session_id=session.pk, tenant_id=tenant.pk
+        )
+
+
+def extracted(tenant: Tenant) -> dict[str, Memory]:
+    return {
+        m.content: m
+        for m in Memory.objects.filter(tenant=tenant).exclude(source="conversation_turn")
+    }
+
+
+def current(tenant: Tenant) -> list[str]:
+    return sorted(
+        content
+        for content, m in extracted(tenant).items()
+        if m.superseded_by_id is None and m.valid_to is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I work as a nurse at Santa Maria hospital", ("occupation", "nurse")),
+        ("I started a new job as a data analyst at Farfetch", ("occupation", "data analyst")),
+        ("I'm a high school chemistry teacher.", ("occupation", "high school chemistry teacher")),
+        ("I'm vegetarian", ("diet", "vegetarian")),
+        ("We're strictly vegan at home", ("diet", "vegan")),
+        ("My budget for the trip is 4200 euros.", ("trip budget", "4200 euros")),
+        ("We raised the trip budget to 5000 euros", ("trip budget", "5000 euros")),
+        ("Our whole budget is 3600 euros", ("budget", "3600 euros")),
+    ],
+)
+def test_attributes_the_subject_rules_read(text: str, expected: tuple[str, str]) -> None:
+    assert statement_of(text) == Statement(*expected)
+    # Without a known occupation after "I'm a", or with "I have", no occupation.
+    assert statement_of("I'm a terrible cook") is statement_of("I have a teacher") is None
+
+
+def test_sentences_that_say_a_value_has_ended() -> None:
+    assert ceased_values("I started a new job; I quit nursing") == [frozenset({"nurs"})]
+    assert ceased_values("I'm not vegetarian anymore, I'm pescatarian") == [
+        frozenset({"vegetarian"})
+    ]
+    assert ceased_values("I don't live in London any more.") == [frozenset({"london"})]
+    assert ceased_values("I'm no longer a nurse.") == [frozenset({"nurs"})]
+    assert ceased_values("I'm not a fan of tea. I used to live in Rome.") == []
+
+
+def test_a_new_job_supersedes_the_old_occupation(tenant: Tenant) -> None:
+    say(
+        tenant,
+        "I work as a nurse at Santa Maria hospital.",
+        "I live in Lisbon.",
+        "I work at Google.",
+        "I started a new job as a data analyst at Farfetch; I quit nursing",
+        "I moved to Porto.",
+        "I work at Apple.",
+    )
+    memories = extracted(tenant)
+    new_job = memories["I started a new job as a data analyst at Farfetch"]
+    nurse = memories["I work as a nurse at Santa Maria hospital"]
+    assert nurse.superseded_by_id == new_job.pk and nurse.valid_to == new_job.valid_from
+    # Home and employer changes supersede as they did.
+    assert current(tenant) == [
+        "I moved to Porto",
+        "I started a new job as a data analyst at Farfetch",
+        "I work at Apple",
+    ]
+
+
+def test_a_new_diet_supersedes_the_old(tenant: Tenant) -> None:
+    say(tenant, "I'm vegetarian.", "I'm vegan now")
+    memories = extracted(tenant)
+    assert memories["I'm vegetarian"].superseded_by_id == memories["I'm vegan now"].pk
+    assert current(tenant) == ["I'm vegan now"]
+
+
+def test_saying_a_value_has_ended_ends_its_memory(tenant: Tenant) -> None:
+    say(
+        tenant,
+        "I'm vegetarian.",
+        "I live in London.",
+        "I'm not vegetarian anymore, I'm pescatarian now.",
+        "I don't live in London anymore.",
+    )
+    memories = extracted(tenant)
+    vegetarian, london = memories["I'm vegetarian"], memories["I live in London"]
+    assert current(tenant) == ["I'm pescatarian now"]
+    assert vegetarian.superseded_by_id == memories["I'm pescatarian now"].pk
+    assert london.superseded_by_id is None and london.valid_to is not None
+
+
+def test_a_correction_in_one_message_keeps_the_corrected_value(tenant: Tenant) -> None:
+    say(tenant, "I work as a teacher. Actually no, I work as a pilot.")
+    assert current(tenant) == ["I work as a pilot"]
+
+
+def test_an_updated_budget_supersedes_the_earlier(tenant: Tenant) -> None:
+    say(tenant, "My budget for the trip is 4200 euros.", "We raised the trip budget to 5000 euros.")
+    memories = extracted(tenant)
+    raised = memories["We raised the trip budget to 5000 euros"]
+    assert memories["My budget for the trip is 4200 euros"].superseded_by_id == raised.pk
+    assert raised.summary == "User's trip budget is 5000 euros"
+    assert current(tenant) == ["We raised the trip budget to 5000 euros"]
+
+
+def test_remember_that_is_always_kept(tenant: Tenant) -> None:
+    say(
+        tenant,
+        "Remember that I'm allergic to penicillin.",
+        "Please remember that my flight lands at 6pm.",
+    )
+    memories = extracted(tenant)
+    assert memories["I'm allergic to penicillin"].summary == "User is allergic to penicillin"
+    flight = memories["my flight lands at 6pm"]
+    assert flight.summary == "User asked to remember: their flight lands at 6pm"
