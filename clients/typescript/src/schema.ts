@@ -699,7 +699,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, steps, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay), the alerts sent about them and the user's spend rollups. Other apps delete theirs on `user_erased`. */
+        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, steps, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay), the alerts sent about them and the user's spend rollups. Other apps delete theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`). */
         delete: operations["users_destroy"];
         options?: never;
         head?: never;
@@ -715,7 +715,7 @@ export interface paths {
         };
         /**
          * Everything held about a user, as one JSON document
-         * @description `format` is `engram.user-export.v1`. Sections: `sessions` (each with `turns` and their `steps`, `components`, `selections`), `memories` (without embeddings), `memory_versions`, `memory_relations`, `context_summaries`. The same rows `DELETE /users/{user_id}` erases. A read: nothing is recorded.
+         * @description `format` is `engram.user-export.v1`. Sections: `sessions` (each with `turns` and their `steps`, `components`, `selections`), `memories` (without embeddings), `memory_versions`, `memory_relations`, `context_summaries`. The same rows `DELETE /users/{user_id}` erases. A read: nothing is recorded. Encode the id as one path segment (`/` as `%2F`).
          */
         get: operations["users_export_retrieve"];
         put?: never;
