@@ -39,11 +39,13 @@ class UserErasureView(TenantAPIView):
         parameters=[USER_ID_PARAMETER],
         responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
-        "versions and relations), sessions (turns, steps, components, selections), "
+        "versions and relations), sessions (turns, components, selections), "
         "idempotency records of those sessions, spend budgets keyed by the user's id "
-        "(scopes user and user_agent; tenant, agent and model budgets stay), the alerts "
-        "sent about them and the user's spend rollups. Other apps delete theirs on "
-        "`user_erased`. Encode the id as one path segment (`/` as `%2F`).",
+        "(scopes user and user_agent; tenant, agent and model budgets stay) and the alerts "
+        "sent about them. The user's steps stay as anonymous spend (model, agent, counts, "
+        "cost, time; no user, session, turn or content), so `/usage` totals do not change: "
+        "grouped by user or session they are the row with key null. Other apps delete "
+        "theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`).",
     )
     def delete(self, request: Request, user_id: str) -> Response:
         return _erased(self.tenant, user_id)
