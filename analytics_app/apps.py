@@ -42,8 +42,9 @@ def on_turn_recorded(
 
 
 def on_user_erased(sender: Any, *, tenant_id: int, user_id: str, **kwargs: Any) -> dict[str, int]:
-    """Inside the erasure transaction: per-user rollups and the alerts sent about the
-    user's budgets (their payload names the user) go; answers their counts."""
+    """Inside the erasure transaction: per-user rollups move to the erased users' rows
+    and the alerts sent about the user's budgets (their payload names the user) go;
+    answers their counts."""
     from analytics_app.services.budget_alerts import budget_alerts_erase_user
     from analytics_app.services.rollups import rollups_erase_user
 
@@ -119,8 +120,8 @@ def _register_rollup_gauges() -> None:
 
 
 def _connect_erasure_and_retention() -> None:
-    """A user's erasure removes their rollups and alerts; raw steps are dropped by month
-    only once every rollup has counted them."""
+    """A user's erasure moves their rollups to the erased users' row and removes their
+    alerts; raw steps are dropped by month only once every rollup has counted them."""
     from analytics_app.services.rollups import rollups_counted_through
     from sessions_app.hooks import register_step_retention_guard, user_erased
 

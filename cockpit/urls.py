@@ -6,7 +6,7 @@ from cockpit import views_budgets, views_memories, views_sessions, views_users
 
 urlpatterns: list[URLPattern] = [
     path(
-        "dashboards/users/<int:tenant>/<str:user_id>/",
+        "dashboards/users/<int:tenant>/<path:user_id>/",  # user ids may contain "/"
         views_users.user_page,
         name="cockpit-user",
     ),

@@ -161,10 +161,14 @@ class TurnStepAdmin(ReadOnlyAdminMixin, LargeTableAdmin):
 
     @admin.display(description="turn")
     def turn_link(self, step: TurnStep) -> SafeString | str:
+        if step.turn_id is None:
+            return "— (user erased)"
         return admin_link_id(ChatTurn, step.turn_id, f"turn {step.turn_id}")
 
     @admin.display(description="session")
     def session_link(self, step: TurnStep) -> SafeString | str:
+        if step.session_id is None:
+            return "— (user erased)"
         return admin_link_id(ChatSession, step.session_id, str(step.session_id)[:8])
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[TurnStep]:

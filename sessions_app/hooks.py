@@ -29,7 +29,9 @@ attached by the other apps in their `AppConfig.ready()`:
   after our own rows are gone, with `tenant_id`, `user_id` and `session_ids` (the user's
   sessions, deleted), so other apps delete what they hold about the user atomically with
   ours. A receiver may answer a dict of row counts per kind; they join the erasure's
-  answer. A receiver that raises rolls the whole erasure back.
+  answer. A receiver that raises rolls the whole erasure back. The user's steps stay as
+  anonymous spend with user id `ERASED_USER_ID` (no session, no turn): a receiver that
+  keeps spend per user moves the user's to that id rather than dropping it.
 - `step_pricer` is the function that prices a step when it is recorded; analytics_app
   registers the model-price table. Without one, steps are recorded unpriced.
 - `user_exporters` add sections to `GET /users/{id}/export` (the counterpart of
@@ -62,6 +64,10 @@ from django.db import transaction
 from django.dispatch import Signal
 
 from sessions_app.usage import TokenCounts
+
+# The user id of an erased user's steps: empty, which no user id can be (one needs a
+# visible character), so it never merges with a real user's spend.
+ERASED_USER_ID = ""
 
 turn_recorded = Signal()
 turns_withdrawn = Signal()

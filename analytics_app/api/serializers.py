@@ -100,7 +100,12 @@ class UsageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 
 
 class UsageRowSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
-    key = serializers.CharField(help_text="The group: a date, model, agent, user, step type…")
+    key = serializers.CharField(
+        allow_null=True,
+        help_text="The group: a date, model, agent, user, step type or session. null, "
+        "grouped by user or session: the spend of erased users, still counted (the calls "
+        "were made) but no longer tied to a user or session.",
+    )
     input_tokens = serializers.IntegerField(help_text="All input tokens, cached included.")
     output_tokens = serializers.IntegerField(help_text="All output tokens, reasoning included.")
     cached_tokens = serializers.IntegerField(help_text="Input tokens read from cache.")

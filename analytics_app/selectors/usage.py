@@ -9,6 +9,9 @@ does a filter the rollups do not key (`user_id` beside any grouping but user,
 `agent_id` beside user, any `session_id`): those steps are read from `turn_step` (by
 tenant and time, or by the session's index), exact to the second.
 
+An erased user's steps stay counted (the spend happened) without their user or session:
+grouped by user or session, they add up in one row whose key is None.
+
 Steps count in the window (and in a day) by when they were recorded, not by the turn's
 `occurred_at`: spend happens when the call is reported, period budgets count it then,
 and the rollups are filled in recording order, so a backfilled turn of last month is
@@ -32,6 +35,7 @@ from analytics_app.selectors.usage_rollups import (
     rollup_answers,
     rollup_parts,
 )
+from sessions_app.hooks import ERASED_USER_ID
 from sessions_app.selectors.turns import step_list
 
 if TYPE_CHECKING:
@@ -46,6 +50,9 @@ GROUPS: dict[str, Any] = {
     "session": F("session_id"),
 }
 MAX_GROUPS = 1000
+# The groupings whose key an erasure takes from the steps: their erased spend is one
+# row, key None (the steps' user id is ERASED_USER_ID, their session null).
+ERASED_GROUPINGS = frozenset({"user", "session"})
 
 
 @dataclass(frozen=True)
@@ -85,22 +92,25 @@ def _steps(
     return step_list(tenant=tenant, start=start, end=end).filter(**filters)
 
 
-def _key(value: Any) -> str:
+def _key(value: Any, group_by: str) -> str | None:
+    """The row's key; None for the spend of erased users, grouped by user or session."""
     if isinstance(value, datetime):
         return value.astimezone(UTC).date().isoformat()
     if isinstance(value, date):
         return value.isoformat()
+    if group_by in ERASED_GROUPINGS and value in (None, ERASED_USER_ID):
+        return None
     return str(value)
 
 
 def _grouped_sums(
     tenant: Tenant, group_by: str, parts: list[RollupPart], filters: dict[str, str]
-) -> dict[str, dict]:
+) -> dict[str | None, dict]:
     """Rollup rows of each part plus the steps of that part its fill has not reached."""
-    totals: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
+    totals: dict[str | None, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
     for part in parts:
         for row in part.rows:
-            bucket = totals[_key(row["key"])]
+            bucket = totals[_key(row["key"], group_by)]
             for name in COUNTERS:
                 bucket[name] += row[name] or 0
         tail = (
@@ -112,7 +122,7 @@ def _grouped_sums(
         )
         for tail_row in tail:
             values: dict[str, Any] = dict(tail_row)
-            bucket = totals[_key(values["key"])]
+            bucket = totals[_key(values["key"], group_by)]
             for name in COUNTERS:
                 bucket[name] += values[name] or 0
     return totals
@@ -120,7 +130,7 @@ def _grouped_sums(
 
 def _direct_sums(
     tenant: Tenant, group_by: str, start: datetime, end: datetime, filters: dict[str, str]
-) -> dict[str, dict]:
+) -> dict[str | None, dict]:
     grouped = (
         _steps(tenant=tenant, start=start, end=end, filters=filters)
         .annotate(key=GROUPS[group_by])
@@ -128,7 +138,7 @@ def _direct_sums(
         .annotate(**step_sums())
     )
     rows: list[dict[str, Any]] = [dict(row) for row in grouped]
-    return {_key(row["key"]): {name: row[name] for name in COUNTERS} for row in rows}
+    return {_key(row["key"], group_by): {name: row[name] for name in COUNTERS} for row in rows}
 
 
 def usage_report(
@@ -156,7 +166,7 @@ def usage_report(
     if group_by == "day":
         rows.sort(key=lambda row: row["key"])
     else:
-        rows.sort(key=lambda row: (-row["cost_usd"], -row["calls"], row["key"]))
+        rows.sort(key=lambda row: (-row["cost_usd"], -row["calls"], row["key"] or ""))
     totals: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
     for row in rows:
         row["total_tokens"] = row["input_tokens"] + row["output_tokens"]

@@ -26,6 +26,7 @@ from django.utils import timezone
 from psycopg import sql
 
 from analytics_app.models import ROLLUP_COUNTERS, RollupFillState, UserSpendRollup
+from sessions_app.hooks import ERASED_USER_ID
 from sessions_app.selectors.spend import (
     step_batch_after,
     step_bucket,
@@ -188,8 +189,33 @@ def rollups_counted_through() -> int:
     return min(markers.get(name, 0) for name in ROLLUP_UPSERTS)
 
 
+def _move_user_sql() -> sql.Composed:
+    """Add a user's per-day rows to the same days' rows of ERASED_USER_ID."""
+    counters = [sql.Identifier(name) for name in ROLLUP_COUNTERS]
+    increments = [
+        sql.SQL("{c} = user_spend_rollup.{c} + EXCLUDED.{c}").format(c=column)
+        for column in counters
+    ]
+    return sql.SQL(
+        "INSERT INTO user_spend_rollup (tenant_id, bucket_start, user_id, {counters}) "
+        "SELECT tenant_id, bucket_start, %(erased)s, {counters} FROM user_spend_rollup "
+        "WHERE tenant_id = %(tenant)s AND user_id = %(user)s "
+        "ON CONFLICT (tenant_id, bucket_start, user_id) DO UPDATE SET {increments}"
+    ).format(counters=sql.SQL(", ").join(counters), increments=sql.SQL(", ").join(increments))
+
+
 @transaction.atomic
 def rollups_erase_user(*, tenant_id: int, user_id: str) -> int:
-    """Per-user rollups name the user: they go with the rest of the user's data."""
+    """Per-user rollups name the user: their sums move to the erased users' rows
+    (ERASED_USER_ID, where the user's anonymised steps are counted from now on), so spend
+    by user keeps adding up to the tenant's, and the user's rows go. The fill marker is
+    held meanwhile, so a fill cannot write the user's id back from steps it read before
+    they were anonymised. Answers the rows removed."""
+    RollupFillState.objects.get_or_create(name="user:day")
+    RollupFillState.objects.select_for_update().get(name="user:day")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _move_user_sql(), {"erased": ERASED_USER_ID, "tenant": tenant_id, "user": user_id}
+        )
     deleted, _ = UserSpendRollup.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
     return deleted

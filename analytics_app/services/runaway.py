@@ -120,6 +120,8 @@ def runaway_sign_of_turn(steps: list[TurnStep]) -> tuple[str, dict[str, Any]] | 
     failures: dict[tuple[str, str, str], int] = defaultdict(int)
     for step in steps:
         key = step.session_id
+        if key is None:  # an erased user's step: in no session, so in no turn being judged
+            continue
         evidence.tokens[key] = evidence.tokens.get(key, 0) + step.input_tokens + step.output_tokens
         evidence.cost[key] = evidence.cost.get(key, Decimal(0)) + (step.cost_usd or Decimal(0))
         if not step.success:

@@ -9,8 +9,10 @@ class UserErasureSerializer(serializers.Serializer):  # type: ignore[type-arg]  
     user_id = serializers.CharField(help_text="The user erased.")
     deleted = serializers.DictField(
         child=serializers.IntegerField(),
-        help_text="Rows removed (or updated) per kind: sessions, turns, steps, components, "
-        "selections, idempotency_records, budgets (spend budgets keyed by the user's id, "
-        "scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups, "
-        "and memory_app's kinds (memories, memory_versions, …).",
+        help_text="Rows removed (or updated) per kind: sessions, turns, steps (kept as "
+        "anonymous spend: no user, session, turn or content; `/usage` by user or session "
+        "counts them under the key null), components, selections, idempotency_records, "
+        "budgets (spend budgets keyed by the user's id, scopes user and user_agent, with "
+        "their spend), budget_alerts, user_spend_rollups (their sums moved to the erased "
+        "users' row), and memory_app's kinds (memories, memory_versions, …).",
     )

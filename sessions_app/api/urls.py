@@ -76,6 +76,8 @@ urlpatterns = [
         name="budget-detail",
     ),
     path("tenant", views_tenant.TenantView.as_view(), name="tenant"),
-    path("users/<str:user_id>", views_users.UserErasureView.as_view(), name="user-erase"),
-    path("users/<str:user_id>/export", views_users.UserExportView.as_view(), name="user-export"),
+    # <path:> because user ids may contain "/" (a client sends it as %2F, which the server
+    # receives decoded); export is matched first, see views_users for a DELETE on it.
+    path("users/<path:user_id>/export", views_users.UserExportView.as_view(), name="user-export"),
+    path("users/<path:user_id>", views_users.UserErasureView.as_view(), name="user-erase"),
 ]

@@ -11,6 +11,7 @@ from sessions_app.api.fields import IDENTIFIER_RULE, IDENTIFIER_SCHEMA, checked_
 from sessions_app.api.serializers_users import UserErasureSerializer
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.errors import InvalidInput
+from sessions_app.models import Tenant
 from sessions_app.selectors.export import EXPORT_FORMAT, user_export
 from sessions_app.services.erasure import user_erase
 
@@ -30,30 +31,47 @@ USER_ID_PARAMETER = OpenApiParameter(
 
 
 class UserErasureView(TenantAPIView):
+    """A user id containing "/" is sent as one percent-encoded segment (`team%2Falice`);
+    a DELETE of an id ending in "/export" reaches `UserExportView.delete`, which erases
+    that same user."""
+
     @extend_schema(
         parameters=[USER_ID_PARAMETER],
         responses={200: UserErasureSerializer},
         description="Erase everything the tenant holds about the user: memories (with "
-        "versions and relations), sessions (turns, steps, components, selections), "
+        "versions and relations), sessions (turns, components, selections), "
         "idempotency records of those sessions, spend budgets keyed by the user's id "
-        "(scopes user and user_agent; tenant, agent and model budgets stay), the alerts "
-        "sent about them and the user's spend rollups. Other apps delete theirs on "
-        "`user_erased`.",
+        "(scopes user and user_agent; tenant, agent and model budgets stay) and the alerts "
+        "sent about them. The user's steps stay as anonymous spend (model, agent, counts, "
+        "cost, time; no user, session, turn or content), so `/usage` totals do not change: "
+        "grouped by user or session they are the row with key null. Other apps delete "
+        "theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`).",
     )
     def delete(self, request: Request, user_id: str) -> Response:
-        user_id = _checked_user_id(user_id)
-        counts = user_erase(tenant=self.tenant, user_id=user_id)
-        return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)
+        return _erased(self.tenant, user_id)
+
+
+def _erased(tenant: Tenant, user_id: str) -> Response:
+    user_id = _checked_user_id(user_id)
+    counts = user_erase(tenant=tenant, user_id=user_id)
+    return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)
 
 
 class UserExportView(TenantAPIView):
+    """`users/{user_id}/export` is routed before `users/{user_id}`: a user id may contain
+    "/", so `users/x/export` matches both. The methods tell them apart, as only GET exports
+    and only DELETE erases: a GET there exports the user "x" (the user "x/export" is
+    exported at `users/x%2Fexport/export`), and a DELETE there erases the user "x/export",
+    the only thing `DELETE /users/{user_id}` can mean for that path."""
+
     @extend_schema(
         summary="Everything held about a user, as one JSON document",
         description=(
             f"`format` is `{EXPORT_FORMAT}`. Sections: `sessions` (each with `turns` and "
             "their `steps`, `components`, `selections`), `memories` (without embeddings), "
             "`memory_versions`, `memory_relations`, `context_summaries`. The same rows "
-            "`DELETE /users/{user_id}` erases. A read: nothing is recorded."
+            "`DELETE /users/{user_id}` erases. A read: nothing is recorded. Encode the id "
+            "as one path segment (`/` as `%2F`)."
         ),
         parameters=[USER_ID_PARAMETER],
         responses={
@@ -63,3 +81,7 @@ class UserExportView(TenantAPIView):
     )
     def get(self, request: Request, user_id: str) -> Response:
         return Response(user_export(tenant=self.tenant, user_id=_checked_user_id(user_id)))
+
+    @extend_schema(exclude=True)  # documented as DELETE /users/{user_id}
+    def delete(self, request: Request, user_id: str) -> Response:
+        return _erased(self.tenant, f"{user_id}/export")

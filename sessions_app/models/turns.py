@@ -102,9 +102,11 @@ class TurnStep(models.Model):
     under the session's row lock."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    turn = models.ForeignKey(ChatTurn, on_delete=models.CASCADE, related_name="steps")
-    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=255)
+    # Null only on the steps of an erased user (services.erasure): their spend stays,
+    # without the turn, session and user it belonged to.
+    turn = models.ForeignKey(ChatTurn, on_delete=models.CASCADE, null=True, related_name="steps")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, null=True, related_name="+")
+    user_id = models.CharField(max_length=255, help_text='"" on the steps of an erased user.')
     agent_id = models.CharField(max_length=255)
     step_order = models.IntegerField()
     step_type = models.CharField(max_length=64)
@@ -161,3 +163,11 @@ class TurnStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_type} #{self.step_order} ({self.model})"
+
+    @property
+    def turn_number(self) -> int:
+        """The number of the step's turn. Steps read by their session have a turn; only an
+        erased user's steps, which have no session either, have none."""
+        if self.turn is None:
+            raise ValueError(f"step {self.pk} belongs to no turn (its user was erased)")
+        return self.turn.turn_number

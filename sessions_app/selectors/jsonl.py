@@ -32,7 +32,7 @@ def step_example(step: TurnStep) -> dict[str, Any]:
         "messages": messages,
         "metadata": {
             "session_id": str(step.session_id),
-            "turn_number": step.turn.turn_number,
+            "turn_number": step.turn_number,
             "step_order": step.step_order,
             "step_type": step.step_type,
             "model": step.model,

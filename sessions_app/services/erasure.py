@@ -1,12 +1,18 @@
 """Erasing a user: everything the tenant holds about them, in every app, at once.
 
 sessions_app owns this use case because it owns the sessions: it deletes the user's
-sessions (turns, steps, components and selections cascade with them), the
+sessions (turns, components and selections cascade with them), the
 idempotency records of requests on those sessions, and the spend budgets keyed by the
 user's id (scope `user` and `user_agent`, with their spend rows: a budget naming a
 person is data about them), then sends `user_erased` inside the same
 transaction, so every other app deletes what it holds about the user (memories, spend
 rollups…) atomically with ours, or the whole erasure rolls back.
+
+The user's steps stay, as anonymous spend: the calls were made and paid for, so every
+spend report keeps counting them, whatever it groups by. They lose all that ties them to
+the user or holds what was said: user id (`ERASED_USER_ID`), session, turn, error,
+the provider's usage object, prompt, completion and tool output. Model, agent, step type,
+counts, cost, success and time stay.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from sessions_app.hooks import user_erased
+from sessions_app.hooks import ERASED_USER_ID, user_erased
 from sessions_app.models import (
     ChatSession,
     ChatTurn,
@@ -46,8 +52,7 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
     }
     idempotency = IdempotencyRecord.objects.filter(tenant=tenant, session_id__in=session_ids)
     counts["idempotency_records"] = idempotency.delete()[0]
-    # Steps carry user_id themselves; any left outside the sessions (none expected) go too.
-    TurnStep.objects.filter(tenant=tenant, user_id=user_id).delete()
+    _steps_anonymise(tenant=tenant, user_id=user_id, session_ids=session_ids)
     sessions.delete()
     _, by_model = SpendBudget.objects.filter(tenant=tenant, user_id=user_id).delete()
     counts["budgets"] = by_model.get(SpendBudget._meta.label, 0)
@@ -58,3 +63,20 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
         if isinstance(answer, dict):
             counts.update(answer)
     return counts
+
+
+def _steps_anonymise(*, tenant: Tenant, user_id: str, session_ids: list[Any]) -> None:
+    """The user's steps (by session, and any carrying the user's id elsewhere) keep their
+    spend and lose the rest; unlinked from the session, they survive its deletion."""
+    TurnStep.objects.filter(
+        Q(session_id__in=session_ids) | Q(tenant=tenant, user_id=user_id)
+    ).update(
+        user_id=ERASED_USER_ID,
+        session=None,
+        turn=None,
+        error=None,
+        usage_raw=None,
+        prompt=None,
+        completion="",
+        tool_output="",
+    )

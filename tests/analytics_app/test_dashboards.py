@@ -224,3 +224,17 @@ def test_admin_says_engram_uses_real_plurals_and_links_the_dashboards(
     assert (
         staff_client.get(reverse("admin:sessions_app_outboxmessage_changelist")).status_code == 200
     )
+
+
+def test_spend_page_lists_an_erased_users_spend_without_naming_them(
+    staff_client: Client, tenant: Tenant
+) -> None:
+    from sessions_app.services.erasure import user_erase
+
+    seed(tenant)
+    user_erase(tenant=tenant, user_id="whale")
+    response = staff_client.get(reverse("dashboard-spend"))
+    assert response.status_code == 200
+    top_users = response.content.decode().split('id="top-users"')[1].split("</table>")[0]
+    assert "whale" not in top_users and "minnow" in top_users
+    assert "<td>(erased users)</td>" in top_users and "2.4000" in top_users

@@ -1,5 +1,5 @@
-"""Admin pages for turns, steps, idempotency records and prices render; the periodic
-schedule names tasks that exist."""
+"""Admin pages for turns, steps (an erased user's too), idempotency records and prices
+render; the periodic schedule names tasks that exist."""
 
 from __future__ import annotations
 
@@ -35,6 +35,21 @@ def test_admin_pages_render(api: APIClient) -> None:
         "/admin/analytics_app/modelprice/?q=gemini",
     ):
         assert client.get(url).status_code == 200, url
+
+
+def test_admin_step_pages_render_the_steps_an_erasure_kept(api: APIClient) -> None:
+    sid = create_session(api, user_id="gone")["id"]
+    post_turn(api, sid)
+    assert api.delete("/api/v1/users/gone").status_code == 200
+    step = TurnStep.objects.filter(session__isnull=True).first()
+    assert step is not None
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", "", "pw-root-123"))
+    for url in ("/admin/sessions_app/turnstep/", f"/admin/sessions_app/turnstep/{step.pk}/change/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        page = response.content.decode().split('id="content"')[1]
+        assert "gone" not in page and "/None/" not in page, url  # no link to a deleted row
 
 
 def test_schedule_names_registered_tasks_and_syncs() -> None:

@@ -699,7 +699,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, steps, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay), the alerts sent about them and the user's spend rollups. Other apps delete theirs on `user_erased`. */
+        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay) and the alerts sent about them. The user's steps stay as anonymous spend (model, agent, counts, cost, time; no user, session, turn or content), so `/usage` totals do not change: grouped by user or session they are the row with key null. Other apps delete theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`). */
         delete: operations["users_destroy"];
         options?: never;
         head?: never;
@@ -715,7 +715,7 @@ export interface paths {
         };
         /**
          * Everything held about a user, as one JSON document
-         * @description `format` is `engram.user-export.v1`. Sections: `sessions` (each with `turns` and their `steps`, `components`, `selections`), `memories` (without embeddings), `memory_versions`, `memory_relations`, `context_summaries`. The same rows `DELETE /users/{user_id}` erases. A read: nothing is recorded.
+         * @description `format` is `engram.user-export.v1`. Sections: `sessions` (each with `turns` and their `steps`, `components`, `selections`), `memories` (without embeddings), `memory_versions`, `memory_relations`, `context_summaries`. The same rows `DELETE /users/{user_id}` erases. A read: nothing is recorded. Encode the id as one path segment (`/` as `%2F`).
          */
         get: operations["users_export_retrieve"];
         put?: never;
@@ -2958,8 +2958,8 @@ export interface components {
             truncated: boolean;
         };
         UsageRow: {
-            /** @description The group: a date, model, agent, user, step type… */
-            key: string;
+            /** @description The group: a date, model, agent, user, step type or session. null, grouped by user or session: the spend of erased users, still counted (the calls were made) but no longer tied to a user or session. */
+            key: string | null;
             /** @description All input tokens, cached included. */
             input_tokens: number;
             /** @description All output tokens, reasoning included. */
@@ -3020,7 +3020,7 @@ export interface components {
         UserErasure: {
             /** @description The user erased. */
             user_id: string;
-            /** @description Rows removed (or updated) per kind: sessions, turns, steps, components, selections, idempotency_records, budgets (spend budgets keyed by the user's id, scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups, and memory_app's kinds (memories, memory_versions, …). */
+            /** @description Rows removed (or updated) per kind: sessions, turns, steps (kept as anonymous spend: no user, session, turn or content; `/usage` by user or session counts them under the key null), components, selections, idempotency_records, budgets (spend budgets keyed by the user's id, scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups (their sums moved to the erased users' row), and memory_app's kinds (memories, memory_versions, …). */
             deleted: {
                 [key: string]: number;
             };

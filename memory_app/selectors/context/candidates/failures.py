@@ -25,14 +25,14 @@ def failure_candidates(session: ChatSession) -> list[Candidate]:
             kind="failure",
             section="failures",
             text=line(
-                f"[t{step.turn.turn_number}] {step.step_type}"
+                f"[t{step.turn_number}] {step.step_type}"
                 + (f" ({step.model})" if step.model else "")
                 + f" failed: {step.error or 'no error given'}"
             ),
             role="tool",
             at=step.created_at,
             signal=FAILURE_SIGNAL,
-            order=(step.turn.turn_number, step.step_order),
+            order=(step.turn_number, step.step_order),
         )
         for step in steps
     ]

@@ -34,11 +34,11 @@ def tool_output_candidates(session: ChatSession) -> list[Candidate]:
             key=f"tool:{step.pk}",
             kind="tool_output",
             section="tools",
-            text=line(f"[t{step.turn.turn_number}] {step.step_type}: {step.tool_output}"),
+            text=line(f"[t{step.turn_number}] {step.step_type}: {step.tool_output}"),
             role="tool",
             at=step.created_at,
             signal=TOOL_SIGNAL if step.success else FAILED_TOOL_SIGNAL,
-            order=(step.turn.turn_number, step.step_order),
+            order=(step.turn_number, step.step_order),
         )
         for step in steps
     ]
