@@ -1,7 +1,7 @@
 """Context candidates from the user's other sessions: the turns that best answer the
 query, as lines of the "past" section in the order they were said, each labelled with
 its date, its session and its turn number, so the model can tell when and where it was
-said."""
+said, and each speaker's words after their name, so it can tell who said it."""
 
 from __future__ import annotations
 
@@ -36,12 +36,13 @@ def past_turn_candidates(
         label = (
             f"{date_label(at, as_of.tzinfo)}, session {session_label}, turn {recalled.turn_number}"
         )
+        text, _ = recalled_text(recalled, label, query)
         out.add(
             Candidate(
                 key=f"past:{memory.session_id}:{recalled.turn_number}",
                 kind="past_turn",
                 section="past",
-                text=recalled_text(recalled, label, query),
+                text=text,
                 role="system",
                 at=at,
                 signal=recalled.relevance,
