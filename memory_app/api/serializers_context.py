@@ -90,7 +90,7 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
 
 class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     role = serializers.CharField(help_text="system, user or assistant.")
-    content = serializers.CharField(help_text="The message text.")
+    content = serializers.CharField(help_text="The message text; never empty.")
 
 
 class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only

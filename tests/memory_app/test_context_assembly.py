@@ -96,6 +96,8 @@ def test_context_never_exceeds_its_budget(
     inside = {row["key"] for row in context.included}
     outside = {row["key"] for row in context.excluded}
     assert not inside & outside
+    # No message without text.
+    assert all(message["content"].strip() for message in context.messages)
 
 
 def test_state_focus_cart_failures_and_breakdown(tenant: Tenant, api: APIClient) -> None:
@@ -114,8 +116,10 @@ def test_state_focus_cart_failures_and_breakdown(tenant: Tenant, api: APIClient)
     assert 'last results for "15 inch laptops": 1. XPS-9530; 2. T14-G4' in system["content"]
     failures = [m for m in body["messages"] if m["content"].startswith("Recent failing steps")]
     assert failures and "inventory API 503" in failures[0]["content"]
-    assert [m["role"] for m in body["messages"][-4:]] == ["user", "assistant", "user", "assistant"]
-    assert body["messages"][-4]["content"] == "Which laptop has the longest battery?"
+    # The failed turn has no response: its user message alone, no empty assistant one.
+    assert [m["role"] for m in body["messages"][-3:]] == ["user", "assistant", "user"]
+    assert body["messages"][-3]["content"] == "Which laptop has the longest battery?"
+    assert body["messages"][-1]["content"] == "Check stock for XPS-9530"
     assert body["excluded"] == []
     assert body["parts"]["turn"] == {
         "included": 2,

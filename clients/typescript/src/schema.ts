@@ -1681,7 +1681,7 @@ export interface components {
         Message: {
             /** @description system, user or assistant. */
             role: string;
-            /** @description The message text. */
+            /** @description The message text; never empty. */
             content: string;
         };
         NextCallRequest: {

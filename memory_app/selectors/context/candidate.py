@@ -1,7 +1,8 @@
 """What may go into a context: a `Candidate`, the sections it renders in, its tokens.
 
 Candidates are lines grouped into sections (one chat message per section, in the order
-of `SECTIONS`) or whole turns (a user and an assistant message, after every section).
+of `SECTIONS`) or whole turns (a user and an assistant message, each only when it has
+text, after every section).
 """
 
 from __future__ import annotations
@@ -60,10 +61,13 @@ class FoundCandidates:
 
 
 def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:
-    """A turn candidate as its two chat messages."""
+    """A turn candidate as its chat messages: the user's and the assistant's, each only
+    when it has text (a provider refuses a message without any, and a turn recorded
+    without a response is the user's message alone)."""
     return [
-        {"role": "user", "content": candidate.text},
-        {"role": "assistant", "content": candidate.reply},
+        {"role": role, "content": content}
+        for role, content in (("user", candidate.text), ("assistant", candidate.reply))
+        if content.strip()
     ]
 
 

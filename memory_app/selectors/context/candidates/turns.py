@@ -27,8 +27,13 @@ def turn_candidates(
 ) -> list[Candidate]:
     """The session's newest `limit` turns, newest first: its open turns, or with
     `include_compacted` (compression off, no summary stands in for them) every live
-    turn. The first `keep_last` are the window and carry the full signal."""
-    turns = list(window_turns_query(session.pk, limit, include_compacted))
+    turn. The first `keep_last` are the window and carry the full signal. A turn
+    without any text has no message to give and is left out."""
+    turns = [
+        turn
+        for turn in window_turns_query(session.pk, limit, include_compacted)
+        if turn.user_message.strip() or turn.assistant_response.strip()
+    ]
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
