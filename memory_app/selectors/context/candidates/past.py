@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memory_app.selectors.context.candidate import Candidate, FoundCandidates
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates, turn_ref
 from memory_app.selectors.context.candidates.recalled import recalled_text
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import past_turns_recall
@@ -36,7 +36,7 @@ def past_turn_candidates(
         label = (
             f"{date_label(at, as_of.tzinfo)}, session {session_label}, turn {recalled.turn_number}"
         )
-        text, _ = recalled_text(recalled, label, query)
+        text, whole = recalled_text(recalled, label, query)
         out.add(
             Candidate(
                 key=f"past:{memory.session_id}:{recalled.turn_number}",
@@ -47,6 +47,8 @@ def past_turn_candidates(
                 at=at,
                 signal=recalled.relevance,
                 order=(int(at.timestamp()) if at else 0, recalled.turn_number),
+                shows=turn_ref(memory.session_id, recalled.turn_number),
+                shows_whole=whole,
             ),
             semantic=recalled.window_semantic,
             supported=recalled.supported,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from memory_app.selectors.context.candidate import Candidate, FoundCandidates
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates, turn_ref
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import RecalledTurn, session_turns_recall
 from memory_app.window.passages import best_passage, speakers_passage
@@ -55,7 +55,7 @@ def recalled_turn_candidates(
             continue
         at = recalled.memory.occurred_at
         label = f"turn {recalled.turn_number}, {date_label(at, as_of.tzinfo)}"
-        text, _ = recalled_text(recalled, label, query)
+        text, whole = recalled_text(recalled, label, query)
         out.add(
             Candidate(
                 key=f"recalled:{recalled.turn_number}",
@@ -66,6 +66,8 @@ def recalled_turn_candidates(
                 at=at,
                 signal=recalled.relevance,
                 order=(recalled.turn_number,),
+                shows=turn_ref(session.pk, recalled.turn_number),
+                shows_whole=whole,
             ),
             semantic=recalled.window_semantic,
             supported=recalled.supported,
