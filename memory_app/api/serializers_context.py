@@ -90,7 +90,7 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
 
 class MessageSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     role = serializers.CharField(help_text="system, user or assistant.")
-    content = serializers.CharField(help_text="The message text.")
+    content = serializers.CharField(help_text="The message text; never empty.")
 
 
 class ContextScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
@@ -128,14 +128,18 @@ class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  
 
 class IncludedItemSerializer(ContextItemSerializer):
     reserved = serializers.BooleanField(
-        help_text="Packed by the window reservation (newest verbatim turns) before scoring."
+        help_text="Packed by the window reservation before scoring: the newest turn "
+        "within the budget, the window's next turns within its share."
     )
 
 
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
-        help_text="`over_budget` (better-scored items used the budget), "
-        "`larger_than_budget` (would not fit even alone), `not_relevant` (with a query: "
+        help_text="`over_budget` (items of higher priority or score used the budget), "
+        "`larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn "
+        "older than one left out: the turns shown are the newest, without a gap), "
+        "`duplicate` (the context already holds it: a turn shown twice, or a milestone "
+        "restating a turn shown verbatim), `not_relevant` (with a query: "
         "its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's "
         "page-out: `evicted_age` (an open turn outside the window older than "
         "ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool "
@@ -187,6 +191,9 @@ class ContextSerializer(serializers.Serializer):  # type: ignore[type-arg]  # ge
     )
     policy = PolicySerializer(help_text="The context policy this answer was assembled under.")
     included = IncludedItemSerializer(
-        many=True, help_text="What went in: the reserved window first, then best score first."
+        many=True,
+        help_text="What went in: the reserved window first, then facts (state, memories, "
+        "recalled turns, failures, tool outputs), summaries and milestones, older turns; "
+        "best score first within each.",
     )
     excluded = ExcludedItemSerializer(many=True, help_text="What was left out, and why.")

@@ -79,6 +79,7 @@ _STOP = frozenset(
     ]
 )
 ELLIPSIS = "…"
+SPEAKER_SEPARATOR = " / "  # between two speakers' words in one line
 # A list marker the sentence split leaves on its own: "5." / "5)" / "-" / "*".
 _BARE_MARKER = re.compile(r"(?:\d{1,2}[.)]|[-*•])")
 # "the fifth bottle", "the 3rd option": a place in a list, not "the first time".
@@ -131,14 +132,9 @@ def _scores(sentences: list[str], query: str) -> list[float]:
     return scores
 
 
-def best_passage(text: str, query: str, max_tokens: int) -> str:
-    """`text` whole when it fits in `max_tokens`; else the sentences around the one that
-    best matches `query`, marked with an ellipsis where text was left out."""
-    if count_tokens(text) <= max_tokens:
-        return text
-    sentences = _sentences(text)
-    if len(sentences) <= 1:
-        return truncate_to_tokens(text, max_tokens)
+def _span(sentences: list[str], query: str, max_tokens: int) -> tuple[int, int]:
+    """The first and last index of the run of `sentences` around the one that best
+    matches `query`, grown on both sides while it fits `max_tokens`."""
     scores = _scores(sentences, query)
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     low = high = best
@@ -153,6 +149,48 @@ def best_passage(text: str, query: str, max_tokens: int) -> str:
                     low, high = min(low, candidate), max(high, candidate)
                     grew = True
         if not grew:
-            break
+            return low, high
+
+
+def best_passage(text: str, query: str, max_tokens: int) -> str:
+    """`text` whole when it fits in `max_tokens`; else the sentences around the one that
+    best matches `query`, marked with an ellipsis where text was left out."""
+    if count_tokens(text) <= max_tokens:
+        return text
+    sentences = _sentences(text)
+    if len(sentences) <= 1:
+        return truncate_to_tokens(text, max_tokens)
+    low, high = _span(sentences, query, max_tokens)
     passage = truncate_to_tokens(" ".join(sentences[low : high + 1]), max_tokens - 2)
     return (ELLIPSIS if low > 0 else "") + passage + (ELLIPSIS if high < len(sentences) - 1 else "")
+
+
+def speakers_passage(parts: list[tuple[str, str]], query: str, max_tokens: int) -> tuple[str, bool]:
+    """The passage of a text several speakers said (`parts`: speaker and words, in
+    order) that best answers `query`, chosen as `best_passage` chooses it, each
+    speaker's words after their name (`user: … / assistant: …`, an ellipsis where words
+    were left out); and whether it holds the whole text. A part without words is
+    left out."""
+    said = [(speaker, " ".join(text.split())) for speaker, text in parts if text.strip()]
+    whole = SPEAKER_SEPARATOR.join(f"{speaker}: {text}" for speaker, text in said)
+    if count_tokens(whole) <= max_tokens:
+        return whole, True
+    # (part, sentence of the part, the sentence)
+    sentences = [
+        (i, j, s) for i, (_, text) in enumerate(said) for j, s in enumerate(_sentences(text))
+    ]
+    labels = sum(count_tokens(f"{speaker}: {SPEAKER_SEPARATOR}") + 2 for speaker, _ in said)
+    low, high = _span([s for _, _, s in sentences], query, max_tokens - labels)
+    groups: list[tuple[int, list[tuple[int, str]]]] = []
+    for part, index, sentence in sentences[low : high + 1]:
+        if not groups or groups[-1][0] != part:
+            groups.append((part, []))
+        groups[-1][1].append((index, sentence))
+    rendered = []
+    for part, run in groups:
+        last = sum(1 for p, _, _ in sentences if p == part) - 1
+        words = " ".join(sentence for _, sentence in run)
+        head = ELLIPSIS if run[0][0] > 0 else ""
+        tail = ELLIPSIS if run[-1][0] < last else ""
+        rendered.append(f"{said[part][0]}: {head}{words}{tail}")
+    return truncate_to_tokens(SPEAKER_SEPARATOR.join(rendered), max_tokens), False

@@ -211,6 +211,33 @@ def turn_ids_in_ranges(
         return {(session, number): pk for session, number, pk in cursor.fetchall()}
 
 
+# Fixed SQL, one statement for any number of turns: a context asks it once for the turns
+# its recall found, to tell the user's words from the reply's in each turn's memory.
+_USER_MESSAGE_LENGTHS_SQL = """
+SELECT t.session_id, t.turn_number,
+       CASE WHEN t.user_message ~ '^[[:space:]]*$' THEN 0 ELSE char_length(t.user_message) END
+  FROM chat_turn t
+  JOIN unnest(%s::uuid[], %s::int[]) AS k(session_id, turn_number)
+    ON t.session_id = k.session_id AND t.turn_number = k.turn_number
+ WHERE NOT t.rolled_back
+"""
+
+
+def user_message_lengths(
+    *, turns: Sequence[tuple[uuid.UUID, int]]
+) -> dict[tuple[uuid.UUID, int], int]:
+    """By (session, turn number), the characters of each live turn's user message, 0 for
+    one without text: where the user's words end in a text that starts with them."""
+    if not turns:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _USER_MESSAGE_LENGTHS_SQL,
+            [[session for session, _ in turns], [number for _, number in turns]],
+        )
+        return {(session, number): length for session, number, length in cursor.fetchall()}
+
+
 def turns_for_memory(*, turn_ids: Sequence[int]) -> list[ChatTurn]:
     """These turns with what a memory of each needs (texts, time, the session's owner),
     in no particular order."""

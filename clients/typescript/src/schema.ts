@@ -1067,7 +1067,7 @@ export interface components {
             };
             /** @description The context policy this answer was assembled under. */
             policy: components["schemas"]["Policy"];
-            /** @description What went in: the reserved window first, then best score first. */
+            /** @description What went in: the reserved window first, then facts (state, memories, recalled turns, failures, tool outputs), summaries and milestones, older turns; best score first within each. */
             included: components["schemas"]["IncludedItem"][];
             /** @description What was left out, and why. */
             excluded: components["schemas"]["ExcludedItem"][];
@@ -1215,7 +1215,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description `over_budget` (better-scored items used the budget), `larger_than_budget` (would not fit even alone), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
+            /** @description `over_budget` (items of higher priority or score used the budget), `larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn older than one left out: the turns shown are the newest, without a gap), `duplicate` (the context already holds it: a turn shown twice, or a milestone restating a turn shown verbatim), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
             reason: string;
         };
         /** @description Exactly one of `mpn` and `ref` names the item. */
@@ -1277,7 +1277,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description Packed by the window reservation (newest verbatim turns) before scoring. */
+            /** @description Packed by the window reservation before scoring: the newest turn within the budget, the window's next turns within its share. */
             reserved: boolean;
         };
         ItemError: {
@@ -1681,7 +1681,7 @@ export interface components {
         Message: {
             /** @description system, user or assistant. */
             role: string;
-            /** @description The message text. */
+            /** @description The message text; never empty. */
             content: string;
         };
         NextCallRequest: {

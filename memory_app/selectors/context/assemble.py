@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from memory_app.selectors.context.candidates import ContextRequest, context_candidates
 from memory_app.selectors.context.candidates.memories import DEFAULT_MEMORY_LIMIT
-from memory_app.selectors.context.candidates.turns import MAX_VERBATIM_TURNS, window_keys
+from memory_app.selectors.context.candidates.turns import MAX_VERBATIM_TURNS, turn_run
 from memory_app.selectors.context.eligibility import eligible
 from memory_app.selectors.context.explanation import explain
 from memory_app.selectors.context.packing import pack
@@ -73,13 +73,16 @@ def context_assemble(
     candidates = gathered.candidates
     semantic = semantic_scores(candidates, query, known=gathered.semantic)
     scores = candidate_scores(candidates, semantic, now)
-    window = window_keys(candidates, rules.keep_last_turns)
+    run = turn_run(candidates)
+    window = run[: rules.keep_last_turns]
     split = eligible(
         candidates, window=window, semantic=semantic, exempt=gathered.supported, query=query,
         now=now,
     )  # fmt: skip
     reserve = int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE)
-    packed = pack(split.offered, scores, budget, reserved=window, reserve_tokens=reserve)
+    packed = pack(
+        split.offered, scores, budget, run=run, window=len(window), reserve_tokens=reserve
+    )
     explained = explain(candidates, packed, split, scores)
     return AssembledContext(
         session_id=session.pk, query=query, budget=budget, messages=packed.messages,

@@ -1,13 +1,21 @@
 """What may go into a context: a `Candidate`, the sections it renders in, its tokens.
 
 Candidates are lines grouped into sections (one chat message per section, in the order
-of `SECTIONS`) or whole turns (a user and an assistant message, after every section).
+of `SECTIONS`) or whole turns (a user and an assistant message, each only when it has
+text, after every section).
+
+A candidate names the conversation turn it shows (`shows`: a turn verbatim, a recalled
+turn's passage) or the turns its lines restate (`restates`: a milestone, the lines of a
+summary), by `turn_ref`, so that packing can leave out what the context already holds
+(`unrepeated`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from memory_app.window.tokens import count_tokens, message_tokens
 
@@ -23,6 +31,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "tools": ("system", "Recent tool outputs:"),
 }
 TURNS = "turns"
+# A line's own label ("[turns 3-9] ", "[t12] "), kept when the line it starts is dropped.
+_LABEL = re.compile(r"\[[^\]\n]*\] ")
 
 
 @dataclass
@@ -39,6 +49,12 @@ class Candidate:
     signal: float = 0.0
     order: tuple[int, ...] = (0,)  # position inside its section in the output
     reply: str = ""
+    # The turn (`turn_ref`) it shows, and whether it shows the whole turn (a recalled
+    # turn may show the passage that answers).
+    shows: str = ""
+    shows_whole: bool = True
+    # Per line of `text`: the turn the line restates, "" for a line that restates none.
+    restates: tuple[str, ...] = ()
 
 
 @dataclass
@@ -59,12 +75,44 @@ class FoundCandidates:
             self.supported.add(candidate.key)
 
 
+def turn_ref(session_id: Any, turn_number: int) -> str:
+    """What names one conversation turn across candidates of every source."""
+    return f"{session_id}:{turn_number}"
+
+
 def candidate_messages(candidate: Candidate) -> list[dict[str, str]]:
-    """A turn candidate as its two chat messages."""
+    """A turn candidate as its chat messages: the user's and the assistant's, each only
+    when it has text (a provider refuses a message without any, and a turn recorded
+    without a response is the user's message alone)."""
     return [
-        {"role": "user", "content": candidate.text},
-        {"role": "assistant", "content": candidate.reply},
+        {"role": role, "content": content}
+        for role, content in (("user", candidate.text), ("assistant", candidate.reply))
+        if content.strip()
     ]
+
+
+def unrepeated(candidate: Candidate, shown: set[str], seen: set[str]) -> Candidate | None:
+    """The candidate less what the context already holds, or None when nothing is left.
+    `seen`: the turns it shows in any form; `shown`: those it shows whole. A candidate
+    showing a seen turn is none; a milestone restating a turn shown whole is none; a
+    summary loses its lines restating one (its label moves to its first line left)."""
+    if candidate.shows and candidate.shows in seen:
+        return None
+    if not shown.intersection(candidate.restates):
+        return candidate
+    lines = candidate.text.split("\n")
+    kept = [(line, ref) for line, ref in zip(lines, candidate.restates, strict=True)
+            if ref not in shown]  # fmt: skip
+    if not kept:
+        return None
+    label = _LABEL.match(lines[0])
+    if label and candidate.restates[0] in shown:
+        kept[0] = (label.group(0) + kept[0][0], kept[0][1])
+    return replace(
+        candidate,
+        text="\n".join(line for line, _ in kept),
+        restates=tuple(ref for _, ref in kept),
+    )
 
 
 def content_tokens(candidate: Candidate) -> int:

@@ -2,7 +2,9 @@
 and those of the user's other sessions, both through the one memory search over the
 turns' memories (written by `memory_app.services.conversation`), then one statement of
 its own for the cosine over each found turn's thread window (`window_cosines_statement`,
-snapshot-tested)."""
+snapshot-tested) and one of the turn log for where each turn's user message ends in its
+memory's text (`user_message_lengths`): the memory holds the user's message and the
+reply as one text, which is what the search reads; the context tells them apart."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.selectors.search.after_question import happened_by
 from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
+from sessions_app.selectors.turns import user_message_lengths
 
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
@@ -41,10 +44,29 @@ class RecalledTurn:
     # The search relates it to the query by more than its vector (a query word in its
     # window, or the time the query names): `SearchHit.beyond_vector`.
     supported: bool
+    # How many characters of the memory's text are the user's message (0: the turn has
+    # none); None when the turn log does not say (no such live turn).
+    user_chars: int | None = None
 
     @property
     def turn_number(self) -> int:
         return int(self.memory.thread_order or 0)
+
+    @property
+    def said(self) -> tuple[str, str] | None:
+        """(the user's message, the reply) as the memory's text holds them (the one
+        after the other, joined by a newline, the one without text left out:
+        `turn_memory_text`), or None when the text cannot be split so."""
+        content, length = self.memory.content, self.user_chars
+        if length is None:
+            return None
+        if length == 0:
+            return "", content
+        if length >= len(content):
+            return content, ""
+        if content[length] != "\n":
+            return None
+        return content[:length], content[length + 1 :]
 
 
 def session_turns_recall(
@@ -106,6 +128,7 @@ def _recall(
     )
     hits = outcome.hits
     around = _window_cosines(tenant.pk, session.user_id, [hit.memory for hit in hits], vector)
+    user_chars = _user_chars([hit.memory for hit in hits])
     return [
         RecalledTurn(
             memory=hit.memory,
@@ -114,9 +137,21 @@ def _recall(
                 hit, max(float(hit.parts.get("semantic", 0.0)), around.get(hit.memory.pk, 0.0))
             ),
             supported=hit.beyond_vector,
+            user_chars=user_chars.get(hit.memory.pk),
         )
         for hit in hits
     ]
+
+
+def _user_chars(memories: list[Memory]) -> dict[uuid.UUID, int]:
+    """By memory, the characters of its turn's user message (one statement)."""
+    turns = {
+        memory.pk: (memory.session_id, int(memory.thread_order or 0))
+        for memory in memories
+        if memory.session_id is not None
+    }
+    lengths = user_message_lengths(turns=list(turns.values()))
+    return {pk: lengths[turn] for pk, turn in turns.items() if turn in lengths}
 
 
 def window_cosines_statement() -> sql.Composed:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from memory_app.selectors.context.candidate import Candidate, content_tokens
+from memory_app.selectors.context.candidate import Candidate, content_tokens, turn_ref
 from memory_app.selectors.context.candidates.summaries import summary_candidates
 from memory_app.selectors.context.lines import line
 from memory_app.window.selectors import active_summaries
@@ -84,6 +84,8 @@ def _previous_open_turns(previous: ChatSession, level: int) -> list[Candidate]:
             at=at,
             signal=OPEN_TURN_SIGNAL,
             order=(-level, AFTER_SUMMARIES + number),
+            shows=turn_ref(previous.pk, number),
+            shows_whole=False,  # one line, cut to its size
         )
         for number, user, assistant, at in previous_open_turns_query(previous.pk)
     ]

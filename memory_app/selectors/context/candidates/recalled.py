@@ -1,7 +1,9 @@
 """Context candidates recalled from the session's own earlier turns (compacted ones
 included): the passage of each that answers the query, a line of the "recalled" section
-labelled with its turn number and when it was said. The recall is the one memory search
-over the turns' memories (`memory_app.selectors.context.recall`)."""
+labelled with its turn number and when it was said, the words of each speaker after
+their name (`user: … / assistant: …`): a reply's "I live in Madrid" is not the user's.
+The recall is the one memory search over the turns' memories
+(`memory_app.selectors.context.recall`)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from memory_app.selectors.context.candidate import Candidate, FoundCandidates
+from memory_app.selectors.context.candidate import Candidate, FoundCandidates, turn_ref
 from memory_app.selectors.context.lines import date_label
 from memory_app.selectors.context.recall import RecalledTurn, session_turns_recall
-from memory_app.window.passages import best_passage
+from memory_app.window.passages import best_passage, speakers_passage
 
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
@@ -21,12 +23,20 @@ if TYPE_CHECKING:
 MAX_RECALLED_TURNS = 10  # the session's own older turns found for the query
 
 
-def recalled_text(recalled: RecalledTurn, label: str, query: str) -> str:
-    """`[label] passage`: the passage of the turn that best answers `query`, within
-    ENGRAM_CONTEXT_RECALL_LINE_TOKENS."""
-    text = " ".join(recalled.memory.content.split())
+def recalled_text(recalled: RecalledTurn, label: str, query: str) -> tuple[str, bool]:
+    """`[label] user: … / assistant: …`: the passage of the turn that best answers
+    `query`, within ENGRAM_CONTEXT_RECALL_LINE_TOKENS, each speaker's words after their
+    name (unnamed when the turn log no longer tells them apart); and whether the passage
+    is the whole turn."""
     size = int(settings.ENGRAM_CONTEXT_RECALL_LINE_TOKENS)
-    return f"[{label}] {best_passage(text, query, size)}"
+    said = recalled.said
+    if said is None:
+        text = " ".join(recalled.memory.content.split())
+        passage = best_passage(text, query, size)
+        return f"[{label}] {passage}", passage == text
+    user, reply = said
+    passage, whole = speakers_passage([("user", user), ("assistant", reply)], query, size)
+    return f"[{label}] {passage}", whole
 
 
 def recalled_turn_candidates(
@@ -45,16 +55,19 @@ def recalled_turn_candidates(
             continue
         at = recalled.memory.occurred_at
         label = f"turn {recalled.turn_number}, {date_label(at, as_of.tzinfo)}"
+        text, whole = recalled_text(recalled, label, query)
         out.add(
             Candidate(
                 key=f"recalled:{recalled.turn_number}",
                 kind="recalled_turn",
                 section="recalled",
-                text=recalled_text(recalled, label, query),
+                text=text,
                 role="system",
                 at=at,
                 signal=recalled.relevance,
                 order=(recalled.turn_number,),
+                shows=turn_ref(session.pk, recalled.turn_number),
+                shows_whole=whole,
             ),
             semantic=recalled.window_semantic,
             supported=recalled.supported,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memory_app.selectors.context.candidate import TURNS, Candidate
+from memory_app.selectors.context.candidate import TURNS, Candidate, turn_ref
 from sessions_app.selectors.turns import turns_live, turns_open
 
 if TYPE_CHECKING:
@@ -27,8 +27,13 @@ def turn_candidates(
 ) -> list[Candidate]:
     """The session's newest `limit` turns, newest first: its open turns, or with
     `include_compacted` (compression off, no summary stands in for them) every live
-    turn. The first `keep_last` are the window and carry the full signal."""
-    turns = list(window_turns_query(session.pk, limit, include_compacted))
+    turn. The first `keep_last` are the window and carry the full signal. A turn
+    without any text has no message to give and is left out."""
+    turns = [
+        turn
+        for turn in window_turns_query(session.pk, limit, include_compacted)
+        if turn.user_message.strip() or turn.assistant_response.strip()
+    ]
     return [
         Candidate(
             key=f"turn:{turn.turn_number}",
@@ -40,6 +45,7 @@ def turn_candidates(
             at=turn.created_at,
             signal=WINDOW_SIGNAL if index < keep_last else OPEN_TURN_SIGNAL,
             order=(turn.turn_number,),
+            shows=turn_ref(session.pk, turn.turn_number),
         )
         for index, turn in enumerate(turns)
     ]
@@ -52,8 +58,8 @@ def window_turns_query(session_id: Any, limit: int, include_compacted: bool) -> 
     return live.only(*TURN_COLUMNS).order_by("-turn_number")[:limit]
 
 
-def window_keys(candidates: list[Candidate], keep_last: int) -> list[str]:
-    """The keys of the window's turns among `candidates`, newest first: the turns the
-    packer reserves room for and the page-out and relevance floor leave alone."""
+def turn_run(candidates: list[Candidate]) -> list[str]:
+    """The keys of the session's verbatim turns among `candidates`, newest first: the
+    run the packer keeps without a hole."""
     turns = sorted((c for c in candidates if c.kind == "turn"), key=lambda c: c.order, reverse=True)
-    return [c.key for c in turns][:keep_last]
+    return [c.key for c in turns]
