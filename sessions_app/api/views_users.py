@@ -7,7 +7,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sessions_app.api.fields import IDENTIFIER_RULE, IDENTIFIER_SCHEMA, checked_identifier
+from sessions_app.api.fields import (
+    IDENTIFIER_MAX_LENGTH,
+    IDENTIFIER_RULE,
+    IDENTIFIER_SCHEMA,
+    checked_identifier,
+)
 from sessions_app.api.serializers_users import UserErasureSerializer
 from sessions_app.api.tenancy import TenantAPIView
 from sessions_app.errors import InvalidInput
@@ -27,6 +32,20 @@ def _checked_user_id(user_id: str) -> str:
 
 USER_ID_PARAMETER = OpenApiParameter(
     "user_id", IDENTIFIER_SCHEMA, OpenApiParameter.PATH, description="The end user."
+)
+EXPORT_SUFFIX = "/export"
+# The part before "/export" of a user id that ends in it: any characters but NUL (the
+# suffix is the visible character an id needs), as many as leave room for the suffix.
+USER_ID_BEFORE_EXPORT_PARAMETER = OpenApiParameter(
+    "user_id",
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": IDENTIFIER_MAX_LENGTH - len(EXPORT_SUFFIX),
+        "pattern": r"^[^\u0000]*$",
+    },
+    OpenApiParameter.PATH,
+    description="The user's id without its final `/export`.",
 )
 
 
@@ -82,6 +101,13 @@ class UserExportView(TenantAPIView):
     def get(self, request: Request, user_id: str) -> Response:
         return Response(user_export(tenant=self.tenant, user_id=_checked_user_id(user_id)))
 
-    @extend_schema(exclude=True)  # documented as DELETE /users/{user_id}
+    @extend_schema(
+        summary="Erase the user whose id is `{user_id}/export`",
+        description="What `DELETE /users/{user_id}` does, for the user whose id is this "
+        "path's `user_id` followed by `/export`: a user id may contain `/`, and a DELETE "
+        "of such an id arrives on this path. Nothing is exported.",
+        parameters=[USER_ID_BEFORE_EXPORT_PARAMETER],
+        responses={200: UserErasureSerializer},
+    )
     def delete(self, request: Request, user_id: str) -> Response:
-        return _erased(self.tenant, f"{user_id}/export")
+        return _erased(self.tenant, f"{user_id}{EXPORT_SUFFIX}")

@@ -720,7 +720,11 @@ export interface paths {
         get: operations["users_export_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Erase the user whose id is `{user_id}/export`
+         * @description What `DELETE /users/{user_id}` does, for the user whose id is this path's `user_id` followed by `/export`: a user id may contain `/`, and a DELETE of such an id arrives on this path. Nothing is exported.
+         */
+        delete: operations["users_export_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7471,6 +7475,75 @@ export interface operations {
                 };
             };
             /** @description invalid: user_id of 1 to 255 characters, not only blanks or control characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: nothing of that id for this key's tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `dependency_unavailable`: the database is unavailable (with Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    users_export_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's id without its final `/export`. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserErasure"];
+                };
+            };
+            /** @description `invalid` (with `error.fields` naming each bad field) or `malformed_json`. */
             400: {
                 headers: {
                     [name: string]: unknown;
