@@ -14,21 +14,9 @@ from django.test import Client
 from django.urls import reverse
 
 from memory_app.models import Memory
-from tests.cockpit.seed import World, seed_world
+from tests.cockpit.seed import World
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world() -> World:
-    return seed_world()
-
-
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.get(username="ops"))
-    return client
 
 
 def hit_rows(html: str) -> list[tuple[str, float]]:

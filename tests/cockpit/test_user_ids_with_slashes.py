@@ -7,30 +7,17 @@ import re
 from html import unescape as html_unescape
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
 from analytics_app.services.rollups import rollups_fill
 from sessions_app.models import Tenant
 from tests.analytics_app.factories import Step, make_session, record_turn
-from tests.cockpit.seed import World, seed_world
+from tests.cockpit.seed import World
 
 pytestmark = pytest.mark.django_db
 
 USER = "team/alice"
-
-
-@pytest.fixture
-def world() -> World:
-    return seed_world()
-
-
-@pytest.fixture
-def staff() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.get(username="ops"))
-    return client
 
 
 def _user_links(html: str) -> set[str]:
