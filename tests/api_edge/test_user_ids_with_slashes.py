@@ -63,3 +63,23 @@ def test_odd_slashed_user_ids_round_trip(api: APIClient, user_id: str) -> None:
     assert response.status_code == 200, response.content
     assert response.json()["user_id"] == user_id
     assert response.json()["deleted"]["sessions"] == 1
+
+
+@pytest.mark.parametrize("head", ["a" * 249, "a\x00b"])
+def test_a_delete_ending_in_export_with_an_id_out_of_rule_answers_400(
+    api: APIClient, head: str
+) -> None:
+    response = api.delete(f"/api/v1/users/{quote(head, safe='')}/export")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid"
+    assert "user_id" in response.json()["error"]["fields"]
+
+
+def test_a_delete_ending_in_export_erases_only_the_callers_tenants_user(
+    api: APIClient, other_api: APIClient
+) -> None:
+    mine = _user_with_a_turn(api, "y/export")
+    response = other_api.delete(f"/api/v1/users/{quote('y/export', safe='')}")
+    assert response.status_code == 200, response.content
+    assert response.json()["deleted"]["sessions"] == 0
+    assert _exported_sessions(api, "y/export") == [mine]
