@@ -27,7 +27,11 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
         help_text="What the next LLM call is about; ranks candidates by semantic match.",
     )
     as_of = as_of_field(
-        "The dates that label recalled turns and memories are written in its offset."
+        "The dates that label recalled turns and memories are written in its offset. "
+        "Earlier than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), the session "
+        "shows what it had said by then: its turns whose occurred_at is at or before "
+        "as_of, verbatim or recalled, and only the summaries (with their milestones) of "
+        "such turns alone; the turns of a summary that reaches past as_of come verbatim."
     )
     budget = QueryIntegerField(
         required=False,
