@@ -1219,7 +1219,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description `over_budget` (items of higher priority or score used the budget), `larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn older than one left out: the turns shown are the newest, without a gap), `duplicate` (the context already holds it: a turn shown twice, or a milestone restating a turn shown verbatim), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
+            /** @description `truncated` (the newest turn, larger than the budget alone, went in cut to fit it: each of its messages keeps its beginning and its end around ' … [cut N tokens] … '; the turn is also in `included`, and `tokens` here are the tokens cut), `over_budget` (items of higher priority or score used the budget), `larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn older than one left out: the turns shown are the newest, without a gap), `duplicate` (the context already holds it: a turn shown twice, or a milestone restating a turn shown verbatim), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
             reason: string;
         };
         /** @description Exactly one of `mpn` and `ref` names the item. */
@@ -1281,7 +1281,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description Packed by the window reservation before scoring: the newest turn within the budget, the window's next turns within its share. */
+            /** @description Packed by the window reservation before scoring: the newest turn within the budget (cut to fit it when larger alone: reason `truncated`), the window's next turns within its share. */
             reserved: boolean;
         };
         ItemError: {
