@@ -27,7 +27,11 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
         help_text="What the next LLM call is about; ranks candidates by semantic match.",
     )
     as_of = as_of_field(
-        "The dates that label recalled turns and memories are written in its offset."
+        "The dates that label recalled turns and memories are written in its offset. "
+        "Earlier than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), the session "
+        "shows what it had said by then: its turns whose occurred_at is at or before "
+        "as_of, verbatim or recalled, and only the summaries (with their milestones) of "
+        "such turns alone; the turns of a summary that reaches past as_of come verbatim."
     )
     budget = QueryIntegerField(
         required=False,
@@ -129,13 +133,17 @@ class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  
 class IncludedItemSerializer(ContextItemSerializer):
     reserved = serializers.BooleanField(
         help_text="Packed by the window reservation before scoring: the newest turn "
-        "within the budget, the window's next turns within its share."
+        "within the budget (cut to fit it when larger alone: reason `truncated`), the "
+        "window's next turns within its share."
     )
 
 
 class ExcludedItemSerializer(ContextItemSerializer):
     reason = serializers.CharField(
-        help_text="`over_budget` (items of higher priority or score used the budget), "
+        help_text="`truncated` (the newest turn, larger than the budget alone, went in "
+        "cut to fit it: each of its messages keeps its beginning and its end around ' … "
+        "[cut N tokens] … '; the turn is also in `included`, and `tokens` here are the "
+        "tokens cut), `over_budget` (items of higher priority or score used the budget), "
         "`larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn "
         "older than one left out: the turns shown are the newest, without a gap), "
         "`duplicate` (the context already holds it: a turn shown twice, or a milestone "

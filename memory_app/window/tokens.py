@@ -51,6 +51,18 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     return str(encoding.decode(ids[:max_tokens]))
 
 
+def head_and_tail(text: str, head: int, tail: int) -> tuple[str, str, int]:
+    """The first `head` and the last `tail` tokens of `text` as text (a character the cut
+    splits is dropped), and how many tokens lie between them (0: they hold it all)."""
+    encoding = _encoding()
+    ids = encoding.encode_ordinary(text)
+    if head + tail >= len(ids):
+        return text, "", 0
+    start = bytes(encoding.decode_bytes(ids[:head])).decode("utf-8", "ignore")
+    end = bytes(encoding.decode_bytes(ids[len(ids) - tail :])).decode("utf-8", "ignore")
+    return start, end if tail else "", len(ids) - head - tail
+
+
 def message_tokens(role: str, content: str) -> int:
     """Tokens one chat message costs as sent, framing included."""
     return TOKENS_PER_MESSAGE + count_tokens(role) + count_tokens(content)

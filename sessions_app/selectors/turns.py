@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Max, Prefetch, QuerySet
+from django.db.models import Max, Min, Prefetch, QuerySet
 
 from sessions_app.errors import NotFound
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
@@ -89,6 +89,16 @@ def turns_last_occurred(*, session_id: Any, first: int, last: int) -> datetime |
     return ChatTurn.objects.filter(
         session_id=session_id, turn_number__range=(first, last), rolled_back=False
     ).aggregate(end=Max("occurred_at"))["end"]
+
+
+def turn_first_after(*, session_id: Any, moment: datetime) -> int | None:
+    """The number of the session's first live turn that happened (`occurred_at`) after
+    `moment`, or None when every live turn had happened by then."""
+    return (
+        turns_live(session_id=session_id)
+        .filter(occurred_at__gt=moment)
+        .aggregate(first=Min("turn_number"))["first"]
+    )
 
 
 def turn_workspace_before(*, session_id: Any, turn_number: int) -> dict[str, Any] | None:

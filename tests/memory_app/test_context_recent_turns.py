@@ -3,6 +3,7 @@ one run from the newest backwards, never with a hole; and no message without tex
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -98,4 +99,34 @@ def test_a_turn_without_a_response_gives_its_user_message_only(
         {"role": "user", "content": "Check the cabin's stock of towels"},
         {"role": "assistant", "content": "Still there? I can retry the towels."},
     ]
+    assert sum(p["tokens"] for p in body["parts"].values()) == body["total_tokens"]
+
+
+def test_a_newest_turn_larger_than_the_budget_goes_in_cut_to_fit(
+    tenant: Tenant, api: APIClient
+) -> None:
+    """A pasted log makes the newest turn larger than the whole budget: it still goes
+    in, its message's beginning and end around a mark saying how much was cut, its
+    short reply whole, and the context says it was truncated and by how many tokens."""
+    session = new_session(tenant)
+    record(tenant, session, "Which ferry do we take?", "The 9:10 ferry.")
+    opening = "Here is the booking log from the ferry company:"
+    question = "So is our cabin on the 9:10 ferry confirmed?"
+    pasted = " ".join(f"line {n}: seat {n % 40} deck {n % 3} status ok." for n in range(300))
+    answer = "Yes, cabin 12 is confirmed."
+    newest = record(tenant, session, f"{opening} {pasted} {question}", answer)
+    body = _context(api, session.pk, budget=300)
+    assert body["total_tokens"] <= 300
+    user, reply = body["messages"][-2:]
+    assert user["role"] == "user" and reply == {"role": "assistant", "content": answer}
+    assert user["content"].startswith(opening) and user["content"].endswith(question)
+    cut = re.search(r" … \[cut (\d+) tokens\] … ", user["content"])
+    assert cut is not None, user["content"]
+    first = body["included"][0]
+    assert (first["key"], first["reserved"]) == (f"turn:{newest}", True)
+    truncated = [row for row in body["excluded"] if row["reason"] == "truncated"]
+    assert [(row["key"], row["tokens"]) for row in truncated] == [
+        (f"turn:{newest}", int(cut.group(1)))
+    ]
+    assert body["parts"]["turn"]["included"] == 1
     assert sum(p["tokens"] for p in body["parts"].values()) == body["total_tokens"]

@@ -1219,7 +1219,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description `over_budget` (items of higher priority or score used the budget), `larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn older than one left out: the turns shown are the newest, without a gap), `duplicate` (the context already holds it: a turn shown twice, or a milestone restating a turn shown verbatim), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
+            /** @description `truncated` (the newest turn, larger than the budget alone, went in cut to fit it: each of its messages keeps its beginning and its end around ' … [cut N tokens] … '; the turn is also in `included`, and `tokens` here are the tokens cut), `over_budget` (items of higher priority or score used the budget), `larger_than_budget` (would not fit even alone), `not_contiguous` (a verbatim turn older than one left out: the turns shown are the newest, without a gap), `duplicate` (the context already holds it: a turn shown twice, or a milestone restating a turn shown verbatim), `not_relevant` (with a query: its similarity to the query is under ENGRAM_CONTEXT_MIN_SEMANTIC), or seed 004's page-out: `evicted_age` (an open turn outside the window older than ENGRAM_CONTEXT_EVICT_TURN_MINUTES) or `evicted_below_similarity` (a memory, tool output or predecessor line less similar to the query than ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory or turn the search relates to the query by a query word or by the time the query names (its `occurred_at` in the phrase's interval, read against `as_of`). */
             reason: string;
         };
         /** @description Exactly one of `mpn` and `ref` names the item. */
@@ -1281,7 +1281,7 @@ export interface components {
             score: number;
             /** @description The score's terms. */
             score_parts: components["schemas"]["ContextScoreParts"];
-            /** @description Packed by the window reservation before scoring: the newest turn within the budget, the window's next turns within its share. */
+            /** @description Packed by the window reservation before scoring: the newest turn within the budget (cut to fit it when larger alone: reason `truncated`), the window's next turns within its share. */
             reserved: boolean;
         };
         ItemError: {
@@ -5298,7 +5298,7 @@ export interface operations {
                 acting_roles?: string;
                 /** @description Whose eyes the memories are chosen for (visibility); default the session's user. */
                 acting_user_id?: string;
-                /** @description When the question is asked; its offset is the calendar the query's time phrases are read in. Default: now (UTC). Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). The dates that label recalled turns and memories are written in its offset. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. */
+                /** @description When the question is asked; its offset is the calendar the query's time phrases are read in. Default: now (UTC). Time phrases of the query ('yesterday', 'last Saturday', 'two weeks ago', 'in May', 'since March', '8 May 2023') are resolved against it, and memories whose occurred_at lies in the phrase's interval, or shortly after it, get a small boost (score part `time`). The dates that label recalled turns and memories are written in its offset. Earlier than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), the session shows what it had said by then: its turns whose occurred_at is at or before as_of, verbatim or recalled, and only the summaries (with their milestones) of such turns alone; the turns of a summary that reaches past as_of come verbatim. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. */
                 as_of?: string;
                 /** @description Token budget of the whole `messages` list (o200k_base, framing included), 50..200000. Omitted: ENGRAM_CONTEXT_DEFAULT_BUDGET; blank (`budget=`): 400, as any value that is not an integer. */
                 budget?: number;

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memory_app.selectors.context.candidates import ContextRequest, context_candidates
 from memory_app.selectors.context.candidates.memories import DEFAULT_MEMORY_LIMIT
+from memory_app.selectors.context.candidates.said import said_moment
 from memory_app.selectors.context.candidates.turns import MAX_VERBATIM_TURNS, turn_run
 from memory_app.selectors.context.eligibility import eligible
 from memory_app.selectors.context.explanation import explain
@@ -58,7 +59,8 @@ def context_assemble(
     `memory_limit` memories the acting user may see (default: the policy's K, the
     session's user) and `turn_limit` open turns, under `policy` (default: the session's).
     `as_of` (default now) is when the query is asked: its time phrases are read against
-    it ("last month", "in May") and the turns said then preferred."""
+    it ("last month", "in May") and the turns said then preferred; asked in the past,
+    the session shows nothing it said after `as_of` (`candidates.said`)."""
     session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
     rules = _rules(tenant, session, policy)
@@ -68,6 +70,7 @@ def context_assemble(
             tenant=tenant, session=session, query=query, as_of=as_of or now, actor=actor,
             budget=budget, rules=rules, turn_limit=turn_limit,
             memory_limit=rules.memory_limit if memory_limit is None else memory_limit,
+            said_by=said_moment(as_of, now),
         )
     )  # fmt: skip
     candidates = gathered.candidates

@@ -43,9 +43,16 @@ def explain(
     candidates: list[Candidate], packed: Packed, split: Eligible, scores: dict[str, Score]
 ) -> Explanation:
     """The packed candidates in packing order, each with its own tokens and whether the
-    window's reservation packed it; then what was left out, with why: by the packer (by
-    rank), by the relevance floor (`not_relevant`), by the page-out."""
+    window's reservation packed it; then what was left out, with why: the part cut from
+    a turn that went in cut (`truncated`, its tokens those cut; the turn counts as
+    included in `parts`), by the packer (by rank), by the relevance floor
+    (`not_relevant`), by the page-out."""
     own = {c.key: content_tokens(c) for c, _, _ in packed.included}
+    cut: list[Excluded] = [
+        (c, s, packed.truncated[c.key], "truncated")
+        for c, s, _ in packed.included
+        if c.key in packed.truncated
+    ]
     left_out: list[Excluded] = [
         *packed.excluded,
         *((c, scores[c.key], content_tokens(c), "not_relevant") for c in split.unrelated),
@@ -56,7 +63,9 @@ def explain(
             {**candidate_row(c, s, own[c.key]), "reserved": c.key in packed.reserved}
             for c, s, _ in packed.included
         ],
-        excluded=[{**candidate_row(c, s, t), "reason": reason} for c, s, t, reason in left_out],
+        excluded=[
+            {**candidate_row(c, s, t), "reason": reason} for c, s, t, reason in cut + left_out
+        ],
         parts=_parts_by_kind(candidates, packed, [row[0] for row in left_out], own),
     )
 

@@ -4,7 +4,11 @@ What goes in first, in this order of priority, is what an agent's next call can 
 do without:
 
 1. The newest turn (the user's latest message and the reply): it has the first claim on
-   the whole budget, whenever it fits.
+   the whole budget. Larger than the budget alone, it goes in cut to fit it rather than
+   not at all (`truncation.turn_cut`): each of its messages keeps its beginning and its
+   end around ` … [cut N tokens] … `, the room shared evenly between them (what a short
+   message does not need goes to the other), and the context lists it as included and,
+   with the tokens cut, as excluded for `truncated`. It then takes the whole budget.
 2. The rest of the window (seed 004's `recent_msgs[-keep_last_turns:]`), newest first,
    while the turns take no more than `reserve_tokens` (a share of the budget): the agent
    sees what was just said, and a long session's many milestone lines cannot crowd the
@@ -52,6 +56,7 @@ from memory_app.selectors.context.candidate import (
     unrepeated,
 )
 from memory_app.selectors.context.scoring import Score
+from memory_app.selectors.context.truncation import turn_cut
 from memory_app.window.tokens import TOKENS_PER_REPLY, count_tokens, message_tokens, messages_tokens
 
 Excluded = tuple[Candidate, Score, int, str]  # candidate, score, cost, reason
@@ -104,6 +109,7 @@ class Packed:
     included: list[tuple[Candidate, Score, int]] = field(default_factory=list)
     excluded: list[Excluded] = field(default_factory=list)
     reserved: set[str] = field(default_factory=set)  # keys packed by the reservation
+    truncated: dict[str, int] = field(default_factory=dict)  # key → tokens cut from it
 
 
 def pack(
@@ -120,6 +126,7 @@ def pack(
     first `window` are the window, reserved (the newest within `budget`, the others
     within `reserve_tokens`); then the rest in priority order; exact under `budget`."""
     run = run or []
+    candidates, truncated = _newest_fitted(candidates, run[:window], budget)
     costs = {c.key: candidate_cost(c) for c in candidates}
     by_key = {c.key: c for c in candidates}
     pinned = _reserve([by_key.get(key) for key in run[:window]], costs, budget, reserve_tokens)
@@ -140,7 +147,23 @@ def pack(
         included=[(c, scores[c.key], costs[c.key]) for c in selected],
         excluded=excluded,
         reserved={c.key for c in selected if c.key in pinned_keys},
+        truncated={c.key: truncated[c.key] for c in selected if c.key in truncated},
     )
+
+
+def _newest_fitted(
+    candidates: list[Candidate], window: list[str], budget: int
+) -> tuple[list[Candidate], dict[str, int]]:
+    """`candidates` with the newest turn of the `window` cut to fit `budget` when it is
+    larger alone (`turn_cut`), and the tokens cut by key."""
+    newest = next((c for c in candidates if window and c.key == window[0]), None)
+    if newest is None or TOKENS_PER_REPLY + candidate_cost(newest) <= budget:
+        return candidates, {}
+    cut = turn_cut(newest, budget)
+    if cut is None:
+        return candidates, {}
+    fitted = [cut.candidate if c is newest else c for c in candidates]
+    return fitted, {newest.key: cut.tokens_cut}
 
 
 def _ranked(

@@ -70,12 +70,20 @@ class RecalledTurn:
 
 
 def session_turns_recall(
-    *, tenant: Tenant, session: ChatSession, query: str, limit: int, as_of: datetime
+    *,
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    limit: int,
+    as_of: datetime,
+    said_by: datetime | None = None,
 ) -> list[RecalledTurn]:
     """The session's own remembered turns that best answer `query` asked at `as_of`
-    (its time phrases boost the turns said then), best first."""
+    (its time phrases boost the turns said then), best first; only those that had
+    happened by `said_by` when given (the session as it stood then), else by
+    `happened_by(as_of)`."""
     filters = MemoryFilters(
-        session_id=session.pk, sources=TURN_SOURCES, occurred_by=happened_by(as_of)
+        session_id=session.pk, sources=TURN_SOURCES, occurred_by=said_by or happened_by(as_of)
     )
     actor = Actor(user_id=session.user_id)
     return _recall(tenant, session, query, limit, filters, None, as_of, actor)

@@ -2,7 +2,8 @@
 `state`, its window and open `turns`, its `summaries` and their milestones, the
 `recalled` turns of the session and the `past` turns of the user's other sessions, the
 `predecessors` of a rotated session, long-term `memories`, `failures` and `tools`
-outputs. `context_candidates` gathers them all, in that fixed order."""
+outputs. `context_candidates` gathers them all, in that fixed order; asked in the past,
+the session's turns, summaries and recalled turns as they stood then (`said`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from memory_app.selectors.context.candidates.memories import memory_candidates
 from memory_app.selectors.context.candidates.past import past_turn_candidates
 from memory_app.selectors.context.candidates.predecessors import predecessor_candidates
 from memory_app.selectors.context.candidates.recalled import recalled_turn_candidates
+from memory_app.selectors.context.candidates.said import session_at
 from memory_app.selectors.context.candidates.state import state_candidates
 from memory_app.selectors.context.candidates.summaries import summary_candidates
 from memory_app.selectors.context.candidates.tools import tool_output_candidates
@@ -54,20 +56,27 @@ class ContextRequest:
     rules: ContextPolicy
     memory_limit: int
     turn_limit: int
+    # Asked in the past: the moment after which the session's own words are left out
+    # (`candidates.said`); None: asked now.
+    said_by: datetime | None = None
 
 
 def context_candidates(request: ContextRequest) -> Gathered:
     """The candidates of every source for `request`; the recall of turns only with a
     query."""
     session, query, rules = request.session, request.query, request.rules
-    summaries = active_summaries(session) if rules.compression else []
+    summaries, at = session_at(
+        session.pk, active_summaries(session) if rules.compression else [], request.said_by
+    )
     window = turn_candidates(
-        session, rules.keep_last_turns, request.turn_limit, not rules.compression
+        session, rules.keep_last_turns, request.turn_limit, not rules.compression, at
     )
     recalled, past = FoundCandidates(), FoundCandidates()
     if query.strip():
         offered = {int(c.order[0]) for c in window}
-        recalled = recalled_turn_candidates(request.tenant, session, query, offered, request.as_of)
+        recalled = recalled_turn_candidates(
+            request.tenant, session, query, offered, request.as_of, request.said_by
+        )
         past_limit = settings.ENGRAM_CONTEXT_PAST_TURNS
         past = past_turn_candidates(
             request.tenant, session, query, past_limit, request.as_of, request.actor

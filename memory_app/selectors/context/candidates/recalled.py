@@ -40,14 +40,25 @@ def recalled_text(recalled: RecalledTurn, label: str, query: str) -> tuple[str, 
 
 
 def recalled_turn_candidates(
-    tenant: Tenant, session: ChatSession, query: str, offered: set[int], as_of: datetime
+    tenant: Tenant,
+    session: ChatSession,
+    query: str,
+    offered: set[int],
+    as_of: datetime,
+    said_by: datetime | None = None,
 ) -> FoundCandidates:
     """The session's own earlier turns that best answer `query`, verbatim (the passage
     that answers); turns already offered as window turns (`offered`) are left to the
-    window. Their signal is the search's fused relevance and their semantic score the
-    best cosine over the turn's window, so they need no second embedding."""
+    window, and with `said_by` those that happened after it. Their signal is the
+    search's fused relevance and their semantic score the best cosine over the turn's
+    window, so they need no second embedding."""
     found = session_turns_recall(
-        tenant=tenant, session=session, query=query, limit=MAX_RECALLED_TURNS, as_of=as_of
+        tenant=tenant,
+        session=session,
+        query=query,
+        limit=MAX_RECALLED_TURNS,
+        as_of=as_of,
+        said_by=said_by,
     )
     out = FoundCandidates()
     for recalled in found:

@@ -11,6 +11,7 @@ from sessions_app.selectors.turns import turns_live, turns_open
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
+    from memory_app.selectors.context.candidates.said import SessionAt
     from sessions_app.models import ChatSession, ChatTurn
 
 MAX_VERBATIM_TURNS = 50  # uncompacted turns offered verbatim, newest first
@@ -24,14 +25,16 @@ def turn_candidates(
     keep_last: int,
     limit: int = MAX_VERBATIM_TURNS,
     include_compacted: bool = False,
+    at: SessionAt | None = None,
 ) -> list[Candidate]:
     """The session's newest `limit` turns, newest first: its open turns, or with
     `include_compacted` (compression off, no summary stands in for them) every live
-    turn. The first `keep_last` are the window and carry the full signal. A turn
-    without any text has no message to give and is left out."""
+    turn; for a context asked in the past, the turns said by then (`at`). The
+    first `keep_last` are the window and carry the full signal. A turn without any
+    text has no message to give and is left out."""
     turns = [
         turn
-        for turn in window_turns_query(session.pk, limit, include_compacted)
+        for turn in window_turns_query(session.pk, limit, include_compacted, at)
         if turn.user_message.strip() or turn.assistant_response.strip()
     ]
     return [
@@ -51,10 +54,19 @@ def turn_candidates(
     ]
 
 
-def window_turns_query(session_id: Any, limit: int, include_compacted: bool) -> QuerySet[ChatTurn]:
+def window_turns_query(
+    session_id: Any, limit: int, include_compacted: bool, at: SessionAt | None = None
+) -> QuerySet[ChatTurn]:
     """The statement `turn_candidates` reads (snapshot-tested): the columns a turn
-    candidate is made of, not the turn's whole row."""
-    live = (turns_live if include_compacted else turns_open)(session_id=session_id)
+    candidate is made of, not the turn's whole row. With `at`, the live turns that
+    had happened by its moment and that no summary kept for it restates (compaction
+    since then does not hide a turn its summary cannot stand in for)."""
+    if at is None:
+        live = (turns_live if include_compacted else turns_open)(session_id=session_id)
+    else:
+        live = turns_live(session_id=session_id).filter(
+            occurred_at__lte=at.moment, turn_number__gt=at.summarised_through
+        )
     return live.only(*TURN_COLUMNS).order_by("-turn_number")[:limit]
 
 
