@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Min, Sum
 
 from sessions_app.models import BudgetReservation, ChatSession
 
@@ -42,6 +42,7 @@ class Held:
     count: int = 0
     tokens: int = 0
     usd: Decimal = Decimal(0)
+    until: datetime | None = None  # when the first of them ends (None: none held)
 
 
 NOTHING_HELD = Held()
@@ -50,9 +51,14 @@ NOTHING_HELD = Held()
 def reservations_held(*, session: ChatSession, now: datetime) -> Held:
     """The session's reservations whose lease has not ended."""
     row = BudgetReservation.objects.filter(session=session, expires_at__gt=now).aggregate(
-        count=Count("pk"), tokens=Sum("tokens"), usd=Sum("cost_usd")
+        count=Count("pk"), tokens=Sum("tokens"), usd=Sum("cost_usd"), until=Min("expires_at")
     )
-    return Held(count=row["count"], tokens=row["tokens"] or 0, usd=row["usd"] or Decimal(0))
+    return Held(
+        count=row["count"],
+        tokens=row["tokens"] or 0,
+        usd=row["usd"] or Decimal(0),
+        until=row["until"],
+    )
 
 
 @dataclass(frozen=True)

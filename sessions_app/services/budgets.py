@@ -11,6 +11,7 @@ all of them, and a worker killed mid-check commits nothing and holds no lock.
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -36,8 +37,8 @@ from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
 from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
-# Whole seconds to wait when others' reservations hold what is left: one of them may be
-# spent or end soon.
+# The most whole seconds to wait when others' reservations hold what is left: one of them
+# may be spent sooner than its lease ends.
 RESERVED_RETRY_SECONDS = 60
 DOES_NOT_RESET = (
     "This limit does not reset by itself: asking again later will not help until an "
@@ -63,17 +64,30 @@ class BudgetDecision:
     reservation: BudgetReservation | None
     periods: list[BudgetFigures]  # every period budget that applies, before this one
     refusal: PeriodRefusal | None  # set when a period budget refused
+    at: datetime  # when it was decided
 
 
 def _has_budget(session: ChatSession) -> bool:
     return session.budget_tokens is not None or session.budget_usd is not None
 
 
+def _seconds_until(moment: datetime, now: datetime) -> int:
+    """Whole seconds from `now` until `moment`, rounded up, at least 1."""
+    return max(1, math.ceil((moment - now).total_seconds()))
+
+
 def _retry_until_end(figures: BudgetFigures, now: datetime) -> int | None:
     end = figures.period_end
     if end is None:
         return None  # a lifetime limit: nothing refills it by itself
-    return max(1, int((end - now).total_seconds() + 0.999))
+    return _seconds_until(end, now)
+
+
+def _retry_when_lease_ends(until: datetime | None, now: datetime) -> int:
+    """When the first of the reservations holding a budget ends (it may be spent sooner),
+    at most RESERVED_RETRY_SECONDS or the default lease."""
+    cap = min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+    return cap if until is None else min(cap, _seconds_until(until, now))
 
 
 def period_refusal(
@@ -85,7 +99,6 @@ def period_refusal(
 ) -> PeriodRefusal | None:
     """Would the estimate overdraw a refusing period budget, once the other agents' live
     reservations are set aside? The first that would, in id order."""
-    lease_retry = min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
     for figures in periods:
         if not figures.refuses:
             continue
@@ -100,26 +113,33 @@ def period_refusal(
             if limit is None:
                 continue
             name = f"The {budget.scope} budget {budget.name or budget.pk} ({budget.period})"
+            leased = figures.reserved_count > 0
             if spent >= limit:
-                reason, retry = f"{name} is spent: {spent} of {limit} {unit}.", None
+                reason, leased = f"{name} is spent: {spent} of {limit} {unit}.", False
             elif spent + held >= limit:
                 pending = figures.reserved_count
                 reason = f"{name}: the rest is reserved by {pending} pending step(s)."
-                retry = lease_retry
             elif spent + held + estimate > limit:
                 reason = (
                     f"{name}: the estimate exceeds the {limit - spent - held} {unit} that remain"
                     + (f" ({held} more are reserved)." if figures.reserved_count else ".")
                 )
-                retry = lease_retry if figures.reserved_count else None
             else:
                 continue
             return PeriodRefusal(
-                figures=figures,
-                reason=reason,
-                retry_after=retry if retry is not None else _retry_until_end(figures, now),
+                figures=figures, reason=reason, retry_after=_period_retry(figures, leased, now)
             )
     return None
+
+
+def _period_retry(figures: BudgetFigures, leased: bool, now: datetime) -> int | None:
+    """The period's end; sooner when live reservations hold the budget (`leased`): the
+    first of them ends, whichever comes first."""
+    end = _retry_until_end(figures, now)
+    if not leased:
+        return end
+    lease = _retry_when_lease_ends(figures.reserved_until, now)
+    return lease if end is None else min(lease, end)
 
 
 def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decimal | None:
@@ -271,7 +291,7 @@ def _check_reserve_periods(*, session: ChatSession, ask: _Ask, now: datetime) ->
         raise RuntimeError("budget reservation: the SQL and Python rules disagree")
     return BudgetDecision(
         session=session, check=check, held=NOTHING_HELD, reservation=found.reservation,
-        periods=found.periods, refusal=refusal,
+        periods=found.periods, refusal=refusal, at=now,
     )  # fmt: skip
 
 
@@ -315,16 +335,17 @@ def _check_reserve_locked(
         )  # fmt: skip
     return BudgetDecision(
         session=session, check=check, held=held, reservation=reservation, periods=periods,
-        refusal=refusal,
+        refusal=refusal, at=now,
     )  # fmt: skip
 
 
 def budget_retry_after(decision: BudgetDecision) -> int | None:
     """Seconds after which a refused check may pass: a period budget's end, or sooner
-    when others' leases hold it; a session held by others' reservations, when a lease
-    may end or a turn be recorded. None when the check was allowed, and when waiting
-    cannot help: a session's own budget spent or too small for the estimate, a budget of
-    period "none", a session blocked as runaway (none of them resets by itself)."""
+    when others' leases hold it; a session held by others' reservations, when the first
+    of their leases ends (a turn may spend one sooner). None when the check was allowed,
+    and when waiting cannot help: a session's own budget spent or too small for the
+    estimate, a budget of period "none", a session blocked as runaway (none of them
+    resets by itself)."""
     if decision.check.allowed:
         return None
     if decision.refusal is not None:
@@ -332,7 +353,7 @@ def budget_retry_after(decision: BudgetDecision) -> int | None:
     session = decision.session
     if session.runaway_blocked or budget_remaining(session).exceeded or not decision.held.count:
         return None
-    return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
+    return _retry_when_lease_ends(decision.held.until, decision.at)
 
 
 def budget_refusal_message(decision: BudgetDecision) -> str:
