@@ -11,7 +11,6 @@ all of them, and a worker killed mid-check commits nothing and holds no lock.
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,31 +28,15 @@ from sessions_app.selectors.budgets import (
     BudgetCheck,
     Held,
     budget_check,
-    budget_remaining,
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
 from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
+from sessions_app.services.budget_refusals import PeriodRefusal, period_refusal
 from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
-# The most whole seconds to wait when others' reservations hold what is left: one of them
-# may be spent sooner than its lease ends.
-RESERVED_RETRY_SECONDS = 60
-DOES_NOT_RESET = (
-    "This limit does not reset by itself: asking again later will not help until an "
-    "operator raises it (or unblocks the session)."
-)
 USD_RESERVATION_STEP = Decimal("0.000001")  # BudgetReservation.cost_usd's precision
-
-
-@dataclass(frozen=True)
-class PeriodRefusal:
-    """The first refusing period budget that says no, and when to ask again."""
-
-    figures: BudgetFigures
-    reason: str
-    retry_after: int | None  # seconds; None: the budget never resets (period "none")
 
 
 @dataclass(frozen=True)
@@ -69,77 +52,6 @@ class BudgetDecision:
 
 def _has_budget(session: ChatSession) -> bool:
     return session.budget_tokens is not None or session.budget_usd is not None
-
-
-def _seconds_until(moment: datetime, now: datetime) -> int:
-    """Whole seconds from `now` until `moment`, rounded up, at least 1."""
-    return max(1, math.ceil((moment - now).total_seconds()))
-
-
-def _retry_until_end(figures: BudgetFigures, now: datetime) -> int | None:
-    end = figures.period_end
-    if end is None:
-        return None  # a lifetime limit: nothing refills it by itself
-    return _seconds_until(end, now)
-
-
-def _retry_when_lease_ends(until: datetime | None, now: datetime) -> int:
-    """When the first of the reservations holding a budget ends (it may be spent sooner),
-    at most RESERVED_RETRY_SECONDS or the default lease."""
-    cap = min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-    return cap if until is None else min(cap, _seconds_until(until, now))
-
-
-def period_refusal(
-    *,
-    periods: list[BudgetFigures],
-    estimated_tokens: int,
-    estimated_usd: Decimal | None,
-    now: datetime,
-) -> PeriodRefusal | None:
-    """Would the estimate overdraw a refusing period budget, once the other agents' live
-    reservations are set aside? The first that would, in id order."""
-    for figures in periods:
-        if not figures.refuses:
-            continue
-        budget = figures.budget
-        lines = (
-            ("tokens", budget.limit_tokens, figures.spent_tokens, figures.reserved_tokens,
-             estimated_tokens),
-            ("USD", budget.limit_usd, figures.spent_usd, figures.reserved_usd,
-             estimated_usd or Decimal(0)),
-        )  # fmt: skip
-        for unit, limit, spent, held, estimate in lines:
-            if limit is None:
-                continue
-            name = f"The {budget.scope} budget {budget.name or budget.pk} ({budget.period})"
-            leased = figures.reserved_count > 0
-            if spent >= limit:
-                reason, leased = f"{name} is spent: {spent} of {limit} {unit}.", False
-            elif spent + held >= limit:
-                pending = figures.reserved_count
-                reason = f"{name}: the rest is reserved by {pending} pending step(s)."
-            elif spent + held + estimate > limit:
-                reason = (
-                    f"{name}: the estimate exceeds the {limit - spent - held} {unit} that remain"
-                    + (f" ({held} more are reserved)." if figures.reserved_count else ".")
-                )
-            else:
-                continue
-            return PeriodRefusal(
-                figures=figures, reason=reason, retry_after=_period_retry(figures, leased, now)
-            )
-    return None
-
-
-def _period_retry(figures: BudgetFigures, leased: bool, now: datetime) -> int | None:
-    """The period's end; sooner when live reservations hold the budget (`leased`): the
-    first of them ends, whichever comes first."""
-    end = _retry_until_end(figures, now)
-    if not leased:
-        return end
-    lease = _retry_when_lease_ends(figures.reserved_until, now)
-    return lease if end is None else min(lease, end)
 
 
 def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decimal | None:
@@ -193,6 +105,7 @@ def _decide(
     estimated_usd: Decimal | None,
     held: Held,
     now: datetime,
+    usd_priced: bool,
 ) -> tuple[BudgetCheck, PeriodRefusal | None]:
     """The session's own budget first, then the period budgets in id order."""
     check = budget_check(
@@ -201,8 +114,9 @@ def _decide(
     if not check.allowed:
         return check, None
     refusal = period_refusal(
-        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, now=now
-    )
+        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd,
+        now=now, usd_priced=usd_priced,
+    )  # fmt: skip
     if refusal is None:
         return check, None
     denied = BudgetCheck(
@@ -285,6 +199,7 @@ def _check_reserve_periods(*, session: ChatSession, ask: _Ask, now: datetime) ->
     check, refusal = _decide(
         session=session, periods=found.periods, estimated_tokens=ask.tokens,
         estimated_usd=found.usd, held=NOTHING_HELD, now=now,
+        usd_priced=ask.usd is None and found.usd is not None,
     )  # fmt: skip
     refusing = any(figures.refuses for figures in found.periods)
     if check.allowed != (found.reservation is not None or not refusing):
@@ -325,7 +240,7 @@ def _check_reserve_locked(
         usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
     check, refusal = _decide(
         session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
-        held=held, now=now,
+        held=held, now=now, usd_priced=ask.usd is None and usd is not None,
     )  # fmt: skip
     reservation = None
     if reserve and check.allowed and (_has_budget(session) or refusing):
@@ -337,31 +252,6 @@ def _check_reserve_locked(
         session=session, check=check, held=held, reservation=reservation, periods=periods,
         refusal=refusal, at=now,
     )  # fmt: skip
-
-
-def budget_retry_after(decision: BudgetDecision) -> int | None:
-    """Seconds after which a refused check may pass: a period budget's end, or sooner
-    when others' leases hold it; a session held by others' reservations, when the first
-    of their leases ends (a turn may spend one sooner). None when the check was allowed,
-    and when waiting cannot help: a session's own budget spent or too small for the
-    estimate, a budget of period "none", a session blocked as runaway (none of them
-    resets by itself)."""
-    if decision.check.allowed:
-        return None
-    if decision.refusal is not None:
-        return decision.refusal.retry_after
-    session = decision.session
-    if session.runaway_blocked or budget_remaining(session).exceeded or not decision.held.count:
-        return None
-    return _retry_when_lease_ends(decision.held.until, decision.at)
-
-
-def budget_refusal_message(decision: BudgetDecision) -> str:
-    """Why the check was refused, saying so when waiting will not help."""
-    reason = decision.check.reason
-    if budget_retry_after(decision) is None:
-        return f"{reason} {DOES_NOT_RESET}"
-    return reason
 
 
 # The named reservation if live, else the session's oldest live one; and the session's
