@@ -44,11 +44,8 @@ from sessions_app.api.views_turns import turn_record_request
 from sessions_app.errors import ApplicationError, BudgetExceeded, PreconditionFailed
 from sessions_app.selectors.sessions import session_get, session_get_for_write
 from sessions_app.selectors.workspace import selection_lines
-from sessions_app.services.budgets import (
-    budget_check_reserve,
-    budget_refusal_message,
-    budget_retry_after,
-)
+from sessions_app.services.budget_refusals import budget_refusal_message, budget_retry_after
+from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add, selection_remove

@@ -45,7 +45,8 @@ attached by the other apps in their `AppConfig.ready()`:
   registered guard has finished with all of its steps (analytics_app: every spend
   rollup has counted them, so the history survives the raw rows).
 - `turn_runaway_sign` says which runaway sign a turn's own steps already show (a retry
-  loop inside the turn, tokens or dollars past the window's ceiling), judged in memory
+  loop, counting the same failures earlier in the window when the caller read them;
+  tokens or dollars past the window's ceiling), judged in memory
   while the turn is drafted, so its answer can warn before the per-turn check (a task)
   flags the session; analytics_app registers its judge. Without one: None.
 - `register_session_admin_action` adds an admin action of another app (e.g. memory_app's
@@ -180,7 +181,10 @@ def announce_sessions_ended(*, tenant_id: int, session_ids: list[Any], reason: s
     )
 
 
-TurnRunawayJudge = Callable[[list[Any]], tuple[str, dict[str, Any]] | None]
+# (steps, earlier failures by (step_type, model, error)) -> (reason, detail) or None
+TurnRunawayJudge = Callable[
+    [list[Any], dict[tuple[str, str, str], int]], tuple[str, dict[str, Any]] | None
+]
 _turn_runaway_judge: TurnRunawayJudge | None = None
 
 
@@ -189,9 +193,12 @@ def register_turn_runaway_judge(judge: TurnRunawayJudge) -> None:
     _turn_runaway_judge = judge
 
 
-def turn_runaway_sign(steps: list[Any]) -> tuple[str, dict[str, Any]] | None:
-    """(reason, detail) of the runaway sign the turn's priced steps show by themselves,
-    or None (also without a registered judge)."""
+def turn_runaway_sign(
+    steps: list[Any], earlier_failures: dict[tuple[str, str, str], int] | None = None
+) -> tuple[str, dict[str, Any]] | None:
+    """(reason, detail) of the runaway sign the turn's priced steps show, counted with
+    `earlier_failures` (how often each of their failures, by (step_type, model, error),
+    failed earlier in the runaway window), or None (also without a registered judge)."""
     if _turn_runaway_judge is None or not steps:
         return None
-    return _turn_runaway_judge(steps)
+    return _turn_runaway_judge(steps, earlier_failures or {})

@@ -109,11 +109,15 @@ def _judge(session: ChatSession, evidence: _Evidence, t: Thresholds) -> RunawayF
     return _judge_steps(session.pk, evidence, t) or _judge_budget(session)
 
 
-def runaway_sign_of_turn(steps: list[TurnStep]) -> tuple[str, dict[str, Any]] | None:
-    """The sign a turn's own steps show, judged as the check judges the window (the
-    turn's steps are all inside it, so the check that follows the turn finds this sign
-    or one it ranks first): a repeated failure, tokens or dollars past the ceiling.
-    In memory; registered as sessions_app's `turn_runaway_sign` judge."""
+def runaway_sign_of_turn(
+    steps: list[TurnStep], earlier_failures: dict[tuple[str, str, str], int]
+) -> tuple[str, dict[str, Any]] | None:
+    """The sign a turn's steps show, judged as the check judges the window (the turn's
+    steps are all inside it, so the check that follows the turn finds this sign or one
+    it ranks first): a failure repeated in the window, the turn's own failures counted
+    with `earlier_failures` (the same failures earlier in the window, by (step_type,
+    model, error)); tokens or dollars past the ceiling. In memory; registered as
+    sessions_app's `turn_runaway_sign` judge."""
     t = Thresholds.from_settings()
     evidence = _Evidence()
     key = None
@@ -125,7 +129,10 @@ def runaway_sign_of_turn(steps: list[TurnStep]) -> tuple[str, dict[str, Any]] | 
         evidence.tokens[key] = evidence.tokens.get(key, 0) + step.input_tokens + step.output_tokens
         evidence.cost[key] = evidence.cost.get(key, Decimal(0)) + (step.cost_usd or Decimal(0))
         if not step.success:
-            failures[(step.step_type, step.model, step.error or "")] += 1
+            failure = (step.step_type, step.model, step.error or "")
+            if failure not in failures:
+                failures[failure] = earlier_failures.get(failure, 0)
+            failures[failure] += 1
     if failures and key is not None:  # a failure means a step, so its session's key
         (step_type, model, error), count = max(failures.items(), key=lambda item: item[1])
         if count >= t.retry_loop_count:

@@ -47,12 +47,8 @@ from sessions_app.selectors.jsonl import captured_steps, steps_jsonl
 from sessions_app.selectors.session_state import state_etag
 from sessions_app.selectors.sessions import session_get
 from sessions_app.selectors.turns import turn_get, turn_list
-from sessions_app.services.budgets import (
-    BudgetDecision,
-    budget_check_reserve,
-    budget_refusal_message,
-    budget_retry_after,
-)
+from sessions_app.services.budget_refusals import budget_refusal_message, budget_retry_after
+from sessions_app.services.budgets import BudgetDecision, budget_check_reserve
 from sessions_app.services.idempotency import IdempotentOutcome
 from sessions_app.services.turn_recording import (
     NextCall,

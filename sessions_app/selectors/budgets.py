@@ -6,9 +6,38 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Min, Sum
 
 from sessions_app.models import BudgetReservation, ChatSession
+
+AMOUNT_STEP = Decimal("0.000001")  # the precision the dashboards show USD in
+
+
+def amount_text(amount: int | Decimal) -> str:
+    """An amount as a person reads it in a message: tokens as they are, USD to at most
+    six decimals without trailing zeros ("0.0074", not "0.0074000000")."""
+    if isinstance(amount, int):
+        return str(amount)
+    text = format(Decimal(amount).quantize(AMOUNT_STEP), "f")
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
+def overdraw_text(
+    *, estimate: int | Decimal, spent: int | Decimal, held: int | Decimal, limit: int | Decimal,
+    unit: str, pending: int, how: str = "",
+) -> str:  # fmt: skip
+    """What an estimate that does not fit would do: "estimated 0.0012 USD would bring
+    spend to 0.0086 USD, over the 0.008 USD budget (0.0074 USD spent)", with what others'
+    live reservations hold when they hold some; `how` the estimate was made, if told."""
+    parts = [f"{amount_text(spent)} {unit} spent"]
+    if pending:
+        parts.append(f"{amount_text(held)} {unit} reserved by {pending} pending step(s)")
+    return (
+        f"estimated {amount_text(estimate)} {unit}{how} would bring spend to "
+        f"{amount_text(spent + held + estimate)} {unit}, over the {amount_text(limit)} {unit} "
+        f"budget ({', '.join(parts)})"
+    )
 
 
 @dataclass(frozen=True)
@@ -42,6 +71,7 @@ class Held:
     count: int = 0
     tokens: int = 0
     usd: Decimal = Decimal(0)
+    until: datetime | None = None  # when the first of them ends (None: none held)
 
 
 NOTHING_HELD = Held()
@@ -50,9 +80,14 @@ NOTHING_HELD = Held()
 def reservations_held(*, session: ChatSession, now: datetime) -> Held:
     """The session's reservations whose lease has not ended."""
     row = BudgetReservation.objects.filter(session=session, expires_at__gt=now).aggregate(
-        count=Count("pk"), tokens=Sum("tokens"), usd=Sum("cost_usd")
+        count=Count("pk"), tokens=Sum("tokens"), usd=Sum("cost_usd"), until=Min("expires_at")
     )
-    return Held(count=row["count"], tokens=row["tokens"] or 0, usd=row["usd"] or Decimal(0))
+    return Held(
+        count=row["count"],
+        tokens=row["tokens"] or 0,
+        usd=row["usd"] or Decimal(0),
+        until=row["until"],
+    )
 
 
 @dataclass(frozen=True)
@@ -91,11 +126,14 @@ def budget_check(
     elif (
         estimated_usd is not None
         and remaining.usd is not None
+        and session.budget_usd is not None
         and remaining.usd - estimated_usd < 0
     ):
-        reason = f"The estimate exceeds the {remaining.usd} USD that remain" + (
-            f" ({held.usd} more are reserved)." if held.count else "."
-        )
+        overdraw = overdraw_text(
+            estimate=estimated_usd, spent=Decimal(session.total_cost_usd), held=held.usd,
+            limit=Decimal(session.budget_usd), unit="USD", pending=held.count,
+        )  # fmt: skip
+        reason = f"The session's {overdraw}."
     else:
         reason = ""
     return BudgetCheck(allowed=not reason, reason=reason, tokens_remaining_after=after)

@@ -10,9 +10,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection
 from psycopg import sql
+
+from sessions_app.models import TurnStep
 
 # The aggregate of each spend counter over a set of steps, by counter name. A step of an
 # unknown model still counts its tokens and a call, and shows in `unpriced_calls`.
@@ -130,3 +133,34 @@ def sessions_recent_turn_inputs(
         for session_id, input_tokens in cursor.fetchall():
             inputs[session_id].append(int(input_tokens))
     return inputs
+
+
+# How often each of the given failures (step_type, model, error) failed in the session in
+# (since, until]: the earlier failures a turn's own are counted with. The steps of the
+# turn being recorded are not in the table yet.
+WINDOW_FAILURES_SQL = sql.SQL(
+    "SELECT s.step_type, s.model, COALESCE(s.error, ''), count(*) FROM {step} AS s"
+    " WHERE s.session_id = %(session)s AND NOT s.success"
+    " AND s.created_at > %(since)s AND s.created_at <= %(until)s"
+    " AND (s.step_type, s.model, COALESCE(s.error, '')) IN (SELECT * FROM"
+    " unnest(%(types)s::text[], %(models)s::text[], %(errors)s::text[]))"
+    " GROUP BY 1, 2, 3"
+).format(step=sql.Identifier(TurnStep._meta.db_table))
+
+
+def session_window_failures(
+    *, session_id: uuid.UUID, keys: Sequence[tuple[str, str, str]], since: datetime,
+    until: datetime,
+) -> dict[tuple[str, str, str], int]:  # fmt: skip
+    """Per failure (step_type, model, error) among `keys`, how often the session's
+    recorded steps failed so in (since, until]; failures never seen are left out."""
+    if not keys:
+        return {}
+    params: dict[str, Any] = {
+        "session": session_id, "since": since, "until": until,
+        "types": [k[0] for k in keys], "models": [k[1] for k in keys],
+        "errors": [k[2] for k in keys],
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(WINDOW_FAILURES_SQL, params)
+        return {(row[0], row[1], row[2]): int(row[3]) for row in cursor.fetchall()}

@@ -83,14 +83,14 @@ def figures_sql(which: sql.Composable, *, more: sql.Composable | None = None) ->
         "SELECT b.id, p.period_start, p.period_end,"
         " coalesce(s.tokens, 0) AS spent_tokens, coalesce(s.cost_usd, 0) AS spent_usd,"
         " coalesce(h.n, 0) AS held_count, coalesce(h.tokens, 0) AS held_tokens,"
-        " coalesce(h.usd, 0) AS held_usd{more}"
+        " coalesce(h.usd, 0) AS held_usd, h.until AS held_until{more}"
         " FROM {budget} AS b"
         " CROSS JOIN LATERAL (SELECT {start} AS period_start, {end} AS period_end) AS p"
         " LEFT JOIN LATERAL (SELECT sum(t.tokens) AS tokens, sum(t.cost_usd) AS cost_usd"
         " FROM {spend} AS t WHERE t.budget_id = b.id AND t.period_start = p.period_start)"
         " AS s ON true"
         " LEFT JOIN LATERAL (SELECT count(*) AS n, sum(r.tokens) AS tokens,"
-        " sum(r.cost_usd) AS usd FROM {reservation} AS r"
+        " sum(r.cost_usd) AS usd, min(r.expires_at) AS until FROM {reservation} AS r"
         " WHERE r.budget_ids @> ARRAY[b.id] AND r.expires_at > %(at)s) AS h ON true"
         " WHERE {which} ORDER BY b.id"
     ).format(
@@ -119,6 +119,7 @@ class BudgetFigures:
     reserved_count: int
     reserved_tokens: int
     reserved_usd: Decimal
+    reserved_until: datetime | None  # when the first live reservation ends (None: none)
 
     @property
     def refuses(self) -> bool:
@@ -157,7 +158,7 @@ def budgets_figures(*, budgets: list[SpendBudget], at: datetime) -> list[BudgetF
 
 
 def figures_from_rows(by_id: dict[Any, SpendBudget], rows: list[Any]) -> list[BudgetFigures]:
-    """`FIGURES_SQL`'s rows (any columns after its eight ignored) as figures."""
+    """`FIGURES_SQL`'s rows (any columns after its nine ignored) as figures."""
     return [
         BudgetFigures(
             budget=by_id[row[0]],
@@ -168,6 +169,7 @@ def figures_from_rows(by_id: dict[Any, SpendBudget], rows: list[Any]) -> list[Bu
             reserved_count=int(row[5]),
             reserved_tokens=int(row[6]),
             reserved_usd=Decimal(row[7]),
+            reserved_until=row[8],
         )
         for row in rows
     ]

@@ -46,7 +46,7 @@ from sessions_app.selectors.spend_budgets import (
 _BUDGET = sql.Identifier(SpendBudget._meta.db_table)
 _FIELDS = SpendBudget._meta.concrete_fields  # the primary key first
 _REFUSE = sql.Literal(BudgetAction.REFUSE.value)
-FIGURES_COLUMNS = 8  # `figures_sql`'s, before the budget's own columns
+FIGURES_COLUMNS = 9  # `figures_sql`'s, before the budget's own columns
 
 # A refusing budget with figures and columns `f` has room for the estimate (`r.usd`, the
 # USD the reservation holds): nothing of it is left once spent and held are set aside,

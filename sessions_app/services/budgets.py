@@ -28,31 +28,15 @@ from sessions_app.selectors.budgets import (
     BudgetCheck,
     Held,
     budget_check,
-    budget_remaining,
     reservations_held,
 )
 from sessions_app.selectors.sessions import session_ensure_writable, session_model
 from sessions_app.selectors.spend_budgets import BudgetFigures, budgets_applying
+from sessions_app.services.budget_refusals import PeriodRefusal, period_refusal
 from sessions_app.services.budget_reservation_fastpath import period_budgets_reserve
 from sessions_app.usage import TokenCounts
 
-# Whole seconds to wait when others' reservations hold what is left: one of them may be
-# spent or end soon.
-RESERVED_RETRY_SECONDS = 60
-DOES_NOT_RESET = (
-    "This limit does not reset by itself: asking again later will not help until an "
-    "operator raises it (or unblocks the session)."
-)
 USD_RESERVATION_STEP = Decimal("0.000001")  # BudgetReservation.cost_usd's precision
-
-
-@dataclass(frozen=True)
-class PeriodRefusal:
-    """The first refusing period budget that says no, and when to ask again."""
-
-    figures: BudgetFigures
-    reason: str
-    retry_after: int | None  # seconds; None: the budget never resets (period "none")
 
 
 @dataclass(frozen=True)
@@ -63,63 +47,11 @@ class BudgetDecision:
     reservation: BudgetReservation | None
     periods: list[BudgetFigures]  # every period budget that applies, before this one
     refusal: PeriodRefusal | None  # set when a period budget refused
+    at: datetime  # when it was decided
 
 
 def _has_budget(session: ChatSession) -> bool:
     return session.budget_tokens is not None or session.budget_usd is not None
-
-
-def _retry_until_end(figures: BudgetFigures, now: datetime) -> int | None:
-    end = figures.period_end
-    if end is None:
-        return None  # a lifetime limit: nothing refills it by itself
-    return max(1, int((end - now).total_seconds() + 0.999))
-
-
-def period_refusal(
-    *,
-    periods: list[BudgetFigures],
-    estimated_tokens: int,
-    estimated_usd: Decimal | None,
-    now: datetime,
-) -> PeriodRefusal | None:
-    """Would the estimate overdraw a refusing period budget, once the other agents' live
-    reservations are set aside? The first that would, in id order."""
-    lease_retry = min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-    for figures in periods:
-        if not figures.refuses:
-            continue
-        budget = figures.budget
-        lines = (
-            ("tokens", budget.limit_tokens, figures.spent_tokens, figures.reserved_tokens,
-             estimated_tokens),
-            ("USD", budget.limit_usd, figures.spent_usd, figures.reserved_usd,
-             estimated_usd or Decimal(0)),
-        )  # fmt: skip
-        for unit, limit, spent, held, estimate in lines:
-            if limit is None:
-                continue
-            name = f"The {budget.scope} budget {budget.name or budget.pk} ({budget.period})"
-            if spent >= limit:
-                reason, retry = f"{name} is spent: {spent} of {limit} {unit}.", None
-            elif spent + held >= limit:
-                pending = figures.reserved_count
-                reason = f"{name}: the rest is reserved by {pending} pending step(s)."
-                retry = lease_retry
-            elif spent + held + estimate > limit:
-                reason = (
-                    f"{name}: the estimate exceeds the {limit - spent - held} {unit} that remain"
-                    + (f" ({held} more are reserved)." if figures.reserved_count else ".")
-                )
-                retry = lease_retry if figures.reserved_count else None
-            else:
-                continue
-            return PeriodRefusal(
-                figures=figures,
-                reason=reason,
-                retry_after=retry if retry is not None else _retry_until_end(figures, now),
-            )
-    return None
 
 
 def _usd_estimate(*, model: str, estimated_tokens: int, now: datetime) -> Decimal | None:
@@ -173,6 +105,7 @@ def _decide(
     estimated_usd: Decimal | None,
     held: Held,
     now: datetime,
+    usd_priced: bool,
 ) -> tuple[BudgetCheck, PeriodRefusal | None]:
     """The session's own budget first, then the period budgets in id order."""
     check = budget_check(
@@ -181,8 +114,9 @@ def _decide(
     if not check.allowed:
         return check, None
     refusal = period_refusal(
-        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd, now=now
-    )
+        periods=periods, estimated_tokens=estimated_tokens, estimated_usd=estimated_usd,
+        now=now, usd_priced=usd_priced,
+    )  # fmt: skip
     if refusal is None:
         return check, None
     denied = BudgetCheck(
@@ -265,13 +199,14 @@ def _check_reserve_periods(*, session: ChatSession, ask: _Ask, now: datetime) ->
     check, refusal = _decide(
         session=session, periods=found.periods, estimated_tokens=ask.tokens,
         estimated_usd=found.usd, held=NOTHING_HELD, now=now,
+        usd_priced=ask.usd is None and found.usd is not None,
     )  # fmt: skip
     refusing = any(figures.refuses for figures in found.periods)
     if check.allowed != (found.reservation is not None or not refusing):
         raise RuntimeError("budget reservation: the SQL and Python rules disagree")
     return BudgetDecision(
         session=session, check=check, held=NOTHING_HELD, reservation=found.reservation,
-        periods=found.periods, refusal=refusal,
+        periods=found.periods, refusal=refusal, at=now,
     )  # fmt: skip
 
 
@@ -305,7 +240,7 @@ def _check_reserve_locked(
         usd = _usd_estimate(model=model, estimated_tokens=ask.tokens, now=now)
     check, refusal = _decide(
         session=session, periods=periods, estimated_tokens=ask.tokens, estimated_usd=usd,
-        held=held, now=now,
+        held=held, now=now, usd_priced=ask.usd is None and usd is not None,
     )  # fmt: skip
     reservation = None
     if reserve and check.allowed and (_has_budget(session) or refusing):
@@ -315,32 +250,8 @@ def _check_reserve_locked(
         )  # fmt: skip
     return BudgetDecision(
         session=session, check=check, held=held, reservation=reservation, periods=periods,
-        refusal=refusal,
+        refusal=refusal, at=now,
     )  # fmt: skip
-
-
-def budget_retry_after(decision: BudgetDecision) -> int | None:
-    """Seconds after which a refused check may pass: a period budget's end, or sooner
-    when others' leases hold it; a session held by others' reservations, when a lease
-    may end or a turn be recorded. None when the check was allowed, and when waiting
-    cannot help: a session's own budget spent or too small for the estimate, a budget of
-    period "none", a session blocked as runaway (none of them resets by itself)."""
-    if decision.check.allowed:
-        return None
-    if decision.refusal is not None:
-        return decision.refusal.retry_after
-    session = decision.session
-    if session.runaway_blocked or budget_remaining(session).exceeded or not decision.held.count:
-        return None
-    return min(RESERVED_RETRY_SECONDS, settings.ENGRAM_BUDGET_LEASE_SECONDS)
-
-
-def budget_refusal_message(decision: BudgetDecision) -> str:
-    """Why the check was refused, saying so when waiting will not help."""
-    reason = decision.check.reason
-    if budget_retry_after(decision) is None:
-        return f"{reason} {DOES_NOT_RESET}"
-    return reason
 
 
 # The named reservation if live, else the session's oldest live one; and the session's

@@ -4,8 +4,9 @@ Nothing here writes; `sessions_app.services.turns` decides and records the turn.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +17,7 @@ from sessions_app.fastpaths import instance_new
 from sessions_app.hooks import StepUsage, price_step, turn_runaway_sign
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
+from sessions_app.selectors.spend import session_window_failures
 from sessions_app.services.capture import capture_capped
 from sessions_app.services.rotation import rotation_threshold
 from sessions_app.services.spend_budgets import BudgetPassed
@@ -240,6 +242,7 @@ def turn_warnings(
     session: ChatSession,
     rotated_from: ChatSession | None,
     was_exceeded: bool,
+    now: datetime,
 ) -> list[TurnWarning]:
     """What the turn's answer warns of: unpriced models, a per-turn ceiling passed, the
     session rotated into `session`, the budget spent (`was_exceeded`: before the turn)."""
@@ -268,16 +271,36 @@ def turn_warnings(
         )
     if budget_remaining(session).exceeded:
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
-    runaway = runaway_warning(session=session, step_rows=step_rows)
+    runaway = runaway_warning(session=session, step_rows=step_rows, now=now)
     if runaway is not None:
         warnings.append(runaway)
     return warnings
 
 
-def runaway_warning(*, session: ChatSession, step_rows: list[TurnStep]) -> TurnWarning | None:
+def _earlier_failures(
+    *, session: ChatSession, step_rows: list[TurnStep], now: datetime
+) -> dict[tuple[str, str, str], int]:
+    """How often the turn's failing steps failed earlier in the runaway window, read only
+    when that can make a retry loop: the session's failures, this turn's included
+    (`total_errors`), reach the loop count, and the turn's own do not alone. Most turns
+    fail nothing or belong to a session with few failures, and read nothing."""
+    loop = settings.ENGRAM_RUNAWAY_RETRY_LOOP_COUNT
+    failing = Counter((s.step_type, s.model, s.error or "") for s in step_rows if not s.success)
+    if not failing or session.total_errors < loop or max(failing.values()) >= loop:
+        return {}
+    since = now - timedelta(seconds=settings.ENGRAM_RUNAWAY_WINDOW_SECONDS)
+    return session_window_failures(
+        session_id=session.pk, keys=list(failing), since=since, until=now
+    )
+
+
+def runaway_warning(
+    *, session: ChatSession, step_rows: list[TurnStep], now: datetime
+) -> TurnWarning | None:
     """`session_runaway` while the session is flagged (read with its lock); else
-    `runaway_detected` when this turn's own steps show a runaway sign, which the check
-    that follows the turn flags. Nothing beyond the rows already in memory is read."""
+    `runaway_detected` when this turn's steps show a runaway sign, counting the same
+    failures earlier in the window (`_earlier_failures`), which the check that follows
+    the turn flags."""
     if session.runaway_at is not None:
         blocked = session.runaway_blocked
         return TurnWarning(
@@ -288,7 +311,9 @@ def runaway_warning(*, session: ChatSession, step_rows: list[TurnStep]) -> TurnW
                    if blocked else "; stop and look before spending more.")
             ),
         )  # fmt: skip
-    sign = turn_runaway_sign(step_rows)
+    sign = turn_runaway_sign(
+        step_rows, _earlier_failures(session=session, step_rows=step_rows, now=now)
+    )
     if sign is None:
         return None
     reason, detail = sign

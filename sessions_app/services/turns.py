@@ -208,6 +208,7 @@ def turn_draft(
         session=session,
         rotated_from=rotated_from,
         was_exceeded=was_exceeded,
+        now=now,
     )
     if reservation_unknown:
         warnings.append(reservation_unknown_warning(fields.reservation_id))

@@ -60,3 +60,31 @@ def test_a_session_held_by_others_reservations_keeps_a_short_retry_after(
     refused = check(api, sid, 1)
     error = assert_error(refused, 429, "budget_exceeded")
     assert 1 <= int(refused["Retry-After"]) <= 60 and error["retry_after"] >= 1
+
+
+def test_a_session_held_by_a_short_lease_answers_when_that_lease_ends(api: APIClient) -> None:
+    sid = create_session(api, budget_tokens=1000)["id"]
+    held = check(api, sid, 1000, reserve=True, lease_seconds=2)
+    assert held.status_code == 200, held.content
+    refused = check(api, sid, 1)
+    error = assert_error(refused, 429, "budget_exceeded")
+    assert 1 <= int(refused["Retry-After"]) <= 2
+    assert error["retry_after"] == int(refused["Retry-After"])
+
+
+def test_a_period_budget_held_by_short_leases_answers_when_the_first_ends(
+    api: APIClient,
+) -> None:
+    create_budget(api, scope="tenant", user_id="", period="day", limit_tokens=1000)
+    holder = create_session(api)["id"]
+    assert check(api, holder, 400, reserve=True, lease_seconds=30).status_code == 200
+    assert check(api, holder, 600, reserve=True, lease_seconds=2).status_code == 200
+    sid = create_session(api)["id"]
+    refused = check(api, sid, 1)
+    error = assert_error(refused, 429, "budget_exceeded")
+    assert "reserved" in error["message"]
+    assert 1 <= int(refused["Retry-After"]) <= 2
+    assert error["retry_after"] == int(refused["Retry-After"])
+    answer = post_turn(api, sid, turn_body(steps=[], reserve_next={"estimated_tokens": 1}))
+    assert answer.json()["next_call"]["allowed"] is False
+    assert 1 <= answer.json()["next_call"]["retry_after"] <= 2

@@ -19,6 +19,7 @@ from psycopg import sql
 
 from sessions_app import fastpaths
 from sessions_app.models import ChatTurn, TurnStep
+from sessions_app.selectors.spend import WINDOW_FAILURES_SQL
 from sessions_app.selectors.step_partitions import (
     DEFAULT_MONTHS_SQL,
     PARTITIONS_SQL,
@@ -46,6 +47,7 @@ def fastpath_statements() -> dict[str, sql.Composable]:
         "session_lock": fastpaths.session_lock_statement(),
         "save_counters": fastpaths.save_counters_statement(),
         "save_one_counters": fastpaths.save_one_counters_statement(),
+        "window_failures": WINDOW_FAILURES_SQL,
     }
 
 

@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 from sessions_app.api.serializers_next_call import NextCallResultSerializer
 from sessions_app.api.views_turns import next_call_data
 from sessions_app.models import BudgetReservation, ChatTurn
-from sessions_app.services.budgets import budget_check_reserve, budget_retry_after
+from sessions_app.services.budget_refusals import budget_retry_after
+from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
 from tests.sessions_app.helpers import assert_error, create_session, post_turn, turn_body

@@ -73,3 +73,21 @@ def test_a_turn_whose_failures_loop_warns_runaway_and_later_turns_say_flagged(
     # Fewer failures than the loop count: nothing to warn of.
     calm = create_session(api)["id"]
     assert codes(post_turn(api, calm, turn_body(steps=[failing] * 4))) == []
+
+
+@override_settings(ENGRAM_RUNAWAY_RETRY_LOOP_COUNT=5)
+def test_the_turn_whose_failure_completes_a_retry_loop_over_turns_warns_in_its_own_answer(
+    api: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    sid = create_session(api)["id"]
+    failing = {"step_type": "tool", "model": "gpt-4o-mini", "input_tokens": 10,
+               "output_tokens": 1, "success": False, "error": "429 rate limited"}  # fmt: skip
+    other_error = {**failing, "error": "timeout"}
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in range(4):
+            assert codes(post_turn(api, sid, turn_body(steps=[failing, other_error]))) == []
+        fifth = post_turn(api, sid, turn_body(steps=[failing]))
+    assert codes(fifth) == ["runaway_detected"]
+    message = fifth.json()["warnings"][0]["message"]
+    assert "retry_loop" in message and "429 rate limited" in message
+    assert codes(post_turn(api, sid, turn_body(steps=[STEP]))) == ["session_runaway"]

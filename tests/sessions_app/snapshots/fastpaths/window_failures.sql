@@ -1,0 +1,1 @@
+SELECT s.step_type, s.model, COALESCE(s.error, ''), count(*) FROM "turn_step" AS s WHERE s.session_id = %(session)s AND NOT s.success AND s.created_at > %(since)s AND s.created_at <= %(until)s AND (s.step_type, s.model, COALESCE(s.error, '')) IN (SELECT * FROM unnest(%(types)s::text[], %(models)s::text[], %(errors)s::text[])) GROUP BY 1, 2, 3
