@@ -45,12 +45,25 @@ def draft_statement(draft: MemoryDraft) -> Statement | None:
     """The subject and value a draft states, or None when it states none (another type, a
     verbatim source, or no rule reads one). A subject the caller names wins over the
     rules'."""
-    if draft.type not in STATING_TYPES or draft.source in VERBATIM_SOURCES:
+    if not may_state(memory_type=draft.type, source=draft.source):
         return None
     if draft.subject.strip():
         subject = normalise_subject(draft.subject)
         return Statement(subject, value_of(draft.content, subject))
     return statement_of(draft.content)
+
+
+def may_state(*, memory_type: str, source: str) -> bool:
+    """Whether a memory of this type and source can state a subject at all."""
+    return memory_type in STATING_TYPES and source not in VERBATIM_SOURCES
+
+
+def rule_subject(*, memory_type: str, source: str, content: str) -> str:
+    """The subject the rules read from a memory's text, as a memory written now without a
+    caller's subject is stored with (`subject_of`); blank when it states none. Also what
+    the backfill of memories stored before they had a subject reads (migration 0009)."""
+    statement = statement_of(content) if may_state(memory_type=memory_type, source=source) else None
+    return statement.subject if statement is not None else ""
 
 
 def subject_of(draft: MemoryDraft) -> str:
