@@ -6,6 +6,8 @@ ends the user's current memories whose subject's value it names instead
 (memory_app.services.supersession.memories_end_ceased). What it names is compared by
 word stems, so that "nursing" ends "nurse" and "vegetarian" ends "vegetarian"; the
 words around the value ("work", "live", "in", "my job") name no value themselves.
+"I quit my job" (or "lost my job"), naming no job, ends the user's current occupation
+and employer whatever their value.
 Only these forms count: a plain "I'm not a nurse" may correct a misunderstanding
 rather than report a change, and "I used to …" is about the past, not about now.
 """
@@ -13,18 +15,30 @@ rather than report a change, and "I used to …" is about the past, not about no
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _END = r"(?P<value>[^.,;:!?\n]+?)"
 _STOP = r"(?=[.,;:!?\n]|\s+(?:and|but|so|because|since)\b|$)"
+_QUIT = r"\bi(?:'ve|\u2019ve|\s+have)?\s+(?:just\s+|finally\s+)?"
+_JOB = r"my\s+(?:current\s+|old\s+)?(?:job|position)\b"
+_BARE_JOB = _JOB + r"(?!\s+(?:as|at|with)\b)"  # "I quit my job", no job named
+# "I quit my job": the user's work has ended, whatever it was.
+_JOB_ENDED = re.compile(_QUIT + r"(?:quit|lost|gave\s+up|given\s+up)\s+" + _BARE_JOB, re.IGNORECASE)
+WORK_SUBJECTS = frozenset(("occupation", "employer"))
 _CEASED = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
         r"\bi(?:\s+am|'m|\u2019m)\s+not\s+(?:a\s+|an\s+)?" + _END + r"\s+any\s?more\b",
         r"\bi(?:\s+am|'m|\u2019m)?\s+no\s+longer\s+(?:a\s+|an\s+)?" + _END + _STOP,
         r"\bi\s+(?:don't|don\u2019t|do\s+not)\s+" + _END + r"\s+any\s?more\b",
-        r"\bi(?:'ve|\u2019ve|\s+have)?\s+(?:just\s+|finally\s+)?(?:quit|stopped|gave\s+up|"
-        r"given\s+up)\s+(?:being\s+(?:a\s+|an\s+)?|my\s+job\s+(?:as\s+(?:a\s+|an\s+)?|at\s+|"
-        r"with\s+))?" + _END + _STOP,
+        _QUIT
+        + r"(?:quit|stopped|gave\s+up|given\s+up)\s+(?!"
+        + _BARE_JOB
+        + r")(?:being\s+(?:a\s+|an\s+)?|"
+        + _JOB
+        + r"\s+(?:as\s+(?:a\s+|an\s+)?|at\s+|with\s+))?"
+        + _END
+        + _STOP,
     )
 )
 # Words of a sentence of ending that are not the value ended.
@@ -53,12 +67,29 @@ def stems(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def ceased_values(text: str) -> list[frozenset[str]]:
-    """The stems of each value `text` says has ended for the user, in order."""
-    found = []
+@dataclass(frozen=True)
+class Ceased:
+    """What a sentence says has ended for the user: the stems of the value it names, or,
+    when it names none, the subjects it ends whatever their value."""
+
+    stems: frozenset[str]
+    subjects: frozenset[str] = frozenset()
+
+    def ends(self, subject: str, value: str) -> bool:
+        """Whether it ends a current memory that gives `subject` the value `value`."""
+        if not self.stems:
+            return subject in self.subjects
+        return bool(self.stems & stems(value))
+
+
+def ceased_values(text: str) -> list[Ceased]:
+    """What `text` says has ended for the user, in the order said."""
+    found = [
+        (match.start(), Ceased(frozenset(), WORK_SUBJECTS)) for match in _JOB_ENDED.finditer(text)
+    ]
     for pattern in _CEASED:
         for match in pattern.finditer(text):
             words = stems(match.group("value"))
             if words:
-                found.append((match.start(), words))
-    return [words for _, words in sorted(found, key=lambda item: item[0])]
+                found.append((match.start(), Ceased(words)))
+    return [ceased for _, ceased in sorted(found, key=lambda item: item[0])]

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from memory_app.models import Memory
-from memory_app.subject_endings import ceased_values
+from memory_app.subject_endings import WORK_SUBJECTS, Ceased, ceased_values
 from memory_app.subjects import Statement, statement_of
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatTurn, Tenant
@@ -72,12 +72,12 @@ def test_attributes_the_subject_rules_read(text: str, expected: tuple[str, str])
 
 
 def test_sentences_that_say_a_value_has_ended() -> None:
-    assert ceased_values("I started a new job; I quit nursing") == [frozenset({"nurs"})]
+    assert ceased_values("I started a new job; I quit nursing") == [Ceased(frozenset({"nurs"}))]
     assert ceased_values("I'm not vegetarian anymore, I'm pescatarian") == [
-        frozenset({"vegetarian"})
+        Ceased(frozenset({"vegetarian"}))
     ]
-    assert ceased_values("I don't live in London any more.") == [frozenset({"london"})]
-    assert ceased_values("I'm no longer a nurse.") == [frozenset({"nurs"})]
+    assert ceased_values("I don't live in London any more.") == [Ceased(frozenset({"london"}))]
+    assert ceased_values("I'm no longer a nurse.") == [Ceased(frozenset({"nurs"}))]
     assert ceased_values("I'm not a fan of tea. I used to live in Rome.") == []
 
 
@@ -123,6 +123,28 @@ def test_saying_a_value_has_ended_ends_its_memory(tenant: Tenant) -> None:
     assert current(tenant) == ["I'm pescatarian now"]
     assert vegetarian.superseded_by_id == memories["I'm pescatarian now"].pk
     assert london.superseded_by_id is None and london.valid_to is not None
+
+
+def test_quitting_the_job_ends_the_occupation_and_the_employer(tenant: Tenant) -> None:
+    say(
+        tenant,
+        "I'm vegetarian.",
+        "I work as a nurse at Santa Maria hospital.",
+        "I work at Acme.",
+        "I quit smoking.",
+        "I stopped eating meat.",
+    )
+    work = ["I work as a nurse at Santa Maria hospital", "I work at Acme"]
+    # Neither habit names the job, and no meat is no end of a vegetarian diet.
+    assert current(tenant) == [*work, "I'm vegetarian"]
+    say(tenant, "I quit my job to travel for a year.")
+    assert current(tenant) == ["I'm vegetarian"]
+    memories = extracted(tenant)
+    for content in work:
+        assert memories[content].valid_to is not None
+        assert memories[content].superseded_by_id is None
+    assert ceased_values("I quit my job.") == [Ceased(frozenset(), WORK_SUBJECTS)]
+    assert ceased_values("I lost my job") == ceased_values("I've just quit my job.")
 
 
 def test_a_correction_in_one_message_keeps_the_corrected_value(tenant: Tenant) -> None:
