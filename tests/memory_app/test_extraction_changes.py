@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from memory_app.models import Memory
 from memory_app.subject_endings import WORK_SUBJECTS, Ceased, ceased_values
@@ -16,6 +17,8 @@ from memory_app.subjects import Statement, statement_of
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatTurn, Tenant
 from sessions_app.services.sessions import session_create
+from tests.memory_app.test_memories_api import add
+from tests.memory_app.test_memory_types_metadata_relations import created
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +79,9 @@ def test_sentences_that_say_a_value_has_ended() -> None:
     assert ceased_values("I'm not vegetarian anymore, I'm pescatarian") == [
         Ceased(frozenset({"vegetarian"}))
     ]
-    assert ceased_values("I don't live in London any more.") == [Ceased(frozenset({"london"}))]
+    assert ceased_values("I don't live in London any more.") == [
+        Ceased(frozenset({"london"}), frozenset({"home"}))
+    ]
     assert ceased_values("I'm no longer a nurse.") == [Ceased(frozenset({"nurs"}))]
     assert ceased_values("I'm not a fan of tea. I used to live in Rome.") == []
 
@@ -145,6 +150,29 @@ def test_quitting_the_job_ends_the_occupation_and_the_employer(tenant: Tenant) -
         assert memories[content].superseded_by_id is None
     assert ceased_values("I quit my job.") == [Ceased(frozenset(), WORK_SUBJECTS)]
     assert ceased_values("I lost my job") == ceased_values("I've just quit my job.")
+
+
+def test_an_ending_ends_only_the_user_s_fact_it_is_about(tenant: Tenant, api: APIClient) -> None:
+    say(
+        tenant,
+        "I work at Acme.",
+        "My favourite shop is Acme Hardware.",
+        "I live in Lisbon.",
+    )
+    bus = "My favourite means of transport is the bus"
+    created(add(api, content=bus, type="preference", occurred_at="2020-01-01T00:00:00Z"))
+    kept = ["I live in Lisbon", bus, "My favourite shop is Acme Hardware"]
+    say(
+        tenant,
+        "I don't think the bus stops here anymore.",  # about the bus, not the user
+        "The bus no longer stops here.",
+        "I stopped by the Lisbon office today.",  # a visit
+        "I'm not sure the bus stops here anymore.",
+    )
+    assert current(tenant) == sorted([*kept, "I work at Acme"])
+    say(tenant, "I no longer work at Acme.")  # the employer, not the shop
+    assert current(tenant) == kept
+    assert extracted(tenant)["I work at Acme"].valid_to is not None
 
 
 def test_a_correction_in_one_message_keeps_the_corrected_value(tenant: Tenant) -> None:
