@@ -47,7 +47,7 @@ from memory_app.services.memories import (
     memory_gate_reasons,
 )
 from memory_app.services.supersession import draft_statement, memories_end_ceased
-from memory_app.subject_endings import ceased_values
+from memory_app.subject_endings import Ceased, ceased_values
 from sessions_app.selectors.turns import turn_get_by_id, turn_ids_live, turns_last_occurred
 
 __all__ = [
@@ -149,7 +149,7 @@ def _add_of_live_turns(
         return results
 
 
-def _ceased_of_turn(turn: Any) -> list[frozenset[str]]:
+def _ceased_of_turn(turn: Any) -> list[Ceased]:
     return ceased_values(turn.user_message[:MAX_MESSAGE_CHARS])
 
 

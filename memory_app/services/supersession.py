@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
-from memory_app.subject_endings import stems
+from memory_app.subject_endings import Ceased
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
 from sessions_app.errors import InvalidInput
 from sessions_app.locks import advisory_xact_lock
@@ -45,12 +45,25 @@ def draft_statement(draft: MemoryDraft) -> Statement | None:
     """The subject and value a draft states, or None when it states none (another type, a
     verbatim source, or no rule reads one). A subject the caller names wins over the
     rules'."""
-    if draft.type not in STATING_TYPES or draft.source in VERBATIM_SOURCES:
+    if not may_state(memory_type=draft.type, source=draft.source):
         return None
     if draft.subject.strip():
         subject = normalise_subject(draft.subject)
         return Statement(subject, value_of(draft.content, subject))
     return statement_of(draft.content)
+
+
+def may_state(*, memory_type: str, source: str) -> bool:
+    """Whether a memory of this type and source can state a subject at all."""
+    return memory_type in STATING_TYPES and source not in VERBATIM_SOURCES
+
+
+def rule_subject(*, memory_type: str, source: str, content: str) -> str:
+    """The subject the rules read from a memory's text, as a memory written now without a
+    caller's subject is stored with (`subject_of`); blank when it states none. Also what
+    the backfill of memories stored before they had a subject reads (migration 0009)."""
+    statement = statement_of(content) if may_state(memory_type=memory_type, source=source) else None
+    return statement.subject if statement is not None else ""
 
 
 def subject_of(draft: MemoryDraft) -> str:
@@ -112,11 +125,12 @@ def supersede_contradicted(
 
 
 def memories_end_ceased(
-    *, tenant_id: int, user_id: str, ceased: list[frozenset[str]], at: datetime
+    *, tenant_id: int, user_id: str, ceased: list[Ceased], at: datetime
 ) -> list[Memory]:
     """End (`valid_to` = `at`) the user's current memories of a subject, begun before
-    `at`, whose value shares a stem with a value the user said has ended (module
-    docstring). Returns the memories ended."""
+    `at`, that something the user said has ended ends (`Ceased.ends`: its value shares a
+    stem with the value ended, or its subject was ended whatever its value). Returns the
+    memories ended."""
     if not ceased:
         return []
     current = Memory.objects.select_for_update().filter(
@@ -128,8 +142,8 @@ def memories_end_ceased(
     )
     ended = []
     for row in current.exclude(subject="").order_by("created_at", "id"):
-        named = stems(value_of(row.content, row.subject))
-        if validity_start(row) < at and any(words & named for words in ceased):
+        value = value_of(row.content, row.subject)
+        if validity_start(row) < at and any(c.ends(row.subject, value) for c in ceased):
             row.valid_to = at
             ended.append(row)
     Memory.objects.filter(pk__in=[row.pk for row in ended]).update(valid_to=at)

@@ -9,13 +9,16 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from memory_app.models import Memory
-from memory_app.subject_endings import ceased_values
+from memory_app.subject_endings import WORK_SUBJECTS, Ceased, ceased_values
 from memory_app.subjects import Statement, statement_of
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatTurn, Tenant
 from sessions_app.services.sessions import session_create
+from tests.memory_app.test_memories_api import add
+from tests.memory_app.test_memory_types_metadata_relations import created
 
 pytestmark = pytest.mark.django_db
 
@@ -72,12 +75,14 @@ def test_attributes_the_subject_rules_read(text: str, expected: tuple[str, str])
 
 
 def test_sentences_that_say_a_value_has_ended() -> None:
-    assert ceased_values("I started a new job; I quit nursing") == [frozenset({"nurs"})]
+    assert ceased_values("I started a new job; I quit nursing") == [Ceased(frozenset({"nurs"}))]
     assert ceased_values("I'm not vegetarian anymore, I'm pescatarian") == [
-        frozenset({"vegetarian"})
+        Ceased(frozenset({"vegetarian"}))
     ]
-    assert ceased_values("I don't live in London any more.") == [frozenset({"london"})]
-    assert ceased_values("I'm no longer a nurse.") == [frozenset({"nurs"})]
+    assert ceased_values("I don't live in London any more.") == [
+        Ceased(frozenset({"london"}), frozenset({"home"}))
+    ]
+    assert ceased_values("I'm no longer a nurse.") == [Ceased(frozenset({"nurs"}))]
     assert ceased_values("I'm not a fan of tea. I used to live in Rome.") == []
 
 
@@ -123,6 +128,51 @@ def test_saying_a_value_has_ended_ends_its_memory(tenant: Tenant) -> None:
     assert current(tenant) == ["I'm pescatarian now"]
     assert vegetarian.superseded_by_id == memories["I'm pescatarian now"].pk
     assert london.superseded_by_id is None and london.valid_to is not None
+
+
+def test_quitting_the_job_ends_the_occupation_and_the_employer(tenant: Tenant) -> None:
+    say(
+        tenant,
+        "I'm vegetarian.",
+        "I work as a nurse at Santa Maria hospital.",
+        "I work at Acme.",
+        "I quit smoking.",
+        "I stopped eating meat.",
+    )
+    work = ["I work as a nurse at Santa Maria hospital", "I work at Acme"]
+    # Neither habit names the job, and no meat is no end of a vegetarian diet.
+    assert current(tenant) == [*work, "I'm vegetarian"]
+    say(tenant, "I quit my job to travel for a year.")
+    assert current(tenant) == ["I'm vegetarian"]
+    memories = extracted(tenant)
+    for content in work:
+        assert memories[content].valid_to is not None
+        assert memories[content].superseded_by_id is None
+    assert ceased_values("I quit my job.") == [Ceased(frozenset(), WORK_SUBJECTS)]
+    assert ceased_values("I lost my job") == ceased_values("I've just quit my job.")
+
+
+def test_an_ending_ends_only_the_user_s_fact_it_is_about(tenant: Tenant, api: APIClient) -> None:
+    say(
+        tenant,
+        "I work at Acme.",
+        "My favourite shop is Acme Hardware.",
+        "I live in Lisbon.",
+    )
+    bus = "My favourite means of transport is the bus"
+    created(add(api, content=bus, type="preference", occurred_at="2020-01-01T00:00:00Z"))
+    kept = ["I live in Lisbon", bus, "My favourite shop is Acme Hardware"]
+    say(
+        tenant,
+        "I don't think the bus stops here anymore.",  # about the bus, not the user
+        "The bus no longer stops here.",
+        "I stopped by the Lisbon office today.",  # a visit
+        "I'm not sure the bus stops here anymore.",
+    )
+    assert current(tenant) == sorted([*kept, "I work at Acme"])
+    say(tenant, "I no longer work at Acme.")  # the employer, not the shop
+    assert current(tenant) == kept
+    assert extracted(tenant)["I work at Acme"].valid_to is not None
 
 
 def test_a_correction_in_one_message_keeps_the_corrected_value(tenant: Tenant) -> None:
