@@ -120,7 +120,9 @@ TURN_RECORD_DESCRIPTION = (
     "call may go ahead and holds its estimate, as budget_check would: one call instead "
     "of two. With if_match (the session's state_etag as you last read it), the turn is "
     "recorded only if nobody changed the state since, else a precondition_failed error "
-    "and nothing is recorded; the answer's session.state_etag is the new tag."
+    "whose state_etag is the state's current tag, and nothing is recorded (read the "
+    "state again, decide again, and retry with that tag); the answer's "
+    "session.state_etag is the new tag."
 )
 
 

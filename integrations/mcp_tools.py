@@ -58,11 +58,24 @@ T = TypeVar("T")
 
 
 class ToolCallError(Exception):
-    """A refused call: `body` is the REST API's error `{"code", "message", "fields"}`,
-    and the exception's text its JSON (integrations.mcp_errors answers it as is)."""
+    """A refused call: `body` is the REST API's error `{"code", "message", "fields"}`
+    with the members `extra` adds to it (as REST's `error.state_etag` of a 412), and the
+    exception's text its JSON (integrations.mcp_errors answers it as is)."""
 
-    def __init__(self, code: str, message: str, fields: dict[str, Any] | None = None) -> None:
-        self.body: dict[str, Any] = {"code": code, "message": message, "fields": fields or {}}
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        fields: dict[str, Any] | None = None,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.body: dict[str, Any] = {
+            **(extra or {}),
+            "code": code,
+            "message": message,
+            "fields": fields or {},
+        }
         super().__init__(json.dumps(self.body))
         self.code = code
         self.fields = fields or {}
@@ -126,7 +139,9 @@ def turn_record_tool(
     """`POST …/sessions/{id}/turns`: the body as that route takes it (`reservation_id`,
     `reserve_next` included), so the answer is the route's 201 body (with `next_call`
     when the next call was reserved), plus `replayed`. `if_match` is the route's
-    If-Match header; its errors (400 malformed, 412 stale) name the argument."""
+    If-Match header; its errors (400 malformed, 412 stale) name the argument, and a 412
+    carries the state's current tag as `state_etag`, as the route's error does, so an
+    agent can retry on it without parsing the message."""
     try:
         outcome, answer = turn_record_request(
             tenant=tenant, session_id=session_id, data=body, idempotency_key=idempotency_key,
@@ -134,7 +149,7 @@ def turn_record_tool(
         )  # fmt: skip
     except PreconditionFailed as exc:
         fields = {"if_match": exc.fields.get(IF_MATCH_HEADER, [])}
-        raise ToolCallError(exc.code, exc.message, fields) from exc
+        raise ToolCallError(exc.code, exc.message, fields, extra=jsonable(exc.extra)) from exc
     return {"replayed": outcome.replayed, **jsonable(answer)}
 
 

@@ -44,14 +44,17 @@ def with_etag(response: Response, etag: str) -> Response:
     return response
 
 
-def etag_parameter(*statuses: int) -> OpenApiParameter:
+def etag_parameter(
+    *statuses: int,
+    description: str = "The entity tag of `state` (as `state_etag`): send it as If-Match.",
+) -> OpenApiParameter:
     """The `ETag` response header of `statuses`: the state's entity tag."""
     return OpenApiParameter(
         "ETag",
         OpenApiTypes.STR,
         location=OpenApiParameter.HEADER,
         response=list(statuses),
-        description="The entity tag of `state` (as `state_etag`): send it as If-Match.",
+        description=description,
     )
 
 

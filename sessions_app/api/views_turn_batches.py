@@ -11,6 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from sessions_app.api.exceptions import error_body, flatten_fields
+from sessions_app.api.preconditions import (
+    etag_parameter,
+    if_match_parameter,
+    parse_if_match,
+    with_etag,
+)
 from sessions_app.api.serializers_turn_batches import (
     TurnBatchItemSerializer,
     TurnBatchResponseSerializer,
@@ -23,11 +29,36 @@ from sessions_app.api.views_turns import turn_recorded_json
 from sessions_app.errors import ApplicationError, ErrorCode, InvalidInput
 from sessions_app.fastpaths import shared_serializer
 from sessions_app.models import ChatTurn
+from sessions_app.selectors.session_state import state_etag
 from sessions_app.services.idempotency import request_fingerprint
-from sessions_app.services.turn_batches import BatchTurn, turns_record_batch
+from sessions_app.services.turn_batches import (
+    BatchOutcome,
+    BatchTurn,
+    batch_session_id,
+    turns_record_batch,
+)
 from sessions_app.services.turns import TurnFields
 
 ITEM_ONLY = ("session_id", "idempotency_key")
+
+BATCH_IF_MATCH = if_match_parameter(
+    "The `ETag` (`state_etag`) of the session's state the batch is based on, or `*`, "
+    "for a batch whose turns all name one `session_id` (else 400 naming `If-Match`). "
+    "The batch is recorded only if the state still has that tag before its first turn "
+    "(checked once, under the session's lock), whether or not its turns carry `state`; "
+    "else 412 `precondition_failed` and nothing of the batch is recorded. Items "
+    "answered from their `idempotency_key` (replays) are not checked, as a replayed "
+    "`POST /sessions/{id}/turns` is not: a retry of a batch that was recorded answers "
+    "its stored turns. Without the header the batch is unconditional. A value that is "
+    "not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches."
+)
+BATCH_ETAG = etag_parameter(
+    200,
+    description="When the turns all name one session and one of them answered 201: the "
+    "entity tag of the state the batch left (after its last recorded turn; with none "
+    "recorded, after its last replayed one), as `POST /sessions/{id}/turns` answers it. "
+    "Send it as If-Match.",
+)
 
 
 class RequestTooLarge(ApplicationError):
@@ -100,14 +131,21 @@ class TurnBatchView(TenantGenericAPIView):
             "in flight, 409. A key repeated inside the batch is recorded once. The "
             "recorded items commit together (one transaction) or not at all. An item "
             "with a field the item schema does not name is a 400 for the whole request "
-            "(`turns.<index>.<field>`), as an unknown field is on the single route."
+            "(`turns.<index>.<field>`), as an unknown field is on the single route. "
+            "With `If-Match`, the batch is conditional on its one session's state."
         ),
         request=TurnBatchSerializer,
+        parameters=[BATCH_IF_MATCH, BATCH_ETAG],
         responses={
             200: TurnBatchResponseSerializer,
             400: OpenApiResponse(
-                description='invalid: the body is not {"turns": [at least one item]}, or an '
-                "item has an unknown field"
+                description='invalid: the body is not {"turns": [at least one item]}, an '
+                "item has an unknown field, or `If-Match` is malformed or sent with turns "
+                "of several sessions"
+            ),
+            412: OpenApiResponse(
+                description="`precondition_failed`: If-Match does not match the session's "
+                "state's current tag (`error.state_etag`); nothing of the batch was recorded."
             ),
             413: OpenApiResponse(
                 description="request_too_large: more than ENGRAM_TURN_BATCH_MAX turns, or "
@@ -116,6 +154,7 @@ class TurnBatchView(TenantGenericAPIView):
         },
     )
     def post(self, request: Request) -> Response:
+        if_match = parse_if_match(request)
         data = request.data
         unknown = sorted(set(data) - {"turns"}) if isinstance(data, dict) else []
         if unknown:
@@ -138,16 +177,40 @@ class TurnBatchView(TenantGenericAPIView):
             except ApplicationError as exc:
                 items.append(None)
                 refused[index] = exc
-        outcomes = turns_record_batch(tenant=self.tenant, items=items, render=turn_recorded_json)
-        results = []
-        for index, outcome in enumerate(outcomes):
-            if outcome is None:
-                error = refused[index]
-                results.append(item_result(index, error.status, error=_error(error)))
-            elif outcome.error is not None:
-                results.append(item_result(index, outcome.status, error=_error(outcome.error)))
-            else:
-                results.append(
-                    item_result(index, outcome.status, turn=outcome.body, replayed=outcome.replayed)
-                )
-        return Response({"results": results})
+        outcomes = turns_record_batch(
+            tenant=self.tenant, items=items, render=turn_recorded_json, if_match=if_match
+        )
+        response = Response({"results": _results(outcomes, refused)})
+        etag = _batch_etag(outcomes) if batch_session_id(items) is not None else None
+        return response if etag is None else with_etag(response, etag)
+
+
+def _results(
+    outcomes: list[BatchOutcome | None], refused: dict[int, ApplicationError]
+) -> list[dict[str, Any]]:
+    """One result per item, in order: the refusals of the view's own parsing by index."""
+    results = []
+    for index, outcome in enumerate(outcomes):
+        if outcome is None:
+            error = refused[index]
+            results.append(item_result(index, error.status, error=_error(error)))
+        elif outcome.error is not None:
+            results.append(item_result(index, outcome.status, error=_error(outcome.error)))
+        else:
+            results.append(
+                item_result(index, outcome.status, turn=outcome.body, replayed=outcome.replayed)
+            )
+    return results
+
+
+def _batch_etag(outcomes: list[BatchOutcome | None]) -> str | None:
+    """The tag of the state the batch left in its one session: after its last recorded
+    turn, else after its last replayed one (a replay answers the tag it answered first,
+    as the single route's does); None when no item answered 201."""
+    answered = [o for o in outcomes if o is not None and o.status == 201 and o.body is not None]
+    recorded = [o for o in answered if not o.replayed] or answered
+    if not recorded:
+        return None
+    body = recorded[-1].body
+    assert body is not None
+    return state_etag(body["turn"]["state_after"])

@@ -18,6 +18,13 @@ single route would have given it. What differs is the shape of the SQL:
    the keys' stored responses.
 3. After commit, `turn_recorded` is sent once per turn, in order.
 
+With If-Match (`if_match`), the batch is conditional on the state of the one session its
+items name, as a single turn is on its session's: the tag is checked once, under the
+lock, against the state before the batch's first turn; a stale tag refuses the whole
+batch (412, nothing written, every key released). Items answered from their keys alone
+(replays) are not checked, as a replayed single turn is not; when nothing is left to
+record, the tag is not checked at all.
+
 A crash anywhere in step 2 leaves no turn of the batch (one transaction); its claims stay
 in flight until `STALE_IN_FLIGHT`, exactly as for a crashed single turn.
 """
@@ -33,9 +40,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import ApplicationError, IdempotencyKeyReused, NotFound
+from sessions_app.errors import ApplicationError, IdempotencyKeyReused, InvalidInput, NotFound
 from sessions_app.fastpaths import rows_copy, rows_next_ids, sessions_save_counters
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
+from sessions_app.selectors.session_state import state_precondition_check
+from sessions_app.selectors.sessions import session_is_expired
 from sessions_app.services.idempotency import (
     KeyClaim,
     KeyedRequest,
@@ -141,18 +150,38 @@ def _settle_keys(
     return known, claimed, repeats
 
 
+def batch_session_id(items: list[BatchTurn | None]) -> uuid.UUID | None:
+    """The session every valid item names, or None when they name none or several."""
+    named = {item.session_id for item in items if item is not None}
+    return named.pop() if len(named) == 1 else None
+
+
+def _batch_if_match_check(items: list[BatchTurn | None], if_match: list[str] | None) -> None:
+    """If-Match is the state's tag of one session: a batch that names several is a 400
+    naming the header, before any key is claimed."""
+    named = {item.session_id for item in items if item is not None}
+    if if_match is not None and len(named) > 1:
+        raise InvalidInput(
+            "If-Match applies to one session's state; this batch names several sessions.",
+            fields={"If-Match": ["Only for a batch whose turns all name one session_id."]},
+        )
+
+
 def turns_record_batch(
     *,
     tenant: Tenant,
     items: list[BatchTurn | None],
     render: Render,
+    if_match: list[str] | None = None,
     now: datetime | None = None,
 ) -> list[BatchOutcome | None]:
     """Record the valid items (None marks an item the caller already refused) and answer
     each one; `render(recorded, keyed)` makes an item's 201 body (JSON-ready when keyed,
     since it is stored for replays). Returns one outcome per item, None where the item
-    was None."""
+    was None. `if_match` (the parsed If-Match): see the module's docstring; a stale tag
+    raises PreconditionFailed and nothing of the batch is written."""
     now = now or timezone.now()
+    _batch_if_match_check(items, if_match)
     known, claimed, repeats = _settle_keys(tenant=tenant, items=items)
     todo = [
         (index, item)
@@ -160,7 +189,9 @@ def turns_record_batch(
         if item is not None and index not in known and index not in repeats
     ]
     try:
-        recorded = _record(tenant=tenant, todo=todo, claimed=claimed, render=render, now=now)
+        recorded = _record(
+            tenant=tenant, todo=todo, claimed=claimed, render=render, if_match=if_match, now=now
+        )
     except BaseException:
         idempotency_release_many(record_ids=list(claimed.values()))
         raise
@@ -196,11 +227,14 @@ def _record(
     todo: list[tuple[int, BatchTurn]],
     claimed: dict[int, int],
     render: Render,
+    if_match: list[str] | None,
     now: datetime,
 ) -> dict[int, BatchOutcome]:
     if not todo:
         return {}
-    outcomes, pending, touched = _drafts(tenant=tenant, todo=todo, claimed=claimed, now=now)
+    outcomes, pending, touched = _drafts(
+        tenant=tenant, todo=todo, claimed=claimed, if_match=if_match, now=now
+    )
     if not pending:
         return outcomes
     _insert(tenant=tenant, pending=pending, touched=touched, now=now)
@@ -246,12 +280,19 @@ def _drafts(
     tenant: Tenant,
     todo: list[tuple[int, BatchTurn]],
     claimed: dict[int, int],
+    if_match: list[str] | None,
     now: datetime,
 ) -> tuple[dict[int, BatchOutcome], list[_Pending], dict[uuid.UUID, ChatSession]]:
-    """Lock the items' sessions and draft each item's turn in order: the refusals by
-    index, the turns to insert, and the sessions whose counters moved."""
+    """Lock the items' sessions, check If-Match against the state they hold before the
+    batch, and draft each item's turn in order: the refusals by index, the turns to
+    insert, and the sessions whose counters moved."""
     outcomes: dict[int, BatchOutcome] = {}
     batch = _batch_sessions_lock(tenant=tenant, todo=todo)
+    if if_match is not None:
+        for session in batch.sessions.values():  # one: see `_batch_if_match_check`
+            # A closed session answers each item 410 first, as the single route does.
+            if not session_is_expired(session, now=now):
+                state_precondition_check(state=session.state, if_match=if_match)
     pending: list[_Pending] = []
     for index, item in todo:
         draft = _draft_item(tenant=tenant, batch=batch, item=item, now=now)

@@ -20,14 +20,15 @@ ACER = LAPTOPS[-1]["mpn"]  # the cheapest
 FIRST = LAPTOPS[0]["mpn"]
 
 
-def error_of(result: Any) -> dict[str, Any]:
-    """A refused call's error: its text is the JSON of its structured content."""
+def error_of(result: Any, *extra: str) -> dict[str, Any]:
+    """A refused call's error: its text is the JSON of its structured content, the REST
+    error's `code`, `message` and `fields` and only the `extra` members named."""
     assert result.is_error, result.content
     text = result.content[0].text
     assert "errors.pydantic.dev" not in text and "Error executing tool" not in text, text
     body = json.loads(text)
     assert result.structured_content == body
-    assert set(body) == {"code", "message", "fields"}
+    assert set(body) == {"code", "message", "fields", *extra}
     return body  # type: ignore[no-any-return]
 
 

@@ -1,7 +1,8 @@
 """Optimistic concurrency on a session's state for an MCP agent, through a real `mcp`
 client over streamable HTTP: `session_open` gives the state's tag (`state_etag`),
 `turn_record` takes it as `if_match`, answers the new tag, and refuses a stale one with
-the REST API's code (`precondition_failed`) in the MCP error shape, recording nothing."""
+the REST API's code (`precondition_failed`) in the MCP error shape, recording nothing,
+with the current tag as the error's `state_etag` to retry with."""
 
 from __future__ import annotations
 
@@ -55,16 +56,22 @@ async def _conditional_turns(session: ClientSession) -> str:
     assert data(await session.call_tool("session_open", OPEN))["session"]["state_etag"] == second
 
     before = await anyio.to_thread.run_sync(_recorded_on_a_worker_thread, sid)
-    stale = error_of(await _turn(session, sid, state={"stage": "paid"}, if_match=first))
+    stale_call = await _turn(session, sid, state={"stage": "paid"}, if_match=first)
+    stale = error_of(stale_call, "state_etag")
     assert stale["code"] == "precondition_failed" and list(stale["fields"]) == ["if_match"]
-    assert second in stale["fields"]["if_match"][0]  # the message gives the current tag
+    # The current tag is a member of the structured error, as REST's `error.state_etag`.
+    assert stale["state_etag"] == stale_call.structured_content["state_etag"] == second
     assert (
         await anyio.to_thread.run_sync(_recorded_on_a_worker_thread, sid) == before
     )  # nothing recorded
+    # Retried with that tag, without reading the session again, the turn is recorded.
+    retried = await _turn(session, sid, state={"stage": "paid"}, if_match=stale["state_etag"])
+    assert data(retried)["session"]["state_etag"] == state_etag({"stage": "paid"})
 
     malformed = error_of(await _turn(session, sid, if_match="abc"))
     assert malformed["code"] == "invalid" and list(malformed["fields"]) == ["if_match"]
-    assert data(await _turn(session, sid, if_match="*"))["session"]["state_etag"] == second
+    third = state_etag({"stage": "paid"})
+    assert data(await _turn(session, sid, if_match="*"))["session"]["state_etag"] == third
     return str(sid)
 
 
@@ -77,4 +84,19 @@ def test_an_mcp_agent_records_turns_conditional_on_the_state(
 
     sid = anyio.run(main)
     state, turns, steps = _recorded(sid)
-    assert state == {"stage": "cart"} and turns == 2 and steps == 2
+    assert state == {"stage": "paid"} and turns == 3 and steps == 3
+
+
+def test_turn_record_says_its_precondition_error_carries_the_current_tag(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    async def main() -> str:
+        async with http_session(f"{live_server.url}/mcp/", live_key.secret) as session:
+            await session.initialize()
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            return str(tools["turn_record"].description)
+
+    description = anyio.run(main)
+    assert "precondition_failed error whose state_etag is the state's current tag" in (
+        " ".join(description.split())
+    )

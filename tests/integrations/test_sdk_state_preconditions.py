@@ -6,6 +6,7 @@ Engram: the handle keeps the state's tag it last saw (`state_etag`), `update`,
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import engram
@@ -112,3 +113,65 @@ def test_a_background_client_refuses_if_match_before_anything_runs(
             client.record_turn(session.id, steps=[STEP], if_match="*")
         client.flush(timeout=30)
         assert ran == [] and _recorded(session.id) == ({}, 0, 0)
+
+
+BIG_STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 900,
+            "output_tokens": 100}  # fmt: skip
+
+
+def test_a_handle_follows_a_rotation_into_the_successor_with_its_tag(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    client = engram.Engram(live_server.url, live_key.secret, max_retries=0)
+    session = client.create_session(user_id="u", agent_id="a", state={"n": 0})
+    first = session.id
+    session.update(rotate_after_tokens=500, if_match=session.state_etag)
+    session.record_turn(steps=[BIG_STEP], state={"n": 1}, if_match=session.state_etag)
+
+    # The session passed its threshold: this turn opens the successor and is its turn 1.
+    answer = session.record_turn(steps=[STEP], state={"n": 2}, if_match=session.state_etag)
+    successor = answer["session"]
+    assert successor["previous_session_id"] == first != successor["id"]
+    assert session.id == successor["id"]
+    assert session.state_etag == successor["state_etag"] == state_etag({"n": 2})
+
+    # The next conditional writes go to the successor, with the tag the handle holds,
+    # without reading the session again.
+    with session.turn("hi", if_match=session.state_etag, state={"n": 3}) as turn:
+        turn.add_step("response", model="gpt-4o-mini", input_tokens=10, output_tokens=1)
+    assert session.state_etag == state_etag({"n": 3})
+    session.update(state={"n": 4}, if_match=session.state_etag)
+    assert (
+        session.state_etag == state_etag({"n": 4}) == client.get_session(session.id)["state_etag"]
+    )
+    assert _recorded(session.id) == ({"n": 4}, 3, 2)  # two turns and the update's
+    assert _recorded(first) == ({"n": 1}, 1, 1)  # its one turn
+    assert ChatSession.objects.get(pk=first).status == "archived"
+
+
+def test_an_async_handle_follows_a_rotation_too(live_server: Any, live_key: IssuedKey) -> None:
+    async def main() -> tuple[str, str, str]:
+        async with engram.AsyncEngram(live_server.url, live_key.secret, max_retries=0) as client:
+            session = await client.create_session(user_id="u", agent_id="a", state={"n": 0})
+            first = session.id
+            await session.update(rotate_after_tokens=500)
+            await session.record_turn(steps=[BIG_STEP], if_match=session.state_etag)
+            async with session.turn("hi", if_match=session.state_etag, state={"n": 1}) as turn:
+                turn.add_step("response", model="gpt-4o-mini", input_tokens=10, output_tokens=1)
+            await session.record_turn(steps=[STEP], state={"n": 2}, if_match=session.state_etag)
+            return first, session.id, str(session.state_etag)
+
+    first, now, etag = asyncio.run(main())
+    assert now != first and ChatSession.objects.get(pk=now).previous_session_id == uuid.UUID(first)
+    assert etag == state_etag({"n": 2}) and _recorded(now) == ({"n": 2}, 2, 2)
+
+
+def test_a_rollback_through_the_handle_moves_its_tag(live_server: Any, live_key: IssuedKey) -> None:
+    client = engram.Engram(live_server.url, live_key.secret, max_retries=0)
+    session = client.create_session(user_id="u", agent_id="a", state={"n": 0})
+    session.record_turn(steps=[STEP], state={"n": 1}, if_match=session.state_etag)
+    session.record_turn(steps=[STEP], state={"n": 2}, if_match=session.state_etag)
+    session.rollback_turn(2)
+    assert session.state_etag == state_etag({"n": 1})
+    session.update(state={"n": 5}, if_match=session.state_etag)
+    assert ChatSession.objects.get(pk=session.id).state == {"n": 5}

@@ -623,7 +623,7 @@ export interface paths {
         put?: never;
         /**
          * Record many turns, of any of the tenant's sessions, in one request
-         * @description Each item is recorded as `POST /sessions/{session_id}/turns` would record it (same validation, pricing, numbering, state, budget flags, hooks), and answered in `results[index]` with that route's status and body. One bad item never rejects the others. `idempotency_key` is per item and shares the single route's keys: the same key and body answer 201 with `replayed: true` and the stored turn; another body, 422 `idempotency_key_reused`; a key still in flight, 409. A key repeated inside the batch is recorded once. The recorded items commit together (one transaction) or not at all. An item with a field the item schema does not name is a 400 for the whole request (`turns.<index>.<field>`), as an unknown field is on the single route.
+         * @description Each item is recorded as `POST /sessions/{session_id}/turns` would record it (same validation, pricing, numbering, state, budget flags, hooks), and answered in `results[index]` with that route's status and body. One bad item never rejects the others. `idempotency_key` is per item and shares the single route's keys: the same key and body answer 201 with `replayed: true` and the stored turn; another body, 422 `idempotency_key_reused`; a key still in flight, 409. A key repeated inside the batch is recorded once. The recorded items commit together (one transaction) or not at all. An item with a field the item schema does not name is a 400 for the whole request (`turns.<index>.<field>`), as an unknown field is on the single route. With `If-Match`, the batch is conditional on its one session's state.
          */
         post: operations["turns_batch_create"];
         delete?: never;
@@ -7095,7 +7095,10 @@ export interface operations {
     turns_batch_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` (`state_etag`) of the session's state the batch is based on, or `*`, for a batch whose turns all name one `session_id` (else 400 naming `If-Match`). The batch is recorded only if the state still has that tag before its first turn (checked once, under the session's lock), whether or not its turns carry `state`; else 412 `precondition_failed` and nothing of the batch is recorded. Items answered from their `idempotency_key` (replays) are not checked, as a replayed `POST /sessions/{id}/turns` is not: a retry of a batch that was recorded answers its stored turns. Without the header the batch is unconditional. A value that is not `*` or quoted tags is a 400 naming `If-Match`; a weak tag never matches. */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7107,13 +7110,15 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description When the turns all name one session and one of them answered 201: the entity tag of the state the batch left (after its last recorded turn; with none recorded, after its last replayed one), as `POST /sessions/{id}/turns` answers it. Send it as If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TurnBatchResponse"];
                 };
             };
-            /** @description invalid: the body is not {"turns": [at least one item]}, or an item has an unknown field */
+            /** @description invalid: the body is not {"turns": [at least one item]}, an item has an unknown field, or `If-Match` is malformed or sent with turns of several sessions */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7124,6 +7129,15 @@ export interface operations {
             };
             /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `precondition_failed`: If-Match does not match the session's state's current tag (`error.state_etag`); nothing of the batch was recorded. */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

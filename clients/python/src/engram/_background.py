@@ -19,8 +19,9 @@ log = logging.getLogger("engram")
 
 
 def refuse_queued_condition(if_match: str | None) -> None:
-    """A queued turn cannot carry `if_match`: the batch route it is sent by takes no
-    If-Match, and a refusal would reach no caller. ValueError before anything is sent."""
+    """A queued turn cannot carry `if_match`: it is sent later, in a batch with other
+    sessions' turns (the batch route takes If-Match only for one session's turns), and a
+    refusal would reach no caller. ValueError before anything is sent."""
     if if_match is not None:
         raise ValueError(
             "if_match needs an answer: record the turn with a client without background=True."

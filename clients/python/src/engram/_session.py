@@ -34,15 +34,16 @@ class _Handle:
     @property
     def state_etag(self) -> str | None:
         """The tag of the session's state as this handle last saw it: from the session
-        it was made from, then from each `get()`, `update()`, `record_turn()` and turn
-        block of this handle (not from other handles, other clients, or a background
-        send). Pass it as `if_match`; `PreconditionFailed` means the state moved since."""
+        it was made from, then from each `get()`, `update()`, `record_turn()`,
+        `rollback_turn()` and turn block of this handle (not from other handles, other
+        clients, or a background send). Pass it as `if_match`; `PreconditionFailed`
+        means the state moved since, and its `state_etag` is the current tag."""
         value = self.data.get("state_etag")
         return None if value is None else str(value)
 
     def _seen(self, answer: Any) -> Any:
         """`answer` (a value, or for the async client an awaitable), after noting the
-        state's tag it carries: a session's `state_etag`, or a turn's `session.state_etag`."""
+        session it carries (see `_note`)."""
         if inspect.isawaitable(answer):
 
             async def noted() -> Any:
@@ -52,11 +53,22 @@ class _Handle:
         return self._note(answer)
 
     def _note(self, data: Any) -> Any:
-        session = data.get("session") if isinstance(data, dict) and "turn" in data else data
+        """Note the state's tag an answer carries: a session's `state_etag`, or the
+        `session.state_etag` of a turn's or a rollback's answer. A turn that rotated
+        the session answers its successor (`previous_session_id` this handle's id): the
+        handle follows it, taking its id and tag, since the archived session takes no
+        more writes and the successor carries its state on."""
+        inner = data.get("session") if isinstance(data, dict) else None
+        session = inner if isinstance(inner, dict) else data
         if not isinstance(session, dict) or "state_etag" not in session:
             return data
         if str(session.get("id")) == self.id:
             self.data = {**self.data, "state_etag": session["state_etag"]}
+        elif session.get("previous_session_id") is not None and (
+            str(session["previous_session_id"]) == self.id
+        ):
+            self.data = {**self.data, **session}
+            self.id = str(session["id"])
         return data
 
     def _record(self, turn: Turn) -> Any:
@@ -85,7 +97,8 @@ class _Handle:
         return self.client.list_turns(self.id, **params)
 
     def rollback_turn(self, turn_number: int) -> Any:
-        return self.client.rollback_turn(self.id, turn_number)
+        """See `Engram.rollback_turn`; the restored state's tag becomes `state_etag`."""
+        return self._seen(self.client.rollback_turn(self.id, turn_number))
 
     def budget_check(self, *, estimated_tokens: int, **fields: Any) -> Any:
         return self.client.budget_check(self.id, estimated_tokens=estimated_tokens, **fields)
