@@ -99,6 +99,15 @@ class CartLinkInvalid(ApplicationError):
     default_message = "This cart link is not valid."
 
 
+class Forbidden(ApplicationError):
+    """The caller may see the object but not do this to it (e.g. change a memory that
+    another user shared with them)."""
+
+    status = 403
+    default_code = ErrorCode.PERMISSION_DENIED
+    default_message = "Permission denied."
+
+
 class CartLinkExpired(ApplicationError):
     status = 410
     default_code = ErrorCode.CART_LINK_EXPIRED

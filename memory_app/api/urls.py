@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory_app.api import views
+from memory_app.api import views, views_relations
 
 urlpatterns = [
     path("memories", views.MemoryListView.as_view(), name="memory-list"),
@@ -15,12 +15,12 @@ urlpatterns = [
     path("memories/<str:memory_id>/revert", views.MemoryRevertView.as_view(), name="memory-revert"),
     path(
         "memories/<str:memory_id>/relations",
-        views.MemoryRelationListView.as_view(),
+        views_relations.MemoryRelationListView.as_view(),
         name="memory-relations",
     ),
     path(
         "memories/<str:memory_id>/relations/<int:relation_id>",
-        views.MemoryRelationDetailView.as_view(),
+        views_relations.MemoryRelationDetailView.as_view(),
         name="memory-relation-detail",
     ),
 ]

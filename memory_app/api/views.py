@@ -4,6 +4,9 @@ Who is acting: GET/PATCH/DELETE take `acting_user_id` and `acting_roles` (comma-
 as query parameters; search takes them in its body (`acting_user_id` defaults to
 `user_id`); the list also defaults `acting_user_id` to its `user_id` filter. Without an
 acting user only public memories (and shared ones granted to the roles) are visible.
+Reading is not writing: PATCH, DELETE, revert and the relation writes are the owner's
+(or the tenant's own backend's, acting for no user); a reader the memory is shared with
+gets 403 (`memory_get_for_write`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,6 @@ from memory_app.api.serializers import (
 from memory_app.api.serializers_history import (
     MemoryHistorySerializer,
     MemoryRevertSerializer,
-    RelationCreateSerializer,
-    RelationListSerializer,
-    RelationSerializer,
 )
 from memory_app.api.serializers_memory import (
     MemoryAddResultSerializer,
@@ -55,17 +55,15 @@ from memory_app.models import Memory, MemoryScope, MemoryType
 from memory_app.selectors.memories import (
     Actor,
     memory_get,
+    memory_get_for_write,
     memory_history,
     memory_list,
-    memory_relations,
 )
 from memory_app.services.memories import (
     memory_add,
     memory_add_many,
     memory_delete,
     memory_record_access,
-    memory_relation_create,
-    memory_relation_delete,
     memory_revert,
     memory_update,
 )
@@ -88,8 +86,15 @@ ACTOR_PARAMETERS = [
     ),
 ]
 
+# The refusal of every change to a memory by someone who may read it but does not own it.
+WRITE_REFUSED = OpenApiResponse(
+    description="`permission_denied`: the acting user (acting_user_id or acting_roles) may "
+    "read the memory (it is shared with them, or public) but is not its owner; only the "
+    "owner, or a request acting for no user, may change or delete it."
+)
 
-def _actor(request: Request, default_user: str | None = None) -> Actor:
+
+def request_actor(request: Request, default_user: str | None = None) -> Actor:
     params = ActorQuerySerializer(data=request.query_params)
     params.is_valid(raise_exception=True)
     user_id, roles = params.actor_parts()
@@ -155,7 +160,7 @@ class MemoryListView(TenantGenericAPIView):
     openapi_produces = {"POST": {"memory_id": "/memory/id", "acting_user_id": "/memory/user_id"}}
 
     def get_queryset(self) -> Any:
-        actor = _actor(self.request, default_user=self.request.query_params.get("user_id"))
+        actor = request_actor(self.request, default_user=self.request.query_params.get("user_id"))
         return memory_list(tenant=self.tenant, actor=actor)
 
     @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemorySerializer(many=True))
@@ -228,7 +233,7 @@ class MemoryBulkView(TenantAPIView):
 class MemoryDetailView(TenantAPIView):
     @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemorySerializer)
     def get(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory = memory_get(tenant=self.tenant, actor=request_actor(request), memory_id=memory_id)
         memory_record_access(memory_ids=[memory.pk])
         return Response(MemorySerializer(memory).data)
 
@@ -237,6 +242,7 @@ class MemoryDetailView(TenantAPIView):
         request=MemoryUpdateSerializer,
         responses={
             200: MemorySerializer,
+            403: WRITE_REFUSED,
             409: OpenApiResponse(
                 description="conflict: another memory of the user already says exactly the "
                 "new `content`"
@@ -244,18 +250,29 @@ class MemoryDetailView(TenantAPIView):
         },
         description="Update: a new version; the previous one stays in the history. A "
         "change of `valid_from` / `valid_to` alone is not a version; an interval must end "
-        "after it starts, else 400 on `valid_to`.",
+        "after it starts, else 400 on `valid_to`. Only the memory's owner (acting_user_id "
+        "= its user_id), or a request acting for no user, may update it; a user it is "
+        "shared with gets 403.",
     )
     def patch(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory = memory_get_for_write(
+            tenant=self.tenant, actor=request_actor(request), memory_id=memory_id
+        )
         payload = MemoryUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         memory = memory_update(memory=memory, changes=dict(payload.validated_data))
         return Response(MemorySerializer(memory).data)
 
-    @extend_schema(parameters=ACTOR_PARAMETERS, responses={204: None})
+    @extend_schema(
+        parameters=ACTOR_PARAMETERS,
+        responses={204: None, 403: WRITE_REFUSED},
+        description="Delete, with its history. Only the memory's owner, or a request "
+        "acting for no user, may delete it; a user it is shared with gets 403.",
+    )
     def delete(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory = memory_get_for_write(
+            tenant=self.tenant, actor=request_actor(request), memory_id=memory_id
+        )
         memory_delete(memory=memory)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -263,7 +280,7 @@ class MemoryDetailView(TenantAPIView):
 class MemoryHistoryView(TenantAPIView):
     @extend_schema(parameters=ACTOR_PARAMETERS, responses=MemoryHistorySerializer)
     def get(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory = memory_get(tenant=self.tenant, actor=request_actor(request), memory_id=memory_id)
         body = {"memory_id": memory.pk, "versions": memory_history(memory=memory)}
         return Response(MemoryHistorySerializer(body).data)
 
@@ -281,75 +298,20 @@ class MemoryRevertView(TenantAPIView):
         responses={
             200: MemorySerializer,
             400: OpenApiResponse(description="invalid"),
+            403: WRITE_REFUSED,
             **REVERT_ERRORS,
         },
         description="Make an earlier version current again, as a new version (the history "
         "keeps every version; the one replaced is marked `reverted`).",
     )
     def post(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
+        memory = memory_get_for_write(
+            tenant=self.tenant, actor=request_actor(request), memory_id=memory_id
+        )
         payload = MemoryRevertSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         memory = memory_revert(memory=memory, version=payload.validated_data["version"])
         return Response(MemorySerializer(memory).data)
-
-
-class MemoryRelationListView(TenantAPIView):
-    openapi_produces = {"POST": {"relation_id": "/id"}}
-
-    @extend_schema(
-        parameters=ACTOR_PARAMETERS,
-        responses=RelationListSerializer,
-        description="Every edge touching this memory. Besides the edges callers make, a "
-        "merge, an update or a revert writes a `supersedes` edge from the memory to itself "
-        "with `target_version` = the version it replaced and `reason` saying which: the "
-        "memory keeps its id, the replaced text stays in its history.",
-    )
-    def get(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
-        body = {"memory_id": memory.pk, "relations": memory_relations(memory=memory)}
-        return Response(RelationListSerializer(body).data)
-
-    @extend_schema(
-        parameters=ACTOR_PARAMETERS,
-        request=RelationCreateSerializer,
-        responses={
-            201: RelationSerializer,
-            400: OpenApiResponse(description="invalid: unknown type, or a self-relation"),
-            404: OpenApiResponse(description="not_found: this memory or the target"),
-            409: OpenApiResponse(
-                description="conflict on `target_id`: a `supersedes` edge whose target "
-                "already supersedes this memory (directly or through others)"
-            ),
-        },
-        description="Add an edge from this memory to another of the tenant (idempotent). "
-        "A `supersedes` edge that would close a cycle of supersession is refused (409).",
-    )
-    def post(self, request: Request, memory_id: str) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
-        payload = RelationCreateSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        relation = memory_relation_create(
-            memory=memory,
-            relation_type=payload.validated_data["type"],
-            target_id=payload.validated_data["target_id"],
-        )
-        row = next(r for r in memory_relations(memory=memory) if r["id"] == relation.pk)
-        return Response(RelationSerializer(row).data, status=status.HTTP_201_CREATED)
-
-
-class MemoryRelationDetailView(TenantAPIView):
-    @extend_schema(
-        parameters=ACTOR_PARAMETERS,
-        responses={204: None, 404: OpenApiResponse(description="not_found")},
-        description="Remove one edge touching this memory. Removing a `supersedes` edge "
-        "between two memories makes its target current again (`superseded_by` null, the "
-        "end it was given then cleared).",
-    )
-    def delete(self, request: Request, memory_id: str, relation_id: int) -> Response:
-        memory = memory_get(tenant=self.tenant, actor=_actor(request), memory_id=memory_id)
-        memory_relation_delete(memory=memory, relation_id=relation_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class MemorySearchView(TenantAPIView):

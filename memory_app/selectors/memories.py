@@ -18,7 +18,7 @@ from django.db.models.functions import TruncDay
 
 from memory_app.models import Memory, MemoryRelation, MemoryVersion
 from memory_app.selectors.visibility import visibility_q
-from sessions_app.errors import NotFound
+from sessions_app.errors import Forbidden, NotFound
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
@@ -87,6 +87,30 @@ def memory_get(*, tenant: Tenant, actor: Actor, memory_id: Any) -> Memory:
     )
     if memory is None:
         raise missing
+    return memory
+
+
+def memory_writable_by(memory: Memory, actor: Actor) -> bool:
+    """Who may change or delete a memory: its owner, an operator, and the tenant's own
+    backend (a request acting for no end user: neither `acting_user_id` nor
+    `acting_roles`). The users and roles a shared memory lists may read it, not write it;
+    nor may anyone else a public memory reaches."""
+    if actor.operator or (actor.user_id is None and not actor.roles):
+        return True
+    return actor.user_id == memory.user_id
+
+
+def memory_get_for_write(*, tenant: Tenant, actor: Actor, memory_id: Any) -> Memory:
+    """`memory_get` for a change (update, delete, revert, relations): 404 when the actor
+    may not read the memory, 403 `permission_denied` when they may read but not write
+    it (`memory_writable_by`)."""
+    memory = memory_get(tenant=tenant, actor=actor, memory_id=memory_id)
+    if not memory_writable_by(memory, actor):
+        acting = f"user {actor.user_id!r}" if actor.user_id else "a user acting by role"
+        raise Forbidden(
+            f"Only the memory's owner ({memory.user_id!r}) may change it; {acting} may read "
+            "it but not change or delete it."
+        )
     return memory
 
 

@@ -95,10 +95,11 @@ export interface paths {
         get: operations["memories_retrieve"];
         put?: never;
         post?: never;
+        /** @description Delete, with its history. Only the memory's owner, or a request acting for no user, may delete it; a user it is shared with gets 403. */
         delete: operations["memories_destroy"];
         options?: never;
         head?: never;
-        /** @description Update: a new version; the previous one stays in the history. A change of `valid_from` / `valid_to` alone is not a version; an interval must end after it starts, else 400 on `valid_to`. */
+        /** @description Update: a new version; the previous one stays in the history. A change of `valid_from` / `valid_to` alone is not a version; an interval must end after it starts, else 400 on `valid_to`. Only the memory's owner (acting_user_id = its user_id), or a request acting for no user, may update it; a user it is shared with gets 403. */
         patch: operations["memories_partial_update"];
         trace?: never;
     };
@@ -3791,6 +3792,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `permission_denied`: the acting user (acting_user_id or acting_roles) may read the memory (it is shared with them, or public) but is not its owner; only the owner, or a request acting for no user, may change or delete it. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_found`: nothing of that id for this key's tenant. */
             404: {
                 headers: {
@@ -3861,6 +3871,15 @@ export interface operations {
             };
             /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the acting user (acting_user_id or acting_roles) may read the memory (it is shared with them, or public) but is not its owner; only the owner, or a request acting for no user, may change or delete it. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4118,6 +4137,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `permission_denied`: the acting user (acting_user_id or acting_roles) may read the memory (it is shared with them, or public) but is not its owner; only the owner, or a request acting for no user, may change or delete it. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found: this memory or the target */
             404: {
                 headers: {
@@ -4218,6 +4246,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `permission_denied`: the acting user (acting_user_id or acting_roles) may read the memory (it is shared with them, or public) but is not its owner; only the owner, or a request acting for no user, may change or delete it. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description not_found */
             404: {
                 headers: {
@@ -4288,6 +4325,15 @@ export interface operations {
             };
             /** @description `not_authenticated` or `authentication_failed`: a valid API key is required. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `permission_denied`: the acting user (acting_user_id or acting_roles) may read the memory (it is shared with them, or public) but is not its owner; only the owner, or a request acting for no user, may change or delete it. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
