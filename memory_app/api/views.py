@@ -249,7 +249,8 @@ class MemoryDetailView(TenantAPIView):
             ),
         },
         description="Update: a new version; the previous one stays in the history. A "
-        "change of `valid_from` / `valid_to` alone is not a version; an interval must end "
+        "change of `valid_from` / `valid_to` alone is not a version, nor is a PATCH whose "
+        "values the memory already has (200 with the memory as it is); an interval must end "
         "after it starts, else 400 on `valid_to`. Only the memory's owner (acting_user_id "
         "= its user_id), or a request acting for no user, may update it; a user it is "
         "shared with gets 403.",

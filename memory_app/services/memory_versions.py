@@ -103,28 +103,45 @@ def memory_update(
     replaced_by: str = "updated",
 ) -> Memory:
     """PATCH: a new version; the previous one goes to history. New text is re-embedded.
-    A change of the validity interval alone is not a version (the text is unchanged)."""
+    Only the fields whose value differs are a change: a PATCH that restates the memory
+    returns it as it is (same version, no history entry), and a change of the validity
+    interval alone is not a version either (the text is unchanged)."""
     now = now or timezone.now()
     changes = dict(changes)
     validity = validity_changes(memory, changes)
+    changes = _differing(memory, _normalised(changes))
     if not changes:
         return memory_set_validity(memory=memory, validity=validity)
     changes.update(validity)
-    if "tags" in changes:
-        changes["tags"] = sorted(set(changes["tags"]))
-    for name in ("allowed_users", "allowed_roles"):
+    embedded = embed_documents([changes["content"]]) if "content" in changes else None
+    return _apply_update(memory, changes, embedded, now, replaced_by)
+
+
+SET_FIELDS = ("tags", "allowed_users", "allowed_roles")  # stored sorted, without repeats
+
+
+def _normalised(changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes in the form the memory stores them."""
+    for name in SET_FIELDS:
         if name in changes:
             changes[name] = sorted(set(changes[name]))
-    embedded = None
     if "content" in changes:
         changes["content"] = normalise_text(changes["content"])
         if not changes["content"]:
             raise InvalidInput("Memory content is empty.", fields={"content": ["Empty."]})
-        if changes["content"] != memory.content:
-            embedded = embed_documents([changes["content"]])
-        else:
-            del changes["content"]
-    return _apply_update(memory, changes, embedded, now, replaced_by)
+    return changes
+
+
+def _differing(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes whose value is not the memory's already."""
+    out = {}
+    for name, value in changes.items():
+        current = getattr(memory, name)
+        if name in SET_FIELDS:
+            current = sorted(set(current))
+        if current != value:
+            out[name] = value
+    return out
 
 
 REVERTED_FIELDS = ("content", "summary", "structured", "tags", "importance", "confidence", "scope")
