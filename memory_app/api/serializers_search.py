@@ -156,7 +156,10 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     )
     superseded = serializers.FloatField(
         help_text="1 when the query asks about the current state ('now', 'currently', "
-        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory does "
+        "'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the "
+        "present tense about the user, 'where do I live?', 'what is my job?', 'am I "
+        "vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', "
+        "'previously' or a time phrase of another time than as_of) and the memory does "
         "not hold at as_of (outside its validity interval, or superseded by a memory begun "
         "by then): its score is halved "
         "and kept below its successor's. Else 0."
