@@ -156,7 +156,10 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     )
     superseded = serializers.FloatField(
         help_text="1 when the query asks about the current state ('now', 'currently', "
-        "'still', 'these days', 'at the moment', 'current', 'anymore') and the memory does "
+        "'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the "
+        "present tense about the user, 'where do I live?', 'what is my job?', 'am I "
+        "vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', "
+        "'previously' or a time phrase of another time than as_of) and the memory does "
         "not hold at as_of (outside its validity interval, or superseded by a memory begun "
         "by then): its score is halved "
         "and kept below its successor's. Else 0."
@@ -182,9 +185,15 @@ class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # 
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
         "+ 0.2 speaker; halved for a memory dated after as_of (part after_question); plus "
         "the length prior (part length); halved for a memory no longer current when the "
-        "query asks about now (part superseded)."
+        "query asks about now (part superseded). Results are best first by score: for a "
+        "query that names a time and nothing else, the memories of that time come first "
+        "(part time 1, then falling), and a score higher than the result's before it is "
+        "held just below that one, so the scores never rise down the list."
     )
-    parts = ScorePartsSerializer(help_text="The score's parts.")
+    parts = ScorePartsSerializer(
+        help_text="The score's parts, as the search computed them (before a score is held "
+        "below the result's before it)."
+    )
     memory = MemorySerializer(help_text="The memory.")
 
 

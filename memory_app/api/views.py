@@ -332,7 +332,9 @@ class MemorySearchView(TenantAPIView):
         "speaker ('Caroline: ...') ranks higher when the query names that speaker (part "
         "`speaker`). "
         "`valid_at`: only what held at that instant. A query about the current state "
-        "('now', 'currently', 'still', ...) halves the score of memories that no longer "
+        "('now', 'currently', 'still', ...; or a present-tense question about the user "
+        "such as 'where do I live?', not 'where did I live?') halves the score of "
+        "memories that no longer "
         "hold and keeps each below its successor (part `superseded`); they stay in the "
         "results.",
     )

@@ -2,7 +2,10 @@
 
 A query that asks about the current state ("where do I live now?", "do I still work at
 Acme?", "what is my address at the moment?", "currently", "these days", "anymore",
-"current") down-weights the candidates that do not hold at the search's `now` (its
+"current"; or a question in the present tense about the user, "where do I live?", "what
+is my job?", "am I vegetarian?", "do I have a car?", without a word of the past, "did",
+"was", "used to", "before", "previously", nor a time phrase of another time than now)
+down-weights the candidates that do not hold at the search's `now` (its
 `as_of`): those whose validity interval does not hold it (`valid_to` at or before now,
 or `valid_from` after it), and those superseded (`superseded_by`,
 memory_app.services.supersession) by a memory whose own validity had begun by then.
@@ -26,6 +29,8 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import sql
+
+from memory_app.timeq import resolve_time_phrases
 
 SUPERSEDED_FACTOR = 0.5
 # Below its successor by this much (scores are rounded to 6 decimals).
@@ -52,9 +57,36 @@ NOT_CURRENT_SQL = sql.SQL("""
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 
 
-def asks_current_state(query: str) -> bool:
-    """Whether the query asks about how things are now (module docstring)."""
-    return _CURRENT_STATE.search(query) is not None
+# A question in the present tense about the user: "where do I live", "what is my job",
+# "am I vegetarian", "do I have a car", "what's my address".
+_PRESENT_ABOUT_USER = re.compile(
+    r"\b(?:(?:do|am)\s+i|(?:is|are)\s+my|(?:what|where|who|which|how)'s\s+my)\b",
+    re.IGNORECASE,
+)
+# Words that put such a question in the past: "where did I live", "what was my job",
+# "used to", "before", "previously".
+_PAST = re.compile(
+    r"\b(?:did|was|were|had|used\s+to|before|previously|formerly|earlier|"
+    r"originally|ago|back\s+then|at\s+first)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_current_state(query: str, now: datetime | None = None) -> bool:
+    """Whether the query asks about how things are now (module docstring): a word of now
+    ("now", "currently", "still", ...), or a question in the present tense about the
+    user ("where do I live") with no word of the past and, read against `now`, no time
+    phrase but one that holds `now` ("today"): "in 2020" or "next week" ask of then."""
+    if _CURRENT_STATE.search(query) is not None:
+        return True
+    if _PRESENT_ABOUT_USER.search(query) is None or _PAST.search(query) is not None:
+        return False
+    return now is None or not _names_another_time(query, now)
+
+
+def _names_another_time(query: str, now: datetime) -> bool:
+    scope = resolve_time_phrases(query, now)
+    return scope is not None and not scope.contains(now)
 
 
 # The WHERE clause of a search's `valid_at` filter: the memories whose validity interval
@@ -70,7 +102,7 @@ def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored])
     the query asks about the current state, the hits that no longer hold at `now`
     down-weighted and each kept below its successor. One query, only then."""
     stale: dict[uuid.UUID, uuid.UUID | None] = {}
-    if scored and asks_current_state(query):
+    if scored and asks_current_state(query, now):
         cursor.execute(NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
         stale = {row[0]: row[1] for row in cursor.fetchall()}
     scores: dict[uuid.UUID, float] = {}

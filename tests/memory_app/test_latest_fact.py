@@ -85,6 +85,27 @@ def test_now_question_ranks_the_newer_first_and_keeps_the_older(api: APIClient) 
     assert ids(plain)[0] == porto["id"] and plain[0]["parts"]["superseded"] == 0.0
 
 
+@pytest.mark.parametrize("query", ["where do I live?", "Where am I living?", "what's my home city"])
+def test_a_present_tense_question_ranks_the_newer_first(api: APIClient, query: str) -> None:
+    porto, lisbon = porto_then_lisbon(api)
+    results = search(api, query, user_id="alice")
+    assert ids(results)[0] == lisbon["id"], [hit["memory"]["content"] for hit in results]
+    older = next(hit for hit in results if hit["memory"]["id"] == porto["id"])
+    assert older["parts"]["superseded"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["where did I live?", "where did I use to live?", "where did I live before I moved?"],
+)
+def test_a_past_tense_question_finds_the_older_unpenalised(api: APIClient, query: str) -> None:
+    porto, _ = porto_then_lisbon(api)
+    results = search(api, query, user_id="alice")
+    older = next(hit for hit in results if hit["memory"]["id"] == porto["id"])
+    assert all(hit["parts"]["superseded"] == 0.0 for hit in results)
+    assert older["memory"]["superseded_by"] is not None
+
+
 def test_valid_at_finds_what_held_then(api: APIClient) -> None:
     porto, lisbon = porto_then_lisbon(api)
     then = search(api, "where do I live?", user_id="alice", valid_at="2024-12-01T00:00:00Z")

@@ -106,6 +106,24 @@ def test_what_occurred_in_the_time_comes_before_what_was_said_after_it(
     }
 
 
+def test_a_query_about_a_time_alone_scores_its_results_best_first(api: APIClient) -> None:
+    # Thursday's lines match "discuss" and so score higher in the search than Tuesday's
+    # own lines, which the time puts first; the scores follow that order.
+    for content, occurred_at in (
+        ("Picked the grey tiles for the bathroom floor", "2023-08-29T18:00:00Z"),
+        ("We discussed the wedding playlist and the seating plan", "2023-08-31T20:00:00Z"),
+        ("We discussed what to discuss with the caterer", "2023-08-31T20:05:00Z"),
+    ):
+        added = add(api, content=content, type="episodic", occurred_at=occurred_at)
+        assert added.status_code == 201
+    _seed(api)
+    results = _search(api, "What did we discuss last Tuesday?", limit=8)
+    assert _contents(results)[0] == "Picked the grey tiles for the bathroom floor"
+    scores = [hit["score"] for hit in results]
+    assert scores == sorted(scores, reverse=True), scores
+    assert scores[0] > scores[1]  # the interval's line above the told-after ones
+
+
 def test_a_query_with_more_than_a_time_keeps_the_boost_ranking(api: APIClient) -> None:
     _seed(api)
     # "boiler" is a word of its own: the January memory answers it, March or not.

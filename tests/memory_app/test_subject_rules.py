@@ -4,6 +4,8 @@ sentence by sentence."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from memory_app.selectors.currency import asks_current_state
@@ -71,3 +73,26 @@ def test_value_of_a_subject_the_rules_do_not_read() -> None:
 )
 def test_questions_about_the_current_state(query: str, current: bool) -> None:
     assert asks_current_state(query) is current
+
+
+@pytest.mark.parametrize(
+    ("query", "current"),
+    [
+        ("where do I live", True),
+        ("What is my job?", True),
+        ("am I vegetarian", True),
+        ("do I have a car?", True),
+        ("what's my address", True),
+        ("where do I live today", True),
+        ("where did I live", False),
+        ("what was my job", False),
+        ("what did I use to eat", False),
+        ("where do I live, previously?", False),
+        ("where did I live before I moved", False),
+        ("what is my job in 2020", False),
+        ("what is my plan for next week", False),
+        ("do I remember where I lived two years ago", False),
+    ],
+)
+def test_present_tense_questions_about_the_user(query: str, current: bool) -> None:
+    assert asks_current_state(query, datetime(2024, 5, 16, 12, tzinfo=UTC)) is current

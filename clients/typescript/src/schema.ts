@@ -197,7 +197,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a query that names a time and nothing else ('what happened last week?', 'what did we talk about in March?') lists the memories that occurred in it first, then the rest of the ranking when fewer than `limit` did; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...) halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a query that names a time and nothing else ('what happened last week?', 'what did we talk about in March?') lists the memories that occurred in it first, then the rest of the ranking when fewer than `limit` did; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...; or a present-tense question about the user such as 'where do I live?', not 'where did I live?') halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -2271,7 +2271,7 @@ export interface components {
             time: number;
             /**
              * Format: double
-             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore') and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then): its score is halved and kept below its successor's. Else 0.
+             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the present tense about the user, 'where do I live?', 'what is my job?', 'am I vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', 'previously' or a time phrase of another time than as_of) and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then): its score is halved and kept below its successor's. Else 0.
              */
             superseded: number;
             /**
@@ -2293,10 +2293,10 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded).
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
              */
             score: number;
-            /** @description The score's parts. */
+            /** @description The score's parts, as the search computed them (before a score is held below the result's before it). */
             parts: components["schemas"]["ScoreParts"];
             /** @description The memory. */
             memory: components["schemas"]["Memory"];

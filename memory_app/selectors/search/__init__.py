@@ -12,8 +12,9 @@
    boosts the candidates that occurred in its interval.
 6. The speaker (`speaker`): a memory whose speaker ("Name: …") the query names ranks
    higher.
-7. The current state (memory_app.selectors.currency): a query about "now" down-weights
-   the candidates that no longer hold.
+7. The current state (memory_app.selectors.currency): a query about "now" ("where do I
+   live now?", or in the present tense, "where do I live?") down-weights the candidates
+   that no longer hold.
 
 The hard filters and the visibility branches every step shares are `filters`
 (`SearchWhere`; the rule itself is memory_app.selectors.visibility); the hits' rows are

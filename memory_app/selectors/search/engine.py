@@ -40,6 +40,9 @@ from memory_app.selectors.search_time import apply_time_scope, query_time_scope,
 from memory_app.timeq import TimeScope
 from memory_app.timeq.time_only import asks_only_time
 
+# A score held below the one before it is this much lower (scores have 6 decimals).
+SCORE_STEP = 1e-6
+
 if TYPE_CHECKING:
     from memory_app.selectors.memories import Actor
     from sessions_app.models import Tenant
@@ -131,17 +134,31 @@ def _time_first(
     ordinary ranking after them. The time orders before the score because a question
     without a subject has no meaning for the cosine and BM25 to match: "what did we
     discuss last Tuesday?" is answered by Tuesday's lines before Thursday's "we
-    discussed ...". The rankings reported are the first search's."""
+    discussed ...". Each hit's score is held below the one before it
+    (`scored_in_order`), so that the scores say this order. The rankings reported are
+    the first search's."""
     # Read wider than `limit`, so that the interval's own memories are not cut for
     # told-after ones the score put ahead of them.
     inside = search(filters=within_reach(filters, scope), limit=3 * limit)
     in_time_order = sorted(inside.hits, key=lambda hit: -hit.parts.get("time", 0.0))
-    inside = dataclasses.replace(inside, hits=in_time_order[:limit], time_only=True)
-    if len(inside.hits) >= limit:
-        return inside
-    found = {hit.memory.pk for hit in inside.hits}
-    rest = [hit for hit in search(filters=filters).hits if hit.memory.pk not in found]
-    return dataclasses.replace(inside, hits=inside.hits + rest[: limit - len(inside.hits)])
+    hits = in_time_order[:limit]
+    if len(hits) < limit:
+        found = {hit.memory.pk for hit in hits}
+        rest = [hit for hit in search(filters=filters).hits if hit.memory.pk not in found]
+        hits += rest[: limit - len(hits)]
+    return dataclasses.replace(inside, hits=scored_in_order(hits), time_only=True)
+
+
+def scored_in_order(hits: list[SearchHit]) -> list[SearchHit]:
+    """`hits` in their order, each scored at most just below the hit before it: the score
+    of an order that puts the time before the search's score (`_time_first`). A hit
+    keeps its own score where that is already lower; its parts stay as they were."""
+    out: list[SearchHit] = []
+    for hit in hits:
+        if out and hit.score >= out[-1].score:
+            hit = dataclasses.replace(hit, score=round(out[-1].score - SCORE_STEP, 6))
+        out.append(hit)
+    return out
 
 
 def _searched(
