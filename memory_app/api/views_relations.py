@@ -41,9 +41,14 @@ class MemoryRelationListView(TenantAPIView):
         request=RelationCreateSerializer,
         responses={
             201: RelationSerializer,
-            400: OpenApiResponse(description="invalid: unknown type, or a self-relation"),
+            400: OpenApiResponse(
+                description="invalid: unknown type, a self-relation, or a `supersedes` edge "
+                "to a memory of another user"
+            ),
             403: WRITE_REFUSED,
-            404: OpenApiResponse(description="not_found: this memory or the target"),
+            404: OpenApiResponse(
+                description="not_found: this memory, or a target the acting user may not see"
+            ),
             409: OpenApiResponse(
                 description="conflict on `target_id`: a `supersedes` edge whose target "
                 "already supersedes this memory (directly or through others)"
@@ -58,6 +63,13 @@ class MemoryRelationListView(TenantAPIView):
         )
         payload = RelationCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
+        # The target must be one the acting user may see: an edge to a hidden memory
+        # would disclose that it exists.
+        memory_get(
+            tenant=self.tenant,
+            actor=request_actor(request),
+            memory_id=payload.validated_data["target_id"],
+        )
         relation = memory_relation_create(
             memory=memory,
             relation_type=payload.validated_data["type"],

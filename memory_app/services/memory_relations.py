@@ -29,6 +29,7 @@ def relations_add(memory: Memory, relations: Sequence[tuple[str, uuid.UUID]]) ->
             )
         if relation_type not in RelationType.values:
             raise InvalidInput(fields={"relations": [f"Unknown type {relation_type}."]})
+        _refuse_supersession_of_another_user(memory, target, relation_type, field="relations")
         MemoryRelation.objects.get_or_create(
             tenant_id=memory.tenant_id,
             source=memory,
@@ -45,6 +46,10 @@ def memory_relation_create(
     """One typed edge from `memory` to another memory of the tenant (idempotent)."""
     if target_id == memory.pk:
         raise InvalidInput(fields={"target_id": ["A memory cannot relate to itself."]})
+    target = Memory.objects.filter(tenant_id=memory.tenant_id, pk=target_id).first()
+    if target is None:
+        raise NotFound("The target memory does not exist.", fields={"target_id": ["Unknown."]})
+    _refuse_supersession_of_another_user(memory, target, relation_type, field="target_id")
     if relation_type == RelationType.SUPERSEDES:
         _refuse_supersession_cycle(memory, target_id)
     relations_add(memory, [(relation_type, target_id)])
@@ -52,6 +57,23 @@ def memory_relation_create(
     return MemoryRelation.objects.get(
         source=memory, target_id=target_id, type=relation_type, target_version__isnull=True
     )
+
+
+def _refuse_supersession_of_another_user(
+    memory: Memory, target: Memory, relation_type: str, *, field: str
+) -> None:
+    """A `supersedes` edge ends its target's validity, so it may only join two memories of
+    one user (or two of the tenant's own, without a user): a user's newer fact replaces
+    their older one, never another user's."""
+    if relation_type == RelationType.SUPERSEDES and target.user_id != memory.user_id:
+        raise InvalidInput(
+            fields={
+                field: [
+                    f"Memory {target.pk} belongs to another user; only a memory of "
+                    "the same user can be superseded."
+                ]
+            }
+        )
 
 
 def _refuse_supersession_cycle(memory: Memory, target_id: uuid.UUID) -> None:

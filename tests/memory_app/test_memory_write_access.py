@@ -80,3 +80,33 @@ def test_the_owner_and_the_backend_acting_for_no_user_change_it(api: APIClient) 
     assert backend.status_code == 200 and backend.json()["importance"] == 0.2
     assert api.delete(url).status_code == 204
     assert not Memory.objects.filter(pk=memory["id"]).exists()
+
+
+def test_an_owner_supersedes_only_their_own_memories_and_links_only_visible_ones(
+    api: APIClient,
+) -> None:
+    def add(user: str, content: str, scope: str = "private") -> str:
+        body = {"user_id": user, "type": "fact", "content": content, "scope": scope}
+        return str(api.post(MEMORIES, body, format="json").json()["memory"]["id"])
+
+    mine, theirs = add("alice", "I live in Porto"), add("bob", "I live in Faro", "public")
+    hidden_id = add("bob", "My locker code is 2231")
+    url = f"{MEMORIES}/{mine}/relations"
+    supersede = {"type": "supersedes", "target_id": theirs}
+    response = api.post(f"{url}?acting_user_id=alice", supersede, format="json")
+    assert response.status_code == 400, response.content
+    assert "target_id" in response.json()["error"]["fields"]
+    created = {"user_id": "alice", "type": "fact", "content": "I live in Braga"}
+    response = api.post(MEMORIES, {**created, "relations": [supersede]}, format="json")
+    assert response.status_code == 400, response.content
+    assert "relations" in response.json()["error"]["fields"]
+    hidden = api.post(
+        f"{url}?acting_user_id=alice",
+        {"type": "related_to", "target_id": hidden_id},
+        format="json",
+    )
+    assert hidden.status_code == 404, hidden.content
+    faro = Memory.objects.get(pk=theirs)
+    assert (faro.superseded_by_id, faro.valid_to) == (None, None)
+    assert not MemoryRelation.objects.filter(target_id__in=[theirs, hidden_id]).exists()
+    assert not Memory.objects.filter(content="I live in Braga").exists()
