@@ -1,10 +1,16 @@
-"""Near-duplicate merge: a new memory close enough to a stored one of the same user, type
-and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
+"""Near-duplicate merge: a new memory close enough to a stored one of the same user, agent,
+type and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
 new version of it instead of a second row. Saying the same thing: the same id-like
 tokens, no other value of the same subject, and not each text saying something the
 other does not (two facts about one person are two memories, not one text replacing
 the other). The newer statement wins the text; tags,
-structured fields and metadata accumulate."""
+structured fields and metadata accumulate.
+
+The same agent: `agent_id` exactly, a blank one being the user's memories written for no
+agent. Search and list filtered by `agent_id` find that agent's memories only, so a
+memory written under one agent must stay under it: merged into another agent's memory
+(or an agent-less one) it would be found under that agent instead, and its tags would
+change that agent's record."""
 
 from __future__ import annotations
 
@@ -31,8 +37,8 @@ if TYPE_CHECKING:
 def nearest_same_kind(
     tenant: Tenant, draft: MemoryDraft, vector: list[float], statement: Statement | None
 ) -> tuple[Memory, float] | None:
-    """The closest memory of the same user, type and scope at full precision (an exact
-    scan over one user's memories of one type: small, and no index approximation). One
+    """The closest memory of the same user, agent, type and scope at full precision (an
+    exact scan over one user's memories of one type: small, and no index approximation). One
     that gives the draft's subject another value ("I live in Porto" / "I live in Lisbon")
     is another fact however close, so never merged (memory_app.services.supersession)."""
     threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
@@ -42,11 +48,20 @@ def nearest_same_kind(
             """
             SELECT id, 1 - (embedding <=> %s::vector) AS similarity
             FROM memory
-            WHERE tenant_id = %s AND user_id = %s AND type = %s AND scope = %s
+            WHERE tenant_id = %s AND user_id = %s AND agent_id = %s AND type = %s
+              AND scope = %s
             ORDER BY embedding <=> %s::vector
             LIMIT 5
             """,
-            [literal, tenant.pk, draft.user_id, draft.type, draft.scope, literal],
+            [
+                literal,
+                tenant.pk,
+                draft.user_id,
+                draft.agent_id,
+                draft.type,
+                draft.scope,
+                literal,
+            ],
         )
         rows = [(row[0], float(row[1])) for row in cursor.fetchall()]
     wanted = id_tokens(draft.content)
