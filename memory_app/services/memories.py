@@ -3,13 +3,18 @@ entry point of the memory write services (see the re-exports below).
 
 The add pipeline: normalise → exact duplicate (hash per tenant/user/agent/type, also
 against earlier versions, so re-running an extraction changes nothing) → near-duplicate
-(cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD, same tenant, user, type and scope) merged into a
-new version → otherwise created. Embedding happens before the transaction opens, so no
-lock is held while the CPU computes vectors; a memory is searchable once the call returns.
+(cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD, same tenant, user, agent, type and scope) merged
+into a new version (never a statement negating it: that one is created and, of a fact,
+preference or profile, supersedes it) → otherwise created. Dedupe never crosses agents
+(`agent_id` exactly, blank being the user's agent-less memories): a memory written under
+an agent is found under that agent (memory_app.services.memory_merge). Embedding happens
+before the transaction opens, so no lock is held while the CPU computes vectors; a memory
+is searchable once the call returns.
 
-Concurrency: each add takes a transaction-scoped advisory lock on (tenant, user, type),
-so two identical (or near-identical) adds at once are serialised and the second one sees
-the first; the unique constraint on the hash is the backstop.
+Concurrency: each add takes a transaction-scoped advisory lock on (tenant, user, agent,
+type), the key its dedupe reads, so two identical (or near-identical) adds at once are
+serialised and the second one sees the first; the unique constraint on the hash is the
+backstop.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ from memory_app.services.memory_versions import memory_update as memory_update
 from memory_app.services.supersession import (
     draft_statement,
     lock_subject,
+    may_state,
+    memory_supersede,
     supersede_contradicted,
     supersede_related,
 )
@@ -180,8 +187,8 @@ def _add_threaded(
     as adding them one by one (exact duplicates of stored memories, of their earlier
     versions or of an earlier draft answer `duplicate`; no near-duplicate merges in a
     thread), with the locks taken once, in a fixed order, and one INSERT."""
-    for user_id, memory_type in sorted({(d.user_id, d.type) for d in drafts}):
-        _lock_key(tenant, user_id, memory_type)
+    for user_id, agent_id, memory_type in sorted({(d.user_id, d.agent_id, d.type) for d in drafts}):
+        _lock_key(tenant, user_id, agent_id, memory_type)
     statements = [draft_statement(draft) for draft in drafts]
     subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
     for user_id, subject in sorted(subjects):
@@ -233,14 +240,14 @@ def _stored_by_hash(
     return found
 
 
-def _lock_key(tenant: Tenant, user_id: str, memory_type: str) -> None:
-    advisory_xact_lock(f"memory:{tenant.pk}:{user_id}:{memory_type}")
+def _lock_key(tenant: Tenant, user_id: str, agent_id: str, memory_type: str) -> None:
+    advisory_xact_lock(f"memory:{tenant.pk}:{user_id}:{agent_id}:{memory_type}")
 
 
 def _add_one(
     tenant: Tenant, draft: MemoryDraft, vector: list[float], model_name: str, now: datetime
 ) -> AddResult:
-    _lock_key(tenant, draft.user_id, draft.type)
+    _lock_key(tenant, draft.user_id, draft.agent_id, draft.type)
     statement = draft_statement(draft)
     lock_subject(tenant.pk, draft.user_id, statement)
     digest = content_hash(draft.content)
@@ -252,19 +259,28 @@ def _add_one(
     # A memory at a place in a thread is an event ("what was said then"): two similar
     # turns are two events, so only exact duplicates collapse, never near ones.
     near = None if thread_key else nearest_same_kind(tenant, draft, vector, statement)
-    if near is not None:
-        target, similarity = near
-        clash = _merge_clash(tenant, target, digest)
+    if near is not None and not near.reverses:
+        clash = _merge_clash(tenant, near.memory, digest)
         if clash is not None:
-            return AddResult("duplicate", clash, similarity)
-        merge_into(target, draft, statement, digest, vector, model_name, now)
-        return AddResult("merged", target, similarity)
+            return AddResult("duplicate", clash, near.similarity)
+        merge_into(near.memory, draft, statement, digest, vector, model_name, now)
+        return AddResult("merged", near.memory, near.similarity)
 
     order = thread_order_next(tenant, draft.user_id, thread_key, draft.thread_order)
     memory = new_memory(tenant, draft, vector, model_name, now, thread_key, order)
     _insert_with_thread_window(memory)
     _relate_created(memory, draft, statement)
+    if near is not None:
+        _supersede_reversed(near.memory, memory)
     return AddResult("created", memory, None)
+
+
+def _supersede_reversed(older: Memory, newer: Memory) -> None:
+    """A new memory that negates a current one of the same kind ("I do not prefer aisle
+    seats" after "I prefer aisle seats") supersedes it, where its type has supersession
+    (a fact, preference or profile: the latest statement holds)."""
+    if older.superseded_by_id is None and may_state(memory_type=newer.type, source=newer.source):
+        memory_supersede(older=older, newer=newer)
 
 
 def _stored_duplicate(tenant: Tenant, draft: MemoryDraft, digest: str) -> Memory | None:

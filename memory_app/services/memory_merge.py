@@ -1,13 +1,22 @@
-"""Near-duplicate merge: a new memory close enough to a stored one of the same user, type
-and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
+"""Near-duplicate merge: a new memory close enough to a stored one of the same user, agent,
+type and scope (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD) and saying the same thing becomes a
 new version of it instead of a second row. Saying the same thing: the same id-like
 tokens, no other value of the same subject, and not each text saying something the
 other does not (two facts about one person are two memories, not one text replacing
-the other). The newer statement wins the text; tags,
-structured fields and metadata accumulate."""
+the other), and not one negating the other ("I prefer aisle seats" / "I do not prefer
+aisle seats": the newer is its own memory, and of a fact, preference or profile it
+supersedes the older). The newer statement wins the text; tags, structured fields and
+metadata accumulate.
+
+The same agent: `agent_id` exactly, a blank one being the user's memories written for no
+agent. Search and list filtered by `agent_id` find that agent's memories only, so a
+memory written under one agent must stay under it: merged into another agent's memory
+(or an agent-less one) it would be found under that agent instead, and its tags would
+change that agent's record."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,7 +26,11 @@ from django.db import connection
 from memory_app.embedding import vector_literal
 from memory_app.models import Memory
 from memory_app.services.memory_relations import relations_add
-from memory_app.services.memory_text import id_tokens, say_different_things
+from memory_app.services.memory_text import (
+    id_tokens,
+    reverse_each_other,
+    say_different_things,
+)
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.memory_versions import version_snapshot
 from memory_app.services.supersession import states_other_value
@@ -28,13 +41,26 @@ if TYPE_CHECKING:
     from sessions_app.models import Tenant
 
 
+@dataclass(frozen=True)
+class Near:
+    """A stored memory close to a draft. `reverses`: one of the two negates the other, so
+    the draft is a new memory, never merged into it."""
+
+    memory: Memory
+    similarity: float
+    reverses: bool
+
+
 def nearest_same_kind(
     tenant: Tenant, draft: MemoryDraft, vector: list[float], statement: Statement | None
-) -> tuple[Memory, float] | None:
-    """The closest memory of the same user, type and scope at full precision (an exact
-    scan over one user's memories of one type: small, and no index approximation). One
-    that gives the draft's subject another value ("I live in Porto" / "I live in Lisbon")
-    is another fact however close, so never merged (memory_app.services.supersession)."""
+) -> Near | None:
+    """The closest memory of the same user, agent, type and scope at full precision (an
+    exact scan over one user's memories of one type: small, and no index approximation)
+    that says what the draft says, else the closest that says its negation (`reverses`).
+    One that gives the draft's subject another value ("I live in Porto" / "I live in
+    Lisbon") is another fact however close, so neither (memory_app.services.supersession).
+    A superseded memory is history, never rewritten by a merge: a draft that restates it
+    meets the memory that superseded it instead."""
     threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
     literal = vector_literal(vector)
     with connection.cursor() as cursor:
@@ -42,28 +68,48 @@ def nearest_same_kind(
             """
             SELECT id, 1 - (embedding <=> %s::vector) AS similarity
             FROM memory
-            WHERE tenant_id = %s AND user_id = %s AND type = %s AND scope = %s
+            WHERE tenant_id = %s AND user_id = %s AND agent_id = %s AND type = %s
+              AND scope = %s AND superseded_by_id IS NULL
             ORDER BY embedding <=> %s::vector
             LIMIT 5
             """,
-            [literal, tenant.pk, draft.user_id, draft.type, draft.scope, literal],
+            [
+                literal,
+                tenant.pk,
+                draft.user_id,
+                draft.agent_id,
+                draft.type,
+                draft.scope,
+                literal,
+            ],
         )
         rows = [(row[0], float(row[1])) for row in cursor.fetchall()]
-    wanted = id_tokens(draft.content)
     candidates = [(pk, sim) for pk, sim in rows if sim >= threshold]
     if not candidates:
         return None
     memories = Memory.objects.select_for_update().in_bulk([pk for pk, _ in candidates])
+    reversed_near = None
     for pk, similarity in candidates:
         memory = memories.get(pk)
-        if (
-            memory is not None
-            and id_tokens(memory.content) == wanted
-            and not states_other_value(memory, statement)
-            and not say_different_things(memory.content, draft.content)
-        ):
-            return memory, similarity
-    return None
+        if memory is None or not _same_statement_apart_from_polarity(memory, draft, statement):
+            continue
+        if not reverse_each_other(memory.content, draft.content):
+            return Near(memory, similarity, reverses=False)
+        reversed_near = reversed_near or Near(memory, similarity, reverses=True)
+    return reversed_near
+
+
+def _same_statement_apart_from_polarity(
+    memory: Memory, draft: MemoryDraft, statement: Statement | None
+) -> bool:
+    """Whether `memory` and the draft say the same thing, or one its negation: the same
+    id-like tokens, no other value of the draft's subject, and no content words of their
+    own on both sides."""
+    return (
+        id_tokens(memory.content) == id_tokens(draft.content)
+        and not states_other_value(memory, statement)
+        and not say_different_things(memory.content, draft.content)
+    )
 
 
 def merge_into(

@@ -29,6 +29,25 @@ def id_tokens(text: str) -> frozenset[str]:
     return frozenset(token.strip("./-").casefold() for token in _ID_TOKEN.findall(text))
 
 
+# The words that reverse a statement: "I do not prefer aisle seats", "I don't like jazz",
+# "I never drink coffee", "I no longer eat meat", "I have no pets", "I can't swim". A
+# "no" that answers ("No, I prefer the aisle") reverses nothing.
+_NEGATION = re.compile(r"\b(?:not|never|cannot|no(?!\s*[,.!?;:]))\b|n['\u2019]t\b", re.IGNORECASE)
+
+
+def negated(text: str) -> bool:
+    """Whether a text says the reverse of itself without its negations: an odd number of
+    them ("I never said I don't like jazz" is two, so not reversed)."""
+    return len(_NEGATION.findall(text)) % 2 == 1
+
+
+def reverse_each_other(first: str, second: str) -> bool:
+    """Whether one text negates what the other states ("I prefer aisle seats" / "I do not
+    prefer aisle seats"): however close their vectors and words, they are opposite
+    statements, never one merged into the other."""
+    return negated(first) != negated(second)
+
+
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 # Words that carry no content of their own: two texts that differ only in these say the
 # same thing ("I went running this morning" / "I went running this morning too!").

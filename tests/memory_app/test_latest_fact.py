@@ -218,3 +218,26 @@ def test_one_bulk_call_resolves_its_own_items_in_order(api: APIClient, thread_ke
     porto_id, lisbon_id = (item["memory_id"] for item in response.json()["results"])
     porto, lisbon = get(api, porto_id), get(api, lisbon_id)
     assert porto["superseded_by"] == lisbon_id and lisbon["superseded_by"] is None
+
+
+def test_a_statement_negating_a_preference_is_its_own_memory_and_supersedes_it(
+    api: APIClient,
+) -> None:
+    aisle = created(add(api, content="I prefer aisle seats on flights.", tags=["travel"]))
+    negated = add(api, content="I do not prefer aisle seats on flights", tags=["seating"])
+    assert negated.status_code == 201 and negated.json()["action"] == "created", negated.json()
+    newer = negated.json()["memory"]
+    assert newer["id"] != aisle["id"] and newer["tags"] == ["seating"]
+    older = get(api, aisle["id"])
+    assert older["content"] == "I prefer aisle seats on flights."
+    assert older["version"] == 1 and older["tags"] == ["travel"]
+    assert older["superseded_by"] == newer["id"]
+    # Said the other way round again, the positive is once more its own, current memory.
+    again = add(api, content="I prefer aisle seats on flights")
+    assert again.json()["action"] == "created"
+    assert get(api, newer["id"])["superseded_by"] == again.json()["memory"]["id"]
+    # A negation of a memory of a type without supersession is still its own memory.
+    rule = created(add(api, type="procedural", content="Confirm the seat before booking"))
+    reverse = add(api, type="procedural", content="Do not confirm the seat before booking")
+    assert reverse.json()["action"] == "created"
+    assert get(api, rule["id"])["superseded_by"] is None

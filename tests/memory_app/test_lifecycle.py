@@ -262,6 +262,35 @@ def test_two_identical_adds_at_once_make_one_row(tenant: Tenant) -> None:
     assert Memory.objects.filter(tenant=tenant).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_identical_adds_at_once_make_one_row_per_agent(tenant: Tenant) -> None:
+    barrier = threading.Barrier(6)
+    actions: list[tuple[str, str]] = []
+
+    def add(agent_id: str) -> None:
+        try:
+            barrier.wait()
+            draft = MemoryDraft(
+                user_id="alice", agent_id=agent_id, type="fact", content="My dog is called Rex"
+            )
+            actions.append((agent_id, memory_add(tenant=tenant, draft=draft).action))
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=add, args=(a,)) for a in ["ag1", "ag2"] * 3]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(actions) == [
+        *[("ag1", "created")] + [("ag1", "duplicate")] * 2,
+        *[("ag2", "created")] + [("ag2", "duplicate")] * 2,
+    ]
+    rows = Memory.objects.filter(tenant=tenant).values_list("agent_id", flat=True)
+    assert sorted(rows) == ["ag1", "ag2"]
+
+
 def test_admin_erase_action_asks_first_then_erases_the_user(tenant, admin_client) -> None:
     """The admin's right-to-erasure action: a confirmation page, then the same erasure
     as the API; another user of the tenant is untouched."""

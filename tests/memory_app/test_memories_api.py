@@ -110,6 +110,25 @@ def test_close_paraphrase_is_merged_into_version_two(api: APIClient) -> None:
     assert (order_a["action"], order_b["action"]) == ("created", "created")
 
 
+def test_same_content_under_another_agent_is_that_agents_own_memory(api: APIClient) -> None:
+    first = add(api, agent_id="ag1", type="fact", content="My dog is called Rex", tags=["pets"])
+    second = add(api, agent_id="ag2", type="fact", content="My dog is called Rex", tags=["home"])
+    third = add(api, agent_id="ag2", type="fact", content="My dog is called Rex.", tags=["dog"])
+    assert second.json()["action"] == "created" and second.json()["memory"]["agent_id"] == "ag2"
+    assert third.json()["action"] == "merged"
+    assert third.json()["memory"]["id"] == second.json()["memory"]["id"]
+    for agent, memory in (("ag1", first.json()["memory"]), ("ag2", second.json()["memory"])):
+        found = search(api, "dog", user_id="alice", agent_id=agent)
+        assert [hit["memory"]["id"] for hit in found] == [memory["id"]]
+        listed = api.get(MEMORIES, {"user_id": "alice", "agent_id": agent}).json()["results"]
+        assert [m["id"] for m in listed] == [memory["id"]]
+    assert Memory.objects.get(pk=first.json()["memory"]["id"]).tags == ["pets"]
+    # An agent-less memory is its own key too, never merged into an agent's.
+    agentless = add(api, agent_id="", type="fact", content="My dog is called Rex")
+    assert agentless.json()["action"] == "created"
+    assert agentless.json()["memory"]["agent_id"] == ""
+
+
 def test_patch_makes_a_new_version_and_reembeds(api: APIClient) -> None:
     memory = add(api, content="I live in Lisbon", type="fact").json()["memory"]
     url = f"{MEMORIES}/{memory['id']}?acting_user_id=alice"
