@@ -6,8 +6,10 @@ agent, any of those three types) contradicts it. Of the two, the one whose fact 
 later (`validity_start`: valid_from, else occurred_at, else created_at) supersedes the
 other: the older gets `superseded_by` = the newer and ends (`valid_to`) where the newer
 starts; the newer starts (`valid_from`) there too, so that a search at a past instant
-(`valid_at`) finds the older and not the newer. A `supersedes` edge from the newer to the
-older (reason `contradicted`) shows it in the relations. The older stays stored and
+(`valid_at`) finds the older and not the newer. A fact told late, that started before
+the current one, goes into the chain by valid time: the next one to start supersedes it,
+and the one before it, if any, ends where it starts. A `supersedes` edge from the newer
+to the older (reason `contradicted`) shows it in the relations. The older stays stored and
 searchable: a question about the current state ranks it below the newer
 (memory_app.selectors.currency), any other finds it with its dates.
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 from memory_app.subject_endings import Ceased
@@ -119,9 +123,43 @@ def supersede_contradicted(
     later = [row for row in rivals if validity_start(row) > start]
     for row in older:
         memory_supersede(older=row, newer=memory)
-    if later:  # told late about an earlier fact: the earliest later one replaced it
-        memory_supersede(older=memory, newer=min(later, key=validity_start))
-    return older if not later else [*older, memory]
+    if not later:
+        return older
+    # Told late about an earlier fact: it goes into the chain where its start puts it.
+    chain = Memory.objects.select_for_update().filter(
+        tenant_id=memory.tenant_id,
+        user_id=memory.user_id,
+        subject=statement.subject,
+        type__in=STATING_TYPES,
+    )
+    chain = chain.exclude(pk__in=[memory.pk, *written_after])
+    return [*older, *_insert_into_chain(memory, statement, chain)]
+
+
+def _insert_into_chain(
+    memory: Memory, statement: Statement, chain: QuerySet[Memory]
+) -> list[Memory]:
+    """Put `memory` into its subject's chain (`chain`: the subject's other memories) by
+    valid time: the next one to start after it supersedes it, and the one that led to
+    that next one and started before it ends where it starts and points at it. Returns
+    the memories superseded."""
+    start = validity_start(memory)
+    rows = [
+        row
+        for row in chain.order_by("created_at", "id")
+        if value_of(row.content, statement.subject) != statement.value
+    ]
+    following = [row for row in rows if validity_start(row) > start]
+    if not following:
+        return []
+    after = min(following, key=validity_start)
+    previous = [
+        row for row in rows if row.superseded_by_id == after.pk and validity_start(row) < start
+    ]
+    memory_supersede(older=memory, newer=after)
+    for row in previous:
+        memory_supersede(older=row, newer=memory)
+    return [memory, *previous]
 
 
 def memories_end_ceased(

@@ -1,0 +1,64 @@
+"""A subject's memories form one chain in valid time, through HTTP: a fact told late goes
+where its `valid_from` puts it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.memory_app.test_latest_fact import background, get, ids
+from tests.memory_app.test_memories_api import add, search
+from tests.memory_app.test_memory_types_metadata_relations import created
+
+pytestmark = pytest.mark.django_db
+
+Y2018 = "2018-01-01T00:00:00Z"
+Y2020 = "2020-01-01T00:00:00Z"
+Y2021 = "2021-06-01T00:00:00Z"
+OSLO_DAY = "2023-06-01T00:00:00Z"
+
+
+def fact(api: APIClient, content: str, valid_from: str) -> str:
+    return str(created(add(api, content=content, type="fact", valid_from=valid_from))["id"])
+
+
+def homes_at(api: APIClient, instant: str, homes: dict[str, str]) -> list[str]:
+    """The names of the homes a `valid_at` search at `instant` finds."""
+    found = ids(search(api, "where do I live?", user_id="alice", valid_at=instant))
+    return sorted(name for name, memory_id in homes.items() if memory_id in found)
+
+
+def interval(api: APIClient, memory_id: str) -> tuple[Any, Any, Any]:
+    memory = get(api, memory_id)
+    return memory["valid_from"], memory["valid_to"], memory["superseded_by"]
+
+
+def rome_then_oslo(api: APIClient) -> dict[str, str]:
+    background(api)
+    rome = fact(api, "I live in Rome", Y2020)
+    return {"rome": rome, "oslo": fact(api, "I live in Oslo", OSLO_DAY)}
+
+
+def test_a_fact_told_late_that_began_first_ends_where_the_next_begins(api: APIClient) -> None:
+    homes = rome_then_oslo(api)
+    homes["lisbon"] = fact(api, "I moved to Lisbon", Y2018)
+    assert interval(api, homes["lisbon"]) == (Y2018, Y2020, homes["rome"])
+    assert interval(api, homes["rome"]) == (Y2020, OSLO_DAY, homes["oslo"])
+    assert interval(api, homes["oslo"]) == (OSLO_DAY, None, None)
+    assert homes_at(api, "2019-01-01T00:00:00Z", homes) == ["lisbon"]
+    assert homes_at(api, "2021-01-01T00:00:00Z", homes) == ["rome"]
+    assert homes_at(api, "2024-01-01T00:00:00Z", homes) == ["oslo"]
+    assert homes_at(api, "2017-01-01T00:00:00Z", homes) == []
+
+
+def test_a_fact_told_late_between_two_cuts_the_one_before(api: APIClient) -> None:
+    homes = rome_then_oslo(api)
+    homes["paris"] = fact(api, "I moved to Paris", Y2021)
+    assert interval(api, homes["rome"]) == (Y2020, Y2021, homes["paris"])
+    assert interval(api, homes["paris"]) == (Y2021, OSLO_DAY, homes["oslo"])
+    assert interval(api, homes["oslo"]) == (OSLO_DAY, None, None)
+    assert homes_at(api, "2020-06-01T00:00:00Z", homes) == ["rome"]
+    assert homes_at(api, "2022-01-01T00:00:00Z", homes) == ["paris"]
+    assert homes_at(api, "2024-01-01T00:00:00Z", homes) == ["oslo"]
