@@ -8,8 +8,9 @@ other: the older gets `superseded_by` = the newer and ends (`valid_to`) where th
 starts; the newer starts (`valid_from`) there too, so that a search at a past instant
 (`valid_at`) finds the older and not the newer. A fact told late, that started before
 the current one, goes into the chain by valid time: the next one to start supersedes it,
-and the one before it, if any, ends where it starts. A `supersedes` edge from the newer
-to the older (reason `contradicted`) shows it in the relations. The older stays stored and
+and the one before it, if any, ends where it starts. Deleting a memory relinks the chain
+around it (`supersession_relink`). A `supersedes` edge from the newer to the older
+(reason `contradicted`) shows it in the relations. The older stays stored and
 searchable: a question about the current state ranks it below the newer
 (memory_app.selectors.currency), any other finds it with its dates.
 
@@ -242,6 +243,20 @@ def unsupersede(edge: MemoryRelation) -> None:
     if older.valid_to is not None and older.valid_to == validity_start(newer):
         changes["valid_to"] = None
     Memory.objects.filter(pk=older.pk).update(**changes)
+
+
+def supersession_relink(deleted: Memory) -> None:
+    """Before `deleted` is removed: the memories it superseded take its place in the
+    chain, its successor (`superseded_by`) and its end (`valid_to`); so if it was current,
+    they are current again. An end of theirs before it began was given otherwise and
+    stays."""
+    deleted = Memory.objects.select_for_update().get(pk=deleted.pk)
+    start = validity_start(deleted)
+    for older in Memory.objects.select_for_update().filter(superseded_by=deleted):
+        changes: dict[str, Any] = {"superseded_by": deleted.superseded_by_id}
+        if older.valid_to is None or older.valid_to >= start:
+            changes["valid_to"] = deleted.valid_to
+        Memory.objects.filter(pk=older.pk).update(**changes)
 
 
 def validity_changes(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """A subject's memories form one chain in valid time, through HTTP: a fact told late goes
-where its `valid_from` puts it."""
+where its `valid_from` puts it, and deleting a link relinks the chain around it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.memory_app.test_latest_fact import background, get, ids
-from tests.memory_app.test_memories_api import add, search
-from tests.memory_app.test_memory_types_metadata_relations import created
+from tests.memory_app.test_memories_api import MEMORIES, add, search
+from tests.memory_app.test_memory_types_metadata_relations import AS, created
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +62,40 @@ def test_a_fact_told_late_between_two_cuts_the_one_before(api: APIClient) -> Non
     assert homes_at(api, "2020-06-01T00:00:00Z", homes) == ["rome"]
     assert homes_at(api, "2022-01-01T00:00:00Z", homes) == ["paris"]
     assert homes_at(api, "2024-01-01T00:00:00Z", homes) == ["oslo"]
+
+
+def test_deleting_a_link_in_the_middle_relinks_the_chain(api: APIClient) -> None:
+    background(api)
+    homes = {"rome": fact(api, "I live in Rome", Y2020)}
+    paris = fact(api, "I moved to Paris", Y2021)
+    homes["oslo"] = fact(api, "I live in Oslo", OSLO_DAY)
+    assert get(api, homes["rome"])["superseded_by"] == paris
+    assert api.delete(f"{MEMORIES}/{paris}{AS}").status_code == 204
+    assert interval(api, homes["rome"]) == (Y2020, OSLO_DAY, homes["oslo"])
+    assert homes_at(api, "2022-01-01T00:00:00Z", homes) == ["rome"]
+    assert homes_at(api, "2024-01-01T00:00:00Z", homes) == ["oslo"]
+    # The current one goes too: the relinked older is current again.
+    assert api.delete(f"{MEMORIES}/{homes['oslo']}{AS}").status_code == 204
+    assert interval(api, homes["rome"]) == (Y2020, None, None)
+    # Erasing the user takes the rest of the chain.
+    assert api.delete("/api/v1/users/alice").status_code == 200
+    assert api.get(MEMORIES, {"user_id": "alice"}).json()["results"] == []
+
+
+def test_deleting_the_current_one_reopens_the_older_whatever_its_start(
+    api: APIClient,
+) -> None:
+    background(api)
+    berlin = created(add(api, content="I live in Berlin", type="fact"))["id"]
+    munich = created(add(api, content="I moved to Munich", type="fact"))["id"]
+    # The move's start is corrected afterwards: the older's end no longer equals it.
+    moved = {"valid_from": "2023-01-01T00:00:00Z"}
+    assert api.patch(f"{MEMORIES}/{munich}{AS}", moved, format="json").status_code == 200
+    assert get(api, berlin)["valid_to"] not in (None, "2023-01-01T00:00:00Z")
+
+    assert api.delete(f"{MEMORIES}/{munich}{AS}").status_code == 204
+    assert get(api, berlin)["superseded_by"] is None and get(api, berlin)["valid_to"] is None
+    results = search(api, "where do I live now?", user_id="alice")
+    assert ids(results)[0] == berlin and results[0]["parts"]["superseded"] == 0.0
+    assert berlin in ids(search(api, "where do I live?", user_id="alice",
+                                valid_at="2099-01-01T00:00:00Z"))  # fmt: skip
