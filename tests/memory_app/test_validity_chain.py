@@ -1,5 +1,6 @@
 """A subject's memories form one chain in valid time, through HTTP: a fact told late goes
-where its `valid_from` puts it, and deleting a link relinks the chain around it."""
+where its `valid_from` puts it, deleting a link relinks the chain around it, and a
+"before X" question is dated by when X began."""
 
 from __future__ import annotations
 
@@ -99,3 +100,16 @@ def test_deleting_the_current_one_reopens_the_older_whatever_its_start(
     assert ids(results)[0] == berlin and results[0]["parts"]["superseded"] == 0.0
     assert berlin in ids(search(api, "where do I live?", user_id="alice",
                                 valid_at="2099-01-01T00:00:00Z"))  # fmt: skip
+
+
+def test_before_a_move_is_dated_by_when_the_move_began(api: APIClient) -> None:
+    rome_then_oslo(api)
+    response = api.post(
+        f"{MEMORIES}/search",
+        {"query": "where did I live before I moved to Oslo", "user_id": "alice",
+         "as_of": "2030-01-01T00:00:00Z"},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 200, response.content
+    scope = response.json()["time_scope"]
+    assert (scope["kind"], scope["start"], scope["end"]) == ("before", None, OSLO_DAY)
