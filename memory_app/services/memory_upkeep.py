@@ -11,21 +11,21 @@ from datetime import datetime
 from django.db import transaction
 
 from memory_app.embedding import embedder
-from memory_app.models import Memory, MemoryRelation, RelationType
+from memory_app.models import Memory
 from memory_app.passage_vectors.vectors import embed_documents
 from memory_app.passage_vectors.writes import passages_replace
 from memory_app.services.access import memory_access_record
 from memory_app.services.memory_threads import refresh_thread_window
-from memory_app.services.supersession import unsupersede
+from memory_app.services.supersession import supersession_relink
 
 
 @transaction.atomic
 def memory_delete(*, memory: Memory) -> None:
     """Deletes the memory with its versions and relations (cascade); its thread
-    neighbours' lexical windows close over the gap, and the memories it superseded are
-    current again (`unsupersede`: the end superseding gave them goes too)."""
-    for edge in MemoryRelation.objects.filter(source=memory, type=RelationType.SUPERSEDES):
-        unsupersede(edge)
+    neighbours' lexical windows close over the gap, and the memories it superseded take
+    its place in the chain (`supersession_relink`: its successor and end, so none if it
+    was current)."""
+    supersession_relink(memory)
     neighbour = None
     if memory.thread_key and memory.thread_order is not None:
         thread = Memory.objects.filter(

@@ -6,8 +6,11 @@ agent, any of those three types) contradicts it. Of the two, the one whose fact 
 later (`validity_start`: valid_from, else occurred_at, else created_at) supersedes the
 other: the older gets `superseded_by` = the newer and ends (`valid_to`) where the newer
 starts; the newer starts (`valid_from`) there too, so that a search at a past instant
-(`valid_at`) finds the older and not the newer. A `supersedes` edge from the newer to the
-older (reason `contradicted`) shows it in the relations. The older stays stored and
+(`valid_at`) finds the older and not the newer. A fact told late, that started before
+the current one, goes into the chain by valid time: the next one to start supersedes it,
+and the one before it, if any, ends where it starts. Deleting a memory relinks the chain
+around it (`supersession_relink`). A `supersedes` edge from the newer to the older
+(reason `contradicted`) shows it in the relations. The older stays stored and
 searchable: a question about the current state ranks it below the newer
 (memory_app.selectors.currency), any other finds it with its dates.
 
@@ -25,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 from memory_app.subject_endings import Ceased
@@ -119,9 +124,43 @@ def supersede_contradicted(
     later = [row for row in rivals if validity_start(row) > start]
     for row in older:
         memory_supersede(older=row, newer=memory)
-    if later:  # told late about an earlier fact: the earliest later one replaced it
-        memory_supersede(older=memory, newer=min(later, key=validity_start))
-    return older if not later else [*older, memory]
+    if not later:
+        return older
+    # Told late about an earlier fact: it goes into the chain where its start puts it.
+    chain = Memory.objects.select_for_update().filter(
+        tenant_id=memory.tenant_id,
+        user_id=memory.user_id,
+        subject=statement.subject,
+        type__in=STATING_TYPES,
+    )
+    chain = chain.exclude(pk__in=[memory.pk, *written_after])
+    return [*older, *_insert_into_chain(memory, statement, chain)]
+
+
+def _insert_into_chain(
+    memory: Memory, statement: Statement, chain: QuerySet[Memory]
+) -> list[Memory]:
+    """Put `memory` into its subject's chain (`chain`: the subject's other memories) by
+    valid time: the next one to start after it supersedes it, and the one that led to
+    that next one and started before it ends where it starts and points at it. Returns
+    the memories superseded."""
+    start = validity_start(memory)
+    rows = [
+        row
+        for row in chain.order_by("created_at", "id")
+        if value_of(row.content, statement.subject) != statement.value
+    ]
+    following = [row for row in rows if validity_start(row) > start]
+    if not following:
+        return []
+    after = min(following, key=validity_start)
+    previous = [
+        row for row in rows if row.superseded_by_id == after.pk and validity_start(row) < start
+    ]
+    memory_supersede(older=memory, newer=after)
+    for row in previous:
+        memory_supersede(older=row, newer=memory)
+    return [memory, *previous]
 
 
 def memories_end_ceased(
@@ -204,6 +243,20 @@ def unsupersede(edge: MemoryRelation) -> None:
     if older.valid_to is not None and older.valid_to == validity_start(newer):
         changes["valid_to"] = None
     Memory.objects.filter(pk=older.pk).update(**changes)
+
+
+def supersession_relink(deleted: Memory) -> None:
+    """Before `deleted` is removed: the memories it superseded take its place in the
+    chain, its successor (`superseded_by`) and its end (`valid_to`); so if it was current,
+    they are current again. An end of theirs before it began was given otherwise and
+    stays."""
+    deleted = Memory.objects.select_for_update().get(pk=deleted.pk)
+    start = validity_start(deleted)
+    for older in Memory.objects.select_for_update().filter(superseded_by=deleted):
+        changes: dict[str, Any] = {"superseded_by": deleted.superseded_by_id}
+        if older.valid_to is None or older.valid_to >= start:
+            changes["valid_to"] = deleted.valid_to
+        Memory.objects.filter(pk=older.pk).update(**changes)
 
 
 def validity_changes(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
 from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
 from memory_app.selectors.search_time import apply_time_scope, query_time_scope, within_reach
+from memory_app.services.supersession import validity_start
 from memory_app.timeq import TimeScope
 from memory_app.timeq.time_only import asks_only_time
 
@@ -233,14 +234,15 @@ def _event_dated(scope: TimeScope, as_of: datetime, **where: Any) -> TimeScope:
     """An event the query orders by ("before I moved") dated by the memory that best
     tells of it: the top hit of a search for the event's words, among the memories this
     search may read, when a word of them occurs in it (part lexical) and it happened by
-    `as_of`. Its time is when it happened (`occurred_at`, else when it was noted). Else
-    the scope stays undated and boosts nothing."""
+    `as_of`. Its time is when what it tells began (`validity_start`: valid_from, else
+    occurred_at, else when it was noted). Else the scope stays undated and boosts
+    nothing."""
     assert scope.anchor is not None
     found = memory_search(query=scope.anchor, limit=1, **where).hits
     if not found or found[0].parts.get("lexical", 0.0) <= 0:
         return scope
     memory = found[0].memory
-    when = memory.occurred_at or memory.created_at
+    when = validity_start(memory)
     return scope.around(when) if when <= as_of else scope
 
 
