@@ -4119,7 +4119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Relation"];
                 };
             };
-            /** @description invalid: unknown type, or a self-relation */
+            /** @description invalid: unknown type, a self-relation, or a `supersedes` edge to a memory of another user */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4146,7 +4146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description not_found: this memory or the target */
+            /** @description not_found: this memory, or a target the acting user may not see */
             404: {
                 headers: {
                     [name: string]: unknown;
