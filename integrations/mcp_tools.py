@@ -241,13 +241,38 @@ def cart_list(tenant: Tenant, *, session_id: str) -> dict[str, Any]:
     return jsonable(cart_body(selection_lines(session=session)))
 
 
+# The tool's window arguments and GET /usage's names for them (`from` is a Python keyword).
+_USAGE_ROUTE_NAMES = {"start": "from", "end": "to"}
+
+
+def _usage_fields_as_arguments(fields: dict[str, Any]) -> dict[str, Any]:
+    """The route serializer's error fields under the tool's argument names, its messages
+    naming the tool's arguments too, so an agent is pointed at what it sent."""
+    renamed: dict[str, Any] = {}
+    for name, messages in fields.items():
+        tool_name = next((t for t, r in _USAGE_ROUTE_NAMES.items() if r == name), name)
+        if isinstance(messages, list):
+            for tool_arg, route_arg in _USAGE_ROUTE_NAMES.items():
+                messages = [
+                    m.replace(f"`{route_arg}`", f"`{tool_arg}`") if isinstance(m, str) else m
+                    for m in messages
+                ]
+        renamed[tool_name] = messages
+    return renamed
+
+
 def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:
-    """`GET /usage`: `group_by`, `from`, `to` and the filters `user_id`, `agent_id` and
-    `session_id`, validated by the route's serializer and answered by the same selector,
-    so a filter refused there is refused here under its name, and another tenant's
-    session, like any session without steps of this tenant, answers no rows."""
-    query = {k: v for k, v in params.items() if v is not None}
-    data = _validated(UsageQuerySerializer(data=query))
+    """`GET /usage`: `group_by`, `start`, `end` (the route's `from`, `to`) and the filters
+    `user_id`, `agent_id` and `session_id`, validated by the route's serializer and
+    answered by the same selector, so a filter refused there is refused here under the
+    tool's name for it, and another tenant's session, like any session without steps of
+    this tenant, answers no rows."""
+    query = {_USAGE_ROUTE_NAMES.get(k, k): v for k, v in params.items() if v is not None}
+    try:
+        data = _validated(UsageQuerySerializer(data=query))
+    except ToolCallError as exc:
+        fields = _usage_fields_as_arguments(exc.fields)
+        raise ToolCallError(exc.code, exc.body["message"], fields) from exc
     return jsonable(UsageReportSerializer(usage_report(tenant=tenant, **data)).data)
 
 

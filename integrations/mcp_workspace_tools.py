@@ -105,7 +105,8 @@ def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
             user_id=user_id,
             agent_id=agent_id,
             session_id=None if session_id is None else str(session_id),
-            **{"from": start, "to": end},
+            start=start,
+            end=end,
         )
 
 

@@ -1,4 +1,4 @@
-"""MCP over streamable HTTP at `/mcp/`, served by Django under WSGI.
+"""MCP over streamable HTTP at `/mcp/` (and `/mcp`), served by Django under WSGI.
 
 The SDK's transport is ASGI. In its stateless JSON-response mode one HTTP POST is one
 complete JSON-RPC exchange, so this view can drive it directly: DRF authenticates the
@@ -152,3 +152,10 @@ class McpView(TenantAPIView):
             # The SDK would answer in text/plain; refuse in our documented error shape.
             raise UnsupportedMediaType(request.content_type or "")
         return self._handle(request)
+
+
+@extend_schema(exclude=True)
+class McpWithoutSlashView(McpView):
+    """The same endpoint at `/mcp`: MCP clients are often configured without the slash,
+    and a redirect would not do, since clients follow it as a GET (405). Documented once,
+    at `/mcp/`."""

@@ -72,6 +72,11 @@ class SessionListView(TenantGenericAPIView):
                 "(user_id, agent_id, external_session_id).",
             ),
             400: OpenApiResponse(description="invalid: `error.fields` names each bad field"),
+            409: OpenApiResponse(
+                description="conflict: without `resume`, the user and agent already have a "
+                "live session with this `external_session_id` (`error.session_id`); "
+                "resume it with `resume: true`."
+            ),
         },
     )
     def post(self, request: Request) -> Response:

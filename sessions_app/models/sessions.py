@@ -144,6 +144,19 @@ class ChatSession(models.Model):
                 & models.Q(total_output_tokens__gte=0),
                 name="session_tokens_non_negative",
             ),
+            # One live session per conversation id of a user and agent: resume finds it,
+            # a second create is refused (409). Expired and archived sessions keep their
+            # id, so a conversation can be reopened after its session ended. Live here is
+            # by status: a session past `expires_at` that the sweep has not reached yet
+            # is marked expired by `session_create` before a new one takes its id.
+            models.UniqueConstraint(
+                fields=["tenant", "user_id", "agent_id", "external_session_id"],
+                condition=models.Q(
+                    external_session_id__isnull=False,
+                    status__in=["opened", "active", "compacted"],
+                ),
+                name="session_live_external_id_unique",
+            ),
         ]
 
     def __str__(self) -> str:

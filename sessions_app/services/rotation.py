@@ -53,7 +53,10 @@ def _remaining(budget: N | None, spent: N) -> N | None:
 
 def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
     """Open the successor of `session` (locked by the caller, inside its transaction) and
-    archive `session`. Returns the successor."""
+    archive `session`. Returns the successor. The predecessor is archived first: only one
+    live session may hold the conversation's external id."""
+    session.status = SessionStatus.ARCHIVED
+    session.save(update_fields=["status", "updated_at"])
     successor = ChatSession.objects.create(
         tenant_id=session.tenant_id,
         user_id=session.user_id,
@@ -97,7 +100,5 @@ def session_rotate(*, session: ChatSession, now: datetime) -> ChatSession:
     session_workspace_restore(
         session=successor, snapshot=session_workspace_snapshot(session=session)
     )
-    session.status = SessionStatus.ARCHIVED
-    session.save(update_fields=["status", "updated_at"])
     announce_sessions_ended(tenant_id=session.tenant_id, session_ids=[session.pk], reason="rotated")
     return successor

@@ -6,21 +6,23 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import Conflict, InvalidInput
 from sessions_app.hooks import announce_sessions_ended, turns_withdrawn
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant, TurnKind
 from sessions_app.selectors.context_policies import context_policy_exists, context_policy_names
 from sessions_app.selectors.session_state import state_precondition_check
+from sessions_app.selectors.session_status import LIVE_STATUSES
 from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.session_locks import session_lock_for_turn
 from sessions_app.services.turns import turn_record
 
 UNSET: Any = object()
+LIVE_EXTERNAL_ID_CONSTRAINT = "session_live_external_id_unique"
 
 
 @transaction.atomic
@@ -43,12 +45,18 @@ def session_create(
     capture_prompts: bool | None = None,
 ) -> ChatSession:
     """A new session; budgets default to the tenant's, the TTL to the provider's default
-    (see `default_ttl_seconds`)."""
+    (see `default_ttl_seconds`). With `external_session_id`, Conflict (409) while the
+    user and agent have a live session of that id: resume it instead."""
     now = timezone.now()
     _check_policy(tenant_id=tenant.pk, name=context_policy)
+    if external_session_id is not None:
+        _claim_external_id(
+            tenant=tenant, user_id=user_id, agent_id=agent_id,
+            external_session_id=external_session_id, now=now,
+        )  # fmt: skip
     provider = provider.strip().lower()
     ttl = ttl_seconds or default_ttl_seconds(provider)
-    return ChatSession.objects.create(
+    return _insert_session(
         tenant=tenant,
         user_id=user_id,
         agent_id=agent_id,
@@ -67,6 +75,57 @@ def session_create(
         context_policy=context_policy,
         capture_prompts=capture_prompts,
     )
+
+
+def _external_id_taken(*, external_session_id: str, session_id: Any) -> Conflict:
+    return Conflict(
+        f"A live session with external_session_id {external_session_id!r} exists for this "
+        f"user and agent ({session_id}): resume it with `resume: true`, or end it first.",
+        fields={"external_session_id": ["A live session already has this id; use resume."]},
+        extra={"session_id": str(session_id)},
+    )
+
+
+def _claim_external_id(
+    *, tenant: Tenant, user_id: str, agent_id: str, external_session_id: str, now: Any
+) -> None:
+    """Under the identity's lock: a session of the id past its expiry that the sweep has
+    not marked yet is marked expired now (it takes no writes either way), so only a
+    session that could still be resumed blocks the id."""
+    _identity_lock(
+        tenant=tenant, user_id=user_id, agent_id=agent_id, external_session_id=external_session_id
+    )
+    same_id = ChatSession.objects.filter(
+        tenant=tenant, user_id=user_id, agent_id=agent_id,
+        external_session_id=external_session_id, status__in=LIVE_STATUSES,
+    )  # fmt: skip
+    lapsed = list(same_id.filter(expires_at__lte=now).values_list("pk", flat=True))
+    if lapsed:
+        ChatSession.objects.filter(pk__in=lapsed).update(
+            status=SessionStatus.EXPIRED, updated_at=now
+        )
+        announce_sessions_ended(tenant_id=tenant.pk, session_ids=lapsed, reason="expired")
+    live = same_id.filter(expires_at__gt=now).values_list("pk", flat=True).first()
+    if live is not None:
+        raise _external_id_taken(external_session_id=external_session_id, session_id=live)
+
+
+def _insert_session(**fields: Any) -> ChatSession:
+    """The INSERT, with the database's one-live-session-per-id index as the last word:
+    a writer that bypassed the identity lock still gets a 409, never a 500."""
+    try:
+        with transaction.atomic():
+            return ChatSession.objects.create(**fields)
+    except IntegrityError as exc:
+        if LIVE_EXTERNAL_ID_CONSTRAINT not in str(exc):
+            raise
+        live = ChatSession.objects.filter(
+            tenant=fields["tenant"], user_id=fields["user_id"], agent_id=fields["agent_id"],
+            external_session_id=fields["external_session_id"], status__in=LIVE_STATUSES,
+        ).values_list("pk", flat=True).first()  # fmt: skip
+        raise _external_id_taken(
+            external_session_id=fields["external_session_id"], session_id=live
+        ) from exc
 
 
 def _check_policy(*, tenant_id: int, name: str) -> None:
@@ -119,6 +178,11 @@ def session_update(
     `reasoning` and `changed_by`: the turn log then says who changed what and why, and
     rolling that turn back restores the state it replaced."""
     _update_checks(session=session, if_match=if_match, context_policy=context_policy)
+    if external_session_id not in (UNSET, None, session.external_session_id):
+        _claim_external_id(
+            tenant=session.tenant, user_id=session.user_id, agent_id=session.agent_id,
+            external_session_id=external_session_id, now=timezone.now(),
+        )  # fmt: skip
     given = {
         "metadata": metadata,
         "budget_tokens": budget_tokens,
@@ -213,8 +277,8 @@ def _identity_lock(
 ) -> None:
     """A transaction-scoped advisory lock on the session identity. Two callers resuming
     the same (tenant, user, agent, external id) at once queue here, so the second sees
-    the first's committed session instead of creating a twin. An advisory lock rather than
-    a unique index: an expired session keeps its external id, and a new one may reuse it."""
+    the first's committed session (resumed, or a 409 for a plain create) instead of
+    failing on the live-session unique index, which stays the database's guarantee."""
     identity = json.dumps([str(tenant.pk), user_id, agent_id, external_session_id])
     advisory_xact_lock(f"engram-session-resume:{identity}")
 

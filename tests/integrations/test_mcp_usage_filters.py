@@ -102,3 +102,29 @@ def test_usage_report_filters_answer_as_get_usage_does(
                 assert rest.status_code == 400 and list(rest.json()["error"]["fields"]) == [field]
 
     anyio.run(main)
+
+
+def test_usage_report_refuses_a_bad_window_naming_the_tools_own_arguments(
+    live_server: Any, live_key: IssuedKey
+) -> None:
+    """The tool's window is `start`/`end`; GET /usage's `from`/`to` never show through."""
+    refusals = [
+        ({"start": "not-a-date"}, "start", None),
+        ({"end": "2026-13-40"}, "end", None),
+        ({"start": "2026-05-02", "end": "2026-05-01"}, "start", "Must be before `end`."),
+        ({"start": "2020-01-01", "end": "2026-01-01"}, "start", None),
+    ]
+
+    async def main() -> None:
+        async with http_session(f"{live_server.url}/mcp/", live_key.secret) as session:
+            await session.initialize()
+            for arguments, field, message in refusals:
+                result = await session.call_tool("usage_report", {"group_by": "day", **arguments})
+                refused = error_of(result)
+                assert refused["code"] == "invalid", refused
+                assert list(refused["fields"]) == [field], (arguments, refused)
+                assert "`from`" not in str(refused) and "`to`" not in str(refused), refused
+                if message is not None:
+                    assert refused["fields"][field] == [message], refused
+
+    anyio.run(main)

@@ -33,9 +33,9 @@ def test_resume_creates_then_finds(api: APIClient, other_api: APIClient) -> None
     ids = {r.json()["id"] for r in (first, other_agent, other_ext, foreign)}
     assert len(ids) == 4
     assert {other_agent.status_code, other_ext.status_code, foreign.status_code} == {201}
-    # Without resume, the same identity still creates a new session (unchanged contract).
+    # Without resume, the same identity is refused while its session is live: resume it.
     plain = api.post("/api/v1/sessions", {**BODY, "resume": False}, format="json")
-    assert plain.status_code == 201 and plain.json()["id"] != first.json()["id"]
+    assert plain.status_code == 409 and plain.json()["error"]["code"] == "conflict"
 
 
 @pytest.mark.django_db

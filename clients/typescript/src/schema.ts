@@ -4696,6 +4696,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description conflict: without `resume`, the user and agent already have a live session with this `external_session_id` (`error.session_id`); resume it with `resume: true`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `request_too_large`: the body exceeds ENGRAM_MAX_BODY_BYTES. */
             413: {
                 headers: {
