@@ -106,6 +106,11 @@ class SessionDetailView(TenantGenericAPIView):
         parameters=[IF_MATCH, ETAG],
         responses={
             200: SessionSerializer,
+            409: OpenApiResponse(
+                description="conflict: the new `external_session_id` is that of another "
+                "live session of the same user and agent (`error.session_id`); nothing "
+                "changed."
+            ),
             412: OpenApiResponse(
                 description="`precondition_failed`: If-Match does not match the state's "
                 "current tag (`error.state_etag`); nothing changed."

@@ -4946,6 +4946,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description conflict: the new `external_session_id` is that of another live session of the same user and agent (`error.session_id`); nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `session_expired`: the session may no longer change. */
             410: {
                 headers: {
