@@ -112,13 +112,15 @@ def turn_workspace_before(*, session_id: Any, turn_number: int) -> dict[str, Any
     )
 
 
-def steps_failed_recent(*, session_id: Any, limit: int) -> list[TurnStep]:
-    """The session's latest failed steps of live turns, newest first, turn loaded."""
-    return list(
-        TurnStep.objects.filter(session_id=session_id, success=False, turn__rolled_back=False)
-        .select_related("turn")
-        .order_by("-created_at", "-id")[:limit]
-    )
+def steps_failed_recent(
+    *, session_id: Any, limit: int, said_by: datetime | None = None
+) -> list[TurnStep]:
+    """The session's latest failed steps of live turns, newest first, turn loaded; with
+    `said_by`, only those of turns that had happened (`occurred_at`) by then."""
+    steps = TurnStep.objects.filter(session_id=session_id, success=False, turn__rolled_back=False)
+    if said_by is not None:
+        steps = steps.filter(turn__occurred_at__lte=said_by)
+    return list(steps.select_related("turn").order_by("-created_at", "-id")[:limit])
 
 
 def step_list(*, tenant: Tenant, start: datetime, end: datetime) -> QuerySet[TurnStep]:
@@ -146,13 +148,16 @@ def steps_of_sessions(*, session_ids: Sequence[Any]) -> QuerySet[TurnStep]:
     return TurnStep.objects.filter(session_id__in=list(session_ids))
 
 
-def steps_with_tool_output(*, session_id: Any, limit: int) -> list[TurnStep]:
-    """The session's newest steps that carry a `tool_output`, live turns only."""
+def steps_with_tool_output(
+    *, session_id: Any, limit: int, said_by: datetime | None = None
+) -> list[TurnStep]:
+    """The session's newest steps that carry a `tool_output`, live turns only; with
+    `said_by`, only those of turns that had happened (`occurred_at`) by then."""
+    steps = TurnStep.objects.filter(session_id=session_id, turn__rolled_back=False)
+    if said_by is not None:
+        steps = steps.filter(turn__occurred_at__lte=said_by)
     return list(
-        TurnStep.objects.filter(session_id=session_id, turn__rolled_back=False)
-        .exclude(tool_output="")
-        .select_related("turn")
-        .order_by("-created_at", "-id")[:limit]
+        steps.exclude(tool_output="").select_related("turn").order_by("-created_at", "-id")[:limit]
     )
 
 

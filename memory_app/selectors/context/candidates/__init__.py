@@ -97,8 +97,8 @@ def context_candidates(request: ContextRequest) -> Gathered:
             budget=request.budget,
         ),
         *memories.candidates,
-        *failure_candidates(session),
-        *tool_output_candidates(session),
+        *failure_candidates(session, request.said_by),
+        *tool_output_candidates(session, request.said_by),
     ]
     return Gathered(
         candidates=candidates,

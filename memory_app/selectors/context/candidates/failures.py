@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory_app.selectors.context.candidate import Candidate
@@ -16,9 +17,10 @@ MAX_FAILURES = 5
 FAILURE_SIGNAL = 0.7
 
 
-def failure_candidates(session: ChatSession) -> list[Candidate]:
-    """The session's newest MAX_FAILURES failed steps."""
-    steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES)
+def failure_candidates(session: ChatSession, said_by: datetime | None = None) -> list[Candidate]:
+    """The session's newest MAX_FAILURES failed steps; for a context asked in the past,
+    of the turns said by then (`said_by`, `candidates.said`)."""
+    steps = steps_failed_recent(session_id=session.pk, limit=MAX_FAILURES, said_by=said_by)
     return [
         Candidate(
             key=f"failure:{step.pk}",

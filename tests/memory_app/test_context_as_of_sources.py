@@ -1,0 +1,69 @@
+"""A context asked in the past (`as_of`) takes from every source only what was said or
+known by then: the tool outputs and failing steps of turns said by then, the turns of a
+rotated session's predecessor said by then, and the long-term memories noted or dated by
+then; asked now, everything."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+
+# 1000 tokens a turn
+STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 600, "output_tokens": 400}
+
+
+def _session(api: APIClient, **fields: Any) -> str:
+    body = {"user_id": "ana", "agent_id": "a", **fields}
+    response = api.post("/api/v1/sessions", body, format="json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def _turn(
+    api: APIClient, sid: str, user: str, at: datetime, steps: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    body = {"user_message": user, "assistant_response": "Noted.", "steps": steps or [STEP],
+            "occurred_at": at.isoformat()}  # fmt: skip
+    response = api.post(f"/api/v1/sessions/{sid}/turns", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()  # type: ignore[no-any-return]
+
+
+def _context(api: APIClient, sid: str, **params: Any) -> dict[str, Any]:
+    response = api.get(f"/api/v1/sessions/{sid}/context", {"budget": 4000, **params})
+    assert response.status_code == 200, response.content
+    return response.json()  # type: ignore[no-any-return]
+
+
+def _text(body: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in body["messages"])
+
+
+def test_a_context_asked_in_the_past_leaves_out_tool_outputs_and_failures_of_later_turns(
+    api: APIClient,
+) -> None:
+    now = timezone.now()
+    sid = _session(api)
+    tool = {"step_type": "search_tool", "input_tokens": 0, "output_tokens": 0}
+    _turn(api, sid, "How long does the battery last?", now - timedelta(days=3),
+          [STEP, {**tool, "tool_output": "Battery: 13 hours on video playback"}])  # fmt: skip
+    later = [
+        STEP,
+        {**tool, "tool_output": "Stock: 4 units left in Porto"},
+        {**tool, "step_type": "inventory_tool", "success": False, "error": "inventory API 503"},
+    ]
+    _turn(api, sid, "Is it in stock?", now - timedelta(days=1), later)
+
+    past = _text(_context(api, sid, as_of=(now - timedelta(days=2)).isoformat()))
+    assert "Battery: 13 hours" in past
+    assert "4 units left" not in past
+    assert "inventory API 503" not in past
+
+    current = _text(_context(api, sid))
+    assert "4 units left" in current and "inventory API 503" in current
