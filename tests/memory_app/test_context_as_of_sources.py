@@ -67,3 +67,27 @@ def test_a_context_asked_in_the_past_leaves_out_tool_outputs_and_failures_of_lat
 
     current = _text(_context(api, sid))
     assert "4 units left" in current and "inventory API 503" in current
+
+
+def test_a_context_asked_in_the_past_leaves_out_a_predecessor_s_later_turns(
+    api: APIClient,
+) -> None:
+    """A session rotated after two turns (2000 tokens): asked between its predecessor's
+    two turns, the successor's context shows the first and not the second; asked now,
+    both."""
+    now = timezone.now()
+    sid = _session(api, rotate_after_tokens=2000)
+    _turn(api, sid, "My budget is strictly under 900 dollars.", now - timedelta(days=5))
+    _turn(api, sid, "I only want an OLED screen.", now - timedelta(days=1))
+    rotated = _turn(api, sid, "What about battery life?", now - timedelta(hours=12))
+    successor = rotated["session"]["id"]
+    assert successor != sid and rotated["session"]["previous_session_id"] == sid
+
+    past = _context(api, successor, as_of=(now - timedelta(days=2)).isoformat())
+    assert "under 900 dollars" in _text(past)
+    assert "OLED" not in _text(past)
+    keys = {row["key"] for row in past["included"] + past["excluded"]}
+    assert f"previous:{sid}:turn:1" in keys and f"previous:{sid}:turn:2" not in keys
+
+    current = _text(_context(api, successor))
+    assert "under 900 dollars" in current and "OLED" in current

@@ -95,6 +95,7 @@ def context_candidates(request: ContextRequest) -> Gathered:
             compression=rules.compression,
             depth=rules.predecessor_depth,
             budget=request.budget,
+            said_by=request.said_by,
         ),
         *memories.candidates,
         *failure_candidates(session, request.said_by),
