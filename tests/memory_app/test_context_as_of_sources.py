@@ -91,3 +91,40 @@ def test_a_context_asked_in_the_past_leaves_out_a_predecessor_s_later_turns(
 
     current = _text(_context(api, successor))
     assert "under 900 dollars" in current and "OLED" in current
+
+
+def _memory(api: APIClient, content: str, **fields: Any) -> str:
+    body = {"user_id": "ana", "agent_id": "a", "type": "fact", "content": content, **fields}
+    response = api.post("/api/v1/memories", body, format="json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["memory"]["id"])
+
+
+def test_a_context_asked_in_the_past_leaves_out_memories_not_known_by_then(
+    api: APIClient,
+) -> None:
+    """Three memories noted now: one undated, one dated an hour ago, one dated five days
+    ago (history loaded after the fact). Asked two hours ago, only the last was known
+    then; asked now, all three."""
+    now = timezone.now()
+    sid = _session(api)
+    undated = _memory(api, "Ana prefers aisle seats on long flights.")
+    later = _memory(
+        api, "Ana booked a window seat on the flight to Oslo.",
+        occurred_at=(now - timedelta(hours=1)).isoformat(),
+    )  # fmt: skip
+    imported = _memory(
+        api, "Ana sat in an aisle seat on the flight to Bergen.",
+        occurred_at=(now - timedelta(days=5)).isoformat(),
+    )  # fmt: skip
+    query = "Which seat does Ana like on flights?"
+
+    past = _context(api, sid, query=query, as_of=(now - timedelta(hours=2)).isoformat())
+    keys = {row["key"] for row in past["included"] + past["excluded"]}
+    assert f"memory:{imported}" in keys, past["included"]
+    assert f"memory:{undated}" not in keys
+    assert f"memory:{later}" not in keys
+
+    current = _context(api, sid, query=query)
+    keys = {row["key"] for row in current["included"] + current["excluded"]}
+    assert {f"memory:{undated}", f"memory:{later}", f"memory:{imported}"} <= keys

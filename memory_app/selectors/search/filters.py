@@ -40,6 +40,7 @@ _FILTER_CLAUSES: tuple[tuple[str, sql.SQL], ...] = (
     ("occurred_from", sql.SQL("m.occurred_at >= %(f_occurred_from)s")),
     ("occurred_to", sql.SQL("m.occurred_at < %(f_occurred_to)s")),
     ("occurred_by", sql.SQL("(m.occurred_at IS NULL OR m.occurred_at <= %(f_occurred_by)s)")),
+    ("known_by", sql.SQL("(m.created_at <= %(f_known_by)s OR m.occurred_at <= %(f_known_by)s)")),
     ("pinned", sql.SQL("m.pinned = %(f_pinned)s")),
     ("scope", sql.SQL("m.scope = %(f_scope)s")),
     ("decay_below", sql.SQL("m.decay_score < %(f_decay_below)s")),
@@ -61,6 +62,9 @@ class MemoryFilters:
     occurred_to: datetime | None = None
     # Had happened by then: occurred_at at or before it, or not given.
     occurred_by: datetime | None = None
+    # Known by then: noted (created_at) by then, or noted later but dated (occurred_at)
+    # by then, as history imported after the fact is.
+    known_by: datetime | None = None
     pinned: bool | None = None
     scope: str | None = None
     decay_below: float | None = None  # operators look for what is fading

@@ -82,8 +82,9 @@ def context_candidates(request: ContextRequest) -> Gathered:
             request.tenant, session, query, past_limit, request.as_of, request.actor
         )
     memories = memory_candidates(
-        request.tenant, request.actor, query, request.memory_limit, request.as_of, session.pk
-    )
+        request.tenant, request.actor, query, request.memory_limit, request.as_of, session.pk,
+        request.said_by,
+    )  # fmt: skip
     candidates = [
         *state_candidates(session),
         *window,

@@ -33,11 +33,15 @@ def memory_candidates(
     limit: int,
     as_of: datetime,
     session_id: uuid.UUID | None = None,
+    said_by: datetime | None = None,
 ) -> FoundCandidates:
     """Long-term memories that answer `query` asked at `as_of` (its time phrases read
     against it), as `actor` may see them: visibility is the search's, the context only
     ranks. Asked in the past, what occurred after `as_of` had not happened yet and is
-    left out (`happened_by`). Each carries the search's cosine as its semantic score.
+    left out (`happened_by`), and so is what was not known by then (`said_by`, set
+    beyond the clock skew: `candidates.said`): a memory noted later (`created_at`, such
+    as one extracted from a later turn) unless it is dated (`occurred_at`) by then, as
+    history imported after the fact is. Each carries the search's cosine as its semantic score.
     The user's conversation turns are left out: they are recalled on their own
     (`candidates.recalled`, `candidates.past`); so are the compaction episodes of the
     context's own session (`session_id`), whose summaries and milestones say the same."""
@@ -49,12 +53,16 @@ def memory_candidates(
         actor=actor,
         query=query,
         limit=limit,
-        filters=MemoryFilters(exclude_sources=TURN_SOURCES, occurred_by=happened_by(as_of)),
+        filters=MemoryFilters(
+            exclude_sources=TURN_SOURCES, occurred_by=happened_by(as_of), known_by=said_by
+        ),
         as_of=as_of,
     )
     by_text = _lines(outcome.hits, query, session_id)
     out.candidates.extend(
-        _related_memory_candidates(tenant, actor, list(by_text.values()), as_of, session_id)
+        _related_memory_candidates(
+            tenant, actor, list(by_text.values()), as_of, session_id, said_by
+        )
     )
     for index, (text, hit) in enumerate(by_text.items()):
         memory = hit.memory
@@ -104,6 +112,13 @@ def _when(memory: Memory) -> datetime:
     return memory.occurred_at or memory.created_at
 
 
+def _known_by(memory: Memory, moment: datetime) -> bool:
+    """`MemoryFilters.known_by` for one memory: noted by `moment`, or dated by it."""
+    return memory.created_at <= moment or (
+        memory.occurred_at is not None and memory.occurred_at <= moment
+    )
+
+
 def _label(memory: Memory, as_of: datetime) -> str:
     return memory_label(_when(memory), memory.valid_to, as_of)
 
@@ -114,13 +129,14 @@ def _related_memory_candidates(
     hits: list[Any],
     as_of: datetime,
     session_id: uuid.UUID | None = None,
+    said_by: datetime | None = None,
 ) -> list[Candidate]:
     """A found memory's direct relations come with it (seed 001: "supersedes",
     "derived_from", "related_to"), as kind `related_memory` with a little less signal
     than their anchor, so the breakdown shows why they are there. Asked in the past, a
-    relation that had not happened by then (the successor of a move still to come) is
-    left out, as the search leaves it out; so is an episode of the session `session_id`,
-    related or not (its summaries and milestones say the same)."""
+    relation that had not happened or was not known by then (the successor of a move
+    still to come) is left out, as the search leaves it out; so is an episode of the
+    session `session_id`, related or not (its summaries and milestones say the same)."""
     anchors = {hit.memory.pk: hit.memory for hit in hits}
     cutoff = happened_by(as_of)
     out: list[Candidate] = []
@@ -128,6 +144,8 @@ def _related_memory_candidates(
         memory_neighbours(tenant=tenant, actor=actor, memory_ids=list(anchors))
     ):
         if cutoff is not None and memory.occurred_at is not None and memory.occurred_at > cutoff:
+            continue
+        if said_by is not None and not _known_by(memory, said_by):
             continue
         if session_id is not None and _own_episode(memory, session_id):
             continue
