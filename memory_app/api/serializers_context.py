@@ -28,10 +28,16 @@ class ContextQuerySerializer(serializers.Serializer):  # type: ignore[type-arg] 
     )
     as_of = as_of_field(
         "The dates that label recalled turns and memories are written in its offset. "
-        "Earlier than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), the session "
-        "shows what it had said by then: its turns whose occurred_at is at or before "
-        "as_of, verbatim or recalled, and only the summaries (with their milestones) of "
-        "such turns alone; the turns of a summary that reaches past as_of come verbatim."
+        "Earlier than now by more than ENGRAM_TURN_CLOCK_SKEW_SECONDS (300), the context "
+        "shows what was said and known by then: the session's turns whose occurred_at is "
+        "at or before as_of, verbatim or recalled, and only the summaries (with their "
+        "milestones) of such turns alone (the turns of a summary that reaches past as_of "
+        "come verbatim); the same of the sessions a rotated session continues; the tool "
+        "outputs and failing steps of those turns; the state, focus, results and cart as "
+        "the newest such turn left them (a change between two turns counts from the "
+        "later one), what has no version then listed in `excluded` with reason "
+        "`no_history`; the long-term memories noted (created_at) by as_of, or dated "
+        "(occurred_at) by it."
     )
     budget = QueryIntegerField(
         required=False,
@@ -121,7 +127,8 @@ class ContextItemSerializer(serializers.Serializer):  # type: ignore[type-arg]  
         help_text="state, focus, results, cart, turn, summary, milestone, recalled_turn (an "
         "earlier turn found by searching the session for the query), memory, "
         "related_memory, failure or tool_output; previous_turn, previous_summary, "
-        "previous_milestone from the session a rotation continued."
+        "previous_milestone from the session a rotation continued; item_details (only "
+        "excluded, reason `no_history`): the details of items fetched after as_of."
     )
     tokens = serializers.IntegerField(help_text="Tokens the candidate adds to the messages.")
     score = serializers.FloatField(
@@ -154,7 +161,11 @@ class ExcludedItemSerializer(ContextItemSerializer):
         "output or predecessor line less similar to the query than "
         "ENGRAM_CONTEXT_SIMILARITY_FLOOR). Neither similarity floor applies to a memory "
         "or turn the search relates to the query by a query word or by the time the "
-        "query names (its `occurred_at` in the phrase's interval, read against `as_of`)."
+        "query names (its `occurred_at` in the phrase's interval, read against `as_of`). "
+        "`no_history` (asked at a past `as_of`): a part of the session's state with no "
+        "version then, as it reads today: focus, results or cart before the session's "
+        "first turn said by as_of, or `item_details`, the name and summary of items "
+        "fetched since (they are named by their MPN alone)."
     )
 
 

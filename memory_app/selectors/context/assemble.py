@@ -27,6 +27,10 @@ from sessions_app.selectors.sessions import session_get
 if TYPE_CHECKING:
     from sessions_app.models import ChatSession, Tenant
 
+# The reason given for a part of the session's state that, asked in the past, has no
+# version then (`candidates.state`).
+NO_HISTORY = "no_history"
+
 
 @dataclass
 class AssembledContext:
@@ -60,7 +64,8 @@ def context_assemble(
     session's user) and `turn_limit` open turns, under `policy` (default: the session's).
     `as_of` (default now) is when the query is asked: its time phrases are read against
     it ("last month", "in May") and the turns said then preferred; asked in the past,
-    the session shows nothing it said after `as_of` (`candidates.said`)."""
+    the context shows what was said and known by `as_of` (`candidates.said`), and what
+    of the session's state has no version then is reported as left out (`NO_HISTORY`)."""
     session = session_get(tenant=tenant, session_id=session_id)
     now = now or timezone.now()
     rules = _rules(tenant, session, policy)
@@ -73,20 +78,21 @@ def context_assemble(
             said_by=said_moment(as_of, now),
         )
     )  # fmt: skip
-    candidates = gathered.candidates
+    candidates, undated = gathered.candidates, gathered.undated
     semantic = semantic_scores(candidates, query, known=gathered.semantic)
-    scores = candidate_scores(candidates, semantic, now)
+    scores = candidate_scores(candidates + undated, semantic, now)
     run = turn_run(candidates)
     window = run[: rules.keep_last_turns]
     split = eligible(
         candidates, window=window, semantic=semantic, exempt=gathered.supported, query=query,
         now=now,
     )  # fmt: skip
+    split.evicted.extend((candidate, NO_HISTORY) for candidate in undated)
     reserve = int(budget * settings.ENGRAM_CONTEXT_WINDOW_SHARE)
     packed = pack(
         split.offered, scores, budget, run=run, window=len(window), reserve_tokens=reserve
     )
-    explained = explain(candidates, packed, split, scores)
+    explained = explain(candidates + undated, packed, split, scores)
     return AssembledContext(
         session_id=session.pk, query=query, budget=budget, messages=packed.messages,
         total_tokens=packed.total_tokens, included=explained.included,

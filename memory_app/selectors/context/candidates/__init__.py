@@ -3,7 +3,7 @@
 `recalled` turns of the session and the `past` turns of the user's other sessions, the
 `predecessors` of a rotated session, long-term `memories`, `failures` and `tools`
 outputs. `context_candidates` gathers them all, in that fixed order; asked in the past,
-the session's turns, summaries and recalled turns as they stood then (`said`)."""
+what each source held then (`said`)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ class Gathered:
     candidates: list[Candidate] = field(default_factory=list)
     semantic: dict[str, float] = field(default_factory=dict)
     supported: set[str] = field(default_factory=set)
+    # Asked in the past: what the session has today that no version dates back to then
+    # (`candidates.state`), reported as left out with reason `no_history`.
+    undated: list[Candidate] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,9 @@ def context_candidates(request: ContextRequest) -> Gathered:
         request.tenant, request.actor, query, request.memory_limit, request.as_of, session.pk,
         request.said_by,
     )  # fmt: skip
+    state = state_candidates(session, request.said_by)
     candidates = [
-        *state_candidates(session),
+        *state.offered,
         *window,
         *summary_candidates(session, summaries),
         *recalled.candidates,
@@ -106,4 +110,5 @@ def context_candidates(request: ContextRequest) -> Gathered:
         candidates=candidates,
         semantic=recalled.semantic | past.semantic | memories.semantic,
         supported=recalled.supported | past.supported | memories.supported,
+        undated=state.undated,
     )

@@ -1,5 +1,5 @@
 """The session as it stood when a context's question was asked in the past: nothing it
-said after `as_of`.
+said or learnt after `as_of`.
 
 - Verbatim turns: those whose `occurred_at` is at or before `as_of`.
 - Summaries and their milestones: a summary is kept only when every turn it covers had
@@ -10,6 +10,14 @@ said after `as_of`.
 - Turns the recall finds in the session (`candidates.recalled`): those that had happened
   by `as_of`, the same moment (the recall of other sessions and long-term memories keeps
   its day of tolerance: `happened_by`).
+- The predecessors of a rotated session (`candidates.predecessors`): each read as the
+  session's own turns and summaries are.
+- Tool outputs and failing steps (`candidates.tools`, `candidates.failures`): those of
+  turns that had happened by `as_of`.
+- State, focus, results and cart (`candidates.state`): the version in force at `as_of`;
+  what has no version then is reported as left out (`no_history`).
+- Long-term memories (`candidates.memories`): those known by `as_of`, noted by then or
+  dated by then.
 
 An `as_of` within ENGRAM_TURN_CLOCK_SKEW_SECONDS of the present is the present: the
 caller's clock may lag the server's, which dated every turn recorded without
