@@ -5,7 +5,8 @@ the tool's input schema (code `invalid`, the fields named by their path, e.g.
 `steps.0.step_type`; an argument the tool does not take is "Unknown argument.", a field
 an object argument does not take "Unknown field.", as REST says of a body's), Engram
 refused the call (`mcp_tools.ToolCallError`: the code, message and fields the REST
-route would answer, with the members a tool's error adds, e.g. `state_etag` of a
+route would answer, with every further member the REST error body has, e.g.
+`successor_session_id` of a rotated session's `session_expired`, `state_etag` of a
 `precondition_failed`), or no tool has the name called (`not_found`, as an unknown route
 answers, naming `name`).
 

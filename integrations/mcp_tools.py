@@ -1,7 +1,8 @@
 """What each MCP tool does, as plain functions of (tenant, arguments) → JSON. They
 validate with the REST API's own serializers and call the same services and selectors,
 so a tool and its REST route accept, refuse and answer alike. An error a client can act
-on becomes `ToolCallError` (an MCP tool error carrying the API's code and fields)."""
+on becomes `ToolCallError` (an MCP tool error carrying the REST API's error body, every
+member of it)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,21 @@ class ToolCallError(Exception):
         super().__init__(json.dumps(self.body))
         self.code = code
         self.fields = fields or {}
+        self.extra = extra or {}
+
+    @classmethod
+    def of(cls, exc: ApplicationError, *, fields: dict[str, Any] | None = None) -> ToolCallError:
+        """The tool error of an application error: the body the REST handler answers for
+        it, with every member its `extra` carries (`successor_session_id` of a rotated
+        session, `state_etag` of a 412, the holder's `session_id` of a 409, a
+        reference's candidates, ...). `fields` replaces the error's fields when a tool
+        names them by its own arguments rather than the route's."""
+        return cls(
+            exc.code,
+            exc.message,
+            exc.fields if fields is None else fields,
+            extra=jsonable(exc.extra),
+        )
 
 
 def _validated(serializer: Any) -> dict[str, Any]:
@@ -94,7 +110,7 @@ def run_tool(work: Callable[[], T]) -> T:
     try:
         return work()
     except ApplicationError as exc:
-        raise ToolCallError(exc.code, exc.message, exc.fields) from exc
+        raise ToolCallError.of(exc) from exc
     except ValidationError as exc:
         raise ToolCallError("invalid", "Invalid arguments.", jsonable(exc.detail)) from exc
     finally:
@@ -149,7 +165,7 @@ def turn_record_tool(
         )  # fmt: skip
     except PreconditionFailed as exc:
         fields = {"if_match": exc.fields.get(IF_MATCH_HEADER, [])}
-        raise ToolCallError(exc.code, exc.message, fields, extra=jsonable(exc.extra)) from exc
+        raise ToolCallError.of(exc, fields=fields) from exc
     return {"replayed": outcome.replayed, **jsonable(answer)}
 
 
@@ -272,7 +288,7 @@ def usage_report_tool(tenant: Tenant, **params: Any) -> dict[str, Any]:
         data = _validated(UsageQuerySerializer(data=query))
     except ToolCallError as exc:
         fields = _usage_fields_as_arguments(exc.fields)
-        raise ToolCallError(exc.code, exc.body["message"], fields) from exc
+        raise ToolCallError(exc.code, exc.body["message"], fields, extra=exc.extra) from exc
     return jsonable(UsageReportSerializer(usage_report(tenant=tenant, **data)).data)
 
 

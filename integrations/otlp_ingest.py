@@ -2,8 +2,9 @@
 
 - A span is a GenAI span if it has `gen_ai.operation.name`. Others are ignored and counted.
 - The spans of one trace become one turn of the session named by `gen_ai.conversation.id`
-  (found on any span of the trace), resumed or created by (agent, conversation id): the
-  agent is `gen_ai.agent.id`, `gen_ai.agent.name`, else the resource's `service.name`.
+  (found on any span of the trace), resumed or created by (user, agent, conversation id):
+  the user is `user.id`, `enduser.id`, else ANONYMOUS_USER; the agent is
+  `gen_ai.agent.id`, `gen_ai.agent.name`, else the resource's `service.name`.
 - Each GenAI span is one step, in start order: `gen_ai.operation.name` is the step type,
   the response model (else the request model) the model, `gen_ai.usage.*` the counts
   (input includes cached, as the conventions say and Engram counts), the span's status
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from integrations.otlp_decode import SpanRecord
 from sessions_app.api.fields import IDENTIFIER_MAX_LENGTH, checked_identifier
 from sessions_app.errors import ApplicationError
-from sessions_app.selectors.sessions import session_find_resumable
 from sessions_app.selectors.turns import turn_metadata_values
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.sessions import session_resume_or_create
@@ -168,16 +168,10 @@ def _identifier(value: Any) -> str | None:
 
 
 def _session_of(*, tenant: Tenant, conversation: str, agent: str, user: str | None) -> ChatSession:
-    """The session of a trace: resumed or made for its user, conversation and agent. A
-    trace that names no user (`user.id` / `enduser.id` are often set on one span of a
-    conversation, not on every trace) continues the conversation's newest session
-    whoever its user is, or starts one for ANONYMOUS_USER."""
-    if user is None:
-        found = session_find_resumable(
-            tenant=tenant, user_id=None, agent_id=agent, external_session_id=conversation
-        )
-        if found is not None:
-            return found
+    """The session of a trace: resumed or made for its user, conversation and agent, as
+    `POST /sessions` with `resume: true` does. A trace that names no user is
+    ANONYMOUS_USER's: it continues only a session of ANONYMOUS_USER, never another user's
+    session of the same conversation id (whose state and turns it would otherwise join)."""
     session, _ = session_resume_or_create(
         tenant=tenant,
         user_id=user or ANONYMOUS_USER,

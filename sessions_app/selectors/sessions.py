@@ -219,7 +219,7 @@ def session_ids_of_user(*, tenant_id: int, user_id: str) -> list[Any]:
 def session_find_resumable(
     *,
     tenant: Tenant,
-    user_id: str | None,
+    user_id: str,
     agent_id: str,
     external_session_id: str,
     now: datetime | None = None,
@@ -227,15 +227,13 @@ def session_find_resumable(
     """The newest session of the tenant for this user, agent and external id that can
     still take writes, or None. The user is part of the identity: an agent that numbers
     its conversations per user ("1", "2", …) must not hand one user's session (state,
-    cart, turns) to another who has a conversation of the same number. `user_id` None:
-    any user's (an OTel trace that does not name its user)."""
+    cart, turns) to another who has a conversation of the same number."""
     now = now or timezone.now()
     sessions = ChatSession.objects.filter(
         tenant=tenant,
+        user_id=user_id,
         agent_id=agent_id,
         external_session_id=external_session_id,
         expires_at__gt=now,
     )
-    if user_id is not None:
-        sessions = sessions.filter(user_id=user_id)
     return sessions.exclude(status__in=WRITE_CLOSED_STATUSES).order_by("-created_at").first()

@@ -54,7 +54,7 @@ from sessions_app.services.idempotency import (
 )
 from sessions_app.services.spend_budgets import period_budgets_spend
 from sessions_app.services.turn_recording import Render, turn_idempotency_scope
-from sessions_app.services.turn_totals import spend_budget_warnings
+from sessions_app.services.turn_totals import WindowFailures, spend_budget_warnings
 from sessions_app.services.turns import (
     TurnDraft,
     TurnFields,
@@ -254,13 +254,16 @@ class _BatchSessions:
     """The batch's sessions under lock, keyed by the id each records into now: after a
     rotation, an item naming the archived session is refused (410, as the single route
     answers) while the successor is known only by its own id. `touched` holds the
-    sessions whose counters moved."""
+    sessions whose counters moved; `failures` the runaway window's failures the items
+    drafted so far add to what is stored, so each item's warning counts the earlier
+    items' as the single route would have (the stored ones read once, not per item)."""
 
     sessions: dict[uuid.UUID, ChatSession]
     carts: dict[uuid.UUID, list[dict[str, Any]]]
     # A successor opened by rotation is not in `held`: it releases as a plain turn does.
     held: dict[uuid.UUID, bool]
     touched: dict[uuid.UUID, ChatSession] = field(default_factory=dict)
+    failures: WindowFailures = field(default_factory=WindowFailures)
 
 
 def _batch_sessions_lock(*, tenant: Tenant, todo: list[tuple[int, BatchTurn]]) -> _BatchSessions:
@@ -326,6 +329,7 @@ def _draft_item(
             idempotency_key=item.idempotency_key,
             now=now,
             reservations_held=batch.held.get(item.session_id, True),
+            failures=batch.failures,
         )
     except ApplicationError as exc:
         return _failed(exc)

@@ -5,7 +5,7 @@ Nothing here writes; `sessions_app.services.turns` decides and records the turn.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -243,9 +243,11 @@ def turn_warnings(
     rotated_from: ChatSession | None,
     was_exceeded: bool,
     now: datetime,
+    failures: WindowFailures | None = None,
 ) -> list[TurnWarning]:
     """What the turn's answer warns of: unpriced models, a per-turn ceiling passed, the
-    session rotated into `session`, the budget spent (`was_exceeded`: before the turn)."""
+    session rotated into `session`, the budget spent (`was_exceeded`: before the turn),
+    a runaway sign (counting `failures` of turns drafted before it in the same batch)."""
     warnings = turn_price_warnings(step_rows)
     if turn.over_limit:
         warnings.append(
@@ -271,31 +273,81 @@ def turn_warnings(
         )
     if budget_remaining(session).exceeded:
         warnings.append(budget_exceeded_warning(was_exceeded=was_exceeded))
-    runaway = runaway_warning(session=session, step_rows=step_rows, now=now)
+    runaway = runaway_warning(session=session, step_rows=step_rows, now=now, failures=failures)
     if runaway is not None:
         warnings.append(runaway)
     return warnings
 
 
+FailureKey = tuple[str, str, str]  # (step_type, model, error) of a failing step
+
+
+def _failing(step_rows: list[TurnStep]) -> Counter[FailureKey]:
+    return Counter((s.step_type, s.model, s.error or "") for s in step_rows if not s.success)
+
+
+@dataclass
+class WindowFailures:
+    """The failures in the runaway window of the sessions of turns drafted together (one
+    batch): those stored before (read from the database once per session and failure,
+    then kept) and those of the turns drafted so far, which are not written until the
+    batch's COPY. So an item whose failure makes the Nth of a retry loop warns in its
+    own answer when earlier items of its batch failed the same way, as it would had
+    they been posted one by one."""
+
+    stored: dict[tuple[Any, FailureKey], int] = field(default_factory=dict)
+    drafted: Counter[tuple[Any, FailureKey]] = field(default_factory=Counter)
+
+    def earlier(
+        self, *, session_id: Any, keys: list[FailureKey], since: datetime, until: datetime
+    ) -> dict[FailureKey, int]:
+        unread = [key for key in keys if (session_id, key) not in self.stored]
+        if unread:
+            read = session_window_failures(
+                session_id=session_id, keys=unread, since=since, until=until
+            )
+            for key in unread:
+                self.stored[(session_id, key)] = read.get(key, 0)
+        return {
+            key: self.stored[(session_id, key)] + self.drafted[(session_id, key)] for key in keys
+        }
+
+    def add(self, *, session_id: Any, step_rows: list[TurnStep]) -> None:
+        """Count a drafted turn's failing steps for the turns drafted after it."""
+        for key, count in _failing(step_rows).items():
+            self.drafted[(session_id, key)] += count
+
+
 def _earlier_failures(
-    *, session: ChatSession, step_rows: list[TurnStep], now: datetime
-) -> dict[tuple[str, str, str], int]:
+    *,
+    session: ChatSession,
+    step_rows: list[TurnStep],
+    now: datetime,
+    failures: WindowFailures | None = None,
+) -> dict[FailureKey, int]:
     """How often the turn's failing steps failed earlier in the runaway window, read only
     when that can make a retry loop: the session's failures, this turn's included
     (`total_errors`), reach the loop count, and the turn's own do not alone. Most turns
-    fail nothing or belong to a session with few failures, and read nothing."""
+    fail nothing or belong to a session with few failures, and read nothing. With
+    `failures` (turns drafted together), the earlier turns' failures are counted too."""
     loop = settings.ENGRAM_RUNAWAY_RETRY_LOOP_COUNT
-    failing = Counter((s.step_type, s.model, s.error or "") for s in step_rows if not s.success)
+    failing = _failing(step_rows)
     if not failing or session.total_errors < loop or max(failing.values()) >= loop:
         return {}
     since = now - timedelta(seconds=settings.ENGRAM_RUNAWAY_WINDOW_SECONDS)
+    if failures is not None:
+        return failures.earlier(session_id=session.pk, keys=list(failing), since=since, until=now)
     return session_window_failures(
         session_id=session.pk, keys=list(failing), since=since, until=now
     )
 
 
 def runaway_warning(
-    *, session: ChatSession, step_rows: list[TurnStep], now: datetime
+    *,
+    session: ChatSession,
+    step_rows: list[TurnStep],
+    now: datetime,
+    failures: WindowFailures | None = None,
 ) -> TurnWarning | None:
     """`session_runaway` while the session is flagged (read with its lock); else
     `runaway_detected` when this turn's steps show a runaway sign, counting the same
@@ -312,7 +364,8 @@ def runaway_warning(
             ),
         )  # fmt: skip
     sign = turn_runaway_sign(
-        step_rows, _earlier_failures(session=session, step_rows=step_rows, now=now)
+        step_rows,
+        _earlier_failures(session=session, step_rows=step_rows, now=now, failures=failures),
     )
     if sign is None:
         return None

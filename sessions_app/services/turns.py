@@ -53,6 +53,7 @@ from sessions_app.services.turn_totals import SESSION_TOTALS as SESSION_TOTALS
 from sessions_app.services.turn_totals import StepInput as StepInput
 from sessions_app.services.turn_totals import (
     TurnWarning,
+    WindowFailures,
     reservation_unknown_warning,
     spend_budget_warnings,
     steps_validate,
@@ -171,6 +172,7 @@ def turn_draft(
     idempotency_key: str | None,
     now: datetime,
     reservations_held: bool = True,
+    failures: WindowFailures | None = None,
 ) -> TurnDraft:
     """Everything either route decides for one turn, in one place, so the single and the
     batch route cannot drift: writability (410), counts (400), the state's If-Match
@@ -182,6 +184,8 @@ def turn_draft(
     transaction; the session's counters are moved on the instance (written later by
     `sessions_save_counters`). `reservations_held` False (the lock read found no budget
     reservation of the session) skips releasing one: there is none to spend or clear.
+    `failures` (turns drafted together, as a batch's) counts the failures of the turns
+    drafted before this one for its runaway warning, and takes this one's.
     Raises before writing anything, so a batch can refuse the item alone; the only
     writes (reservation, rotation) come after every check."""
     occurred_at = _turn_checks(session=session, fields=fields, now=now)
@@ -209,7 +213,10 @@ def turn_draft(
         rotated_from=rotated_from,
         was_exceeded=was_exceeded,
         now=now,
+        failures=failures,
     )
+    if failures is not None:
+        failures.add(session_id=session.pk, step_rows=step_rows)
     if reservation_unknown:
         warnings.append(reservation_unknown_warning(fields.reservation_id))
     return TurnDraft(turn=turn, steps=step_rows, session=session, warnings=warnings)

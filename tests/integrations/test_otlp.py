@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rest_framework.test import APIClient
 
 from integrations.otlp_decode import parse_request, spans_of
-from integrations.otlp_ingest import ingest_spans
+from integrations.otlp_ingest import ANONYMOUS_USER, ingest_spans
 from sessions_app.models import ChatSession, ChatTurn, Tenant
 from sessions_app.services.api_keys import IssuedKey
 from tests.integrations.otlp_spans import CALLS, emit, expected, otlp_json
@@ -82,12 +82,14 @@ def assert_replays_count_nothing_twice(
 
 
 def emit_follow_up_chat(provider: TracerProvider) -> None:
-    """A later trace of conversation conv-a: one chat span."""
+    """A later trace of conversation conv-a: one chat span, naming its user (a trace that
+    names none is the anonymous user's and would not continue maria's session)."""
     tracer = provider.get_tracer("engram-test")
     with tracer.start_as_current_span("chat follow-up") as span:
         span.set_attribute("gen_ai.operation.name", "chat")
         span.set_attribute("gen_ai.conversation.id", "conv-a")
         span.set_attribute("gen_ai.agent.name", "shop-agent")
+        span.set_attribute("user.id", "maria")
         span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
         span.set_attribute("gen_ai.usage.input_tokens", 10)
         span.set_attribute("gen_ai.usage.output_tokens", 2)
@@ -258,7 +260,7 @@ def _export_of(trace: int, user: str | None) -> list[Any]:
 def test_a_conversation_id_is_one_session_per_user(tenant: Tenant) -> None:
     """Two users' traces with the same `gen_ai.conversation.id` (an agent numbering its
     conversations per user) are two sessions, neither sees the other's turns; a trace
-    that names no user continues the conversation's newest session."""
+    that names no user is the anonymous user's, in a session of its own."""
     ingest_spans(tenant=tenant, spans=_export_of(1, "maria"))
     ingest_spans(tenant=tenant, spans=_export_of(2, "ivan"))
     sessions = {
@@ -274,7 +276,32 @@ def test_a_conversation_id_is_one_session_per_user(tenant: Tenant) -> None:
             "user_id", "turn_count"
         )
     )
-    assert counts == {"maria": 2, "ivan": 2}
+    assert counts == {"maria": 2, "ivan": 1, ANONYMOUS_USER: 1}
+
+
+def test_a_trace_without_a_user_never_joins_a_users_session(api: APIClient, tenant: Tenant) -> None:
+    """A user's session resumable by external id "x" stays theirs: a trace of
+    conversation "x" from the same agent that names no user is recorded in the anonymous
+    user's session of "x", and the next such trace continues that one."""
+    made = api.post(
+        "/api/v1/sessions",
+        {"user_id": "maria", "agent_id": "js-agent", "external_session_id": "x"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    for trace in (1, 2):
+        body = otlp_json(f"{trace:032x}", f"{trace:016x}", 10)
+        attributes = body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+        attributes[1] = {"key": "gen_ai.conversation.id", "value": {"stringValue": "x"}}
+        sent = api.post("/v1/traces", json.dumps(body), content_type="application/json")
+        assert sent.status_code == 200, sent.content
+        assert sent.json()["engram"]["turns_recorded"] == 1
+    sessions = ChatSession.objects.filter(tenant=tenant, external_session_id="x")
+    assert dict(sessions.values_list("user_id", "turn_count")) == {
+        "maria": 0,
+        ANONYMOUS_USER: 2,
+    }
+    assert api.get(f"/api/v1/sessions/{made.json()['id']}/turns").json()["results"] == []
 
 
 def _span_doc(number: int, attributes: dict[str, Any]) -> dict[str, Any]:

@@ -101,18 +101,31 @@ def test_the_async_client_takes_if_match_as_well(live_server: Any, live_key: Iss
     assert _recorded(sid) == ({"n": 2}, 2, 0)  # the update's state_change and one turn
 
 
-def test_a_background_client_refuses_if_match_before_anything_runs(
+def test_a_background_client_sends_if_match_and_keeps_a_stale_ones_refusal(
     live_server: Any, live_key: IssuedKey
 ) -> None:
-    with engram.Engram(live_server.url, live_key.secret, background=True) as client:
-        session = client.create_session(user_id="u", agent_id="a")
-        ran = []
-        with pytest.raises(ValueError, match="if_match"), session.turn(if_match="*"):
-            ran.append(True)
-        with pytest.raises(ValueError, match="if_match"):
-            client.record_turn(session.id, steps=[STEP], if_match="*")
+    """Queued with `if_match`, a turn is checked against the state the turns queued
+    before it left: with the current tag it is recorded; with a stale one nothing is,
+    and its `PreconditionFailed` (412, the current tag) is in `background.failed`, as the
+    background client keeps any refusal."""
+    with engram.Engram(
+        live_server.url, live_key.secret, background=True, flush_interval=0.05, max_retries=0
+    ) as client:
+        session = client.create_session(user_id="u", agent_id="a", state={"n": 0})
+        first = session.state_etag
+        assert session.record_turn(steps=[STEP], state={"n": 1}, if_match=first) is None
+        assert session.record_turn(steps=[STEP], state={"n": 2}) is None
+        with session.turn("hi", if_match=first, state={"n": 9}) as turn:  # stale by now
+            turn.add_step("response", model="gpt-4o-mini", input_tokens=10, output_tokens=1)
+        client.record_turn(session.id, steps=[STEP], state={"n": 3}, if_match=state_etag({"n": 2}))
         client.flush(timeout=30)
-        assert ran == [] and _recorded(session.id) == ({}, 0, 0)
+        sender = client.background
+        assert sender is not None and sender.dropped == 0
+        [(item, error)] = sender.failed
+    assert item.if_match == first and item.body["state"] == {"n": 9}
+    assert isinstance(error, engram.PreconditionFailed) and error.status == 412
+    assert error.code == "precondition_failed" and error.state_etag == state_etag({"n": 2})
+    assert _recorded(session.id) == ({"n": 3}, 3, 3)
 
 
 BIG_STEP = {"step_type": "response", "model": "gpt-4o-mini", "input_tokens": 900,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from tests.sessions_app.helpers import create_session, post_turn, turn_body
@@ -91,3 +93,28 @@ def test_the_turn_whose_failure_completes_a_retry_loop_over_turns_warns_in_its_o
     message = fifth.json()["warnings"][0]["message"]
     assert "retry_loop" in message and "429 rate limited" in message
     assert codes(post_turn(api, sid, turn_body(steps=[STEP]))) == ["session_runaway"]
+
+
+def test_a_batch_item_whose_failure_completes_a_retry_loop_warns_counting_earlier_items(
+    api: APIClient,
+) -> None:
+    """With 15 failures stored, a batch's items each failing once more: the item that
+    makes the 20th (ENGRAM_RUNAWAY_RETRY_LOOP_COUNT) warns in its own answer, counting
+    the earlier items of its batch, and so does the one after it; another session's
+    failures in the batch count for none of them. The stored failures are read once for
+    the batch, not once per item."""
+    sid = create_session(api)["id"]
+    other = create_session(api)["id"]
+    failing = {"step_type": "tool", "model": "gpt-4o-mini", "input_tokens": 10,
+               "output_tokens": 1, "success": False, "error": "429 rate limited"}  # fmt: skip
+    assert codes(post_turn(api, sid, turn_body(steps=[failing] * 15))) == []
+    items = [{"session_id": sid, **turn_body(steps=[failing])} for _ in range(6)]
+    items[2:2] = [{"session_id": other, **turn_body(steps=[failing] * 19)}]
+    with CaptureQueriesContext(connection) as queries:
+        answer = api.post("/api/v1/turns/batch", {"turns": items}, format="json")
+    assert answer.status_code == 200, answer.content
+    warned = [[w["code"] for w in r["turn"]["warnings"]] for r in answer.json()["results"]]
+    assert warned == [[], [], [], [], [], ["runaway_detected"], ["runaway_detected"]]
+    assert "failures': 20" in answer.json()["results"][5]["turn"]["warnings"][0]["message"]
+    reads = [q["sql"] for q in queries.captured_queries if "COALESCE(s.error" in q["sql"]]
+    assert len(reads) == 1

@@ -171,8 +171,10 @@ class Api:
         retry of this call sends the same one and the turn is counted once. With
         `if_match` (a `state_etag` you read, or `*`), the turn is recorded only if the
         session's state still has that tag, whether or not the turn carries `state`;
-        else `PreconditionFailed` and nothing of the turn is recorded. The answer's
-        `session.state_etag` is the tag after the turn."""
+        else `PreconditionFailed` and nothing of the turn is recorded (a background
+        client queues the turn with its tag and keeps that refusal in
+        `background.failed`). The answer's `session.state_etag` is the tag after the
+        turn."""
         key = idempotency_key or new_idempotency_key()
         body = turn_body(steps=steps, **fields)
         return self._send_turn(session_id, body, key, if_match)

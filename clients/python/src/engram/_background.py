@@ -1,7 +1,9 @@
 """Background mode: turns go into a bounded in-memory queue and a daemon thread sends
 them in batches (`POST /turns/batch`), the way Langfuse's SDK does. A server without the
 batch route (404/405) gets one request per turn instead. Each turn keeps the
-Idempotency-Key made when it was queued, so a resend never counts it twice."""
+Idempotency-Key made when it was queued, so a resend never counts it twice. A turn queued
+with `if_match` goes alone, by the single route with its If-Match, after the turns queued
+before it; its refusal (`PreconditionFailed`) is kept in `failed` as any other."""
 
 from __future__ import annotations
 
@@ -18,21 +20,12 @@ from engram._http import Request, SyncTransport
 log = logging.getLogger("engram")
 
 
-def refuse_queued_condition(if_match: str | None) -> None:
-    """A queued turn cannot carry `if_match`: it is sent later, in a batch with other
-    sessions' turns (the batch route takes If-Match only for one session's turns), and a
-    refusal would reach no caller. ValueError before anything is sent."""
-    if if_match is not None:
-        raise ValueError(
-            "if_match needs an answer: record the turn with a client without background=True."
-        )
-
-
 @dataclass(frozen=True)
 class QueuedTurn:
     session_id: str
     body: dict[str, Any]
     idempotency_key: str
+    if_match: str | None = None  # the turn's If-Match: it is sent alone (see `_send`)
 
 
 class BackgroundSender:
@@ -111,20 +104,38 @@ class BackgroundSender:
         self.failed = [*self.failed[-99:], (item, error)]
 
     def _send(self, batch: list[QueuedTurn]) -> None:
-        if self.batch_supported is not False and self._send_batch(batch):
-            return
+        """The turns in queue order: runs of unconditional turns as batches, and each
+        turn with `if_match` alone, by the single route, once the turns queued before it
+        were sent, so its condition is checked against the state they left (the batch
+        route takes If-Match only for a whole batch of one session's turns)."""
+        run: list[QueuedTurn] = []
         for item in batch:
-            try:
-                self.transport.send(
-                    Request(
-                        "POST",
-                        f"/sessions/{item.session_id}/turns",
-                        json=item.body,
-                        headers={"Idempotency-Key": item.idempotency_key},
-                    )
+            if item.if_match is None:
+                run.append(item)
+                continue
+            self._send_run(run)
+            run = []
+            self._send_one(item)
+        self._send_run(run)
+
+    def _send_run(self, run: list[QueuedTurn]) -> None:
+        if not run or (self.batch_supported is not False and self._send_batch(run)):
+            return
+        for item in run:
+            self._send_one(item)
+
+    def _send_one(self, item: QueuedTurn) -> None:
+        headers = {"Idempotency-Key": item.idempotency_key}
+        if item.if_match is not None:
+            headers["If-Match"] = item.if_match
+        try:
+            self.transport.send(
+                Request(
+                    "POST", f"/sessions/{item.session_id}/turns", json=item.body, headers=headers
                 )
-            except EngramError as exc:
-                self._fail(item, exc)
+            )
+        except EngramError as exc:
+            self._fail(item, exc)
 
     def _send_batch(self, batch: list[QueuedTurn]) -> bool:
         """True if the batch route took the batch (items may still fail one by one)."""

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from engram._api import Api, turn_body
-from engram._background import BackgroundSender, QueuedTurn, refuse_queued_condition
+from engram._background import BackgroundSender, QueuedTurn
 from engram._http import AsyncTransport, Request, RetryPolicy, SyncTransport, resolve_config
 from engram._session import AsyncSession, Session
 
@@ -16,7 +16,9 @@ from engram._session import AsyncSession, Session
 class Engram(Api):
     """The sync client. `base_url` and `api_key` default to `ENGRAM_URL` and
     `ENGRAM_API_KEY`. With `background=True`, turns are queued and sent in batches by a
-    thread; `record_turn` then returns None, and `flush()` waits for the queue."""
+    thread; `record_turn` then returns None, `flush()` waits for the queue, and a turn
+    the server refused (a stale `if_match`'s `PreconditionFailed` too) is in
+    `background.failed`."""
 
     def __init__(
         self,
@@ -68,8 +70,7 @@ class Engram(Api):
         self, session_id: str, body: dict[str, Any], key: str, if_match: str | None = None
     ) -> Any:
         if self._background is not None:
-            refuse_queued_condition(if_match)
-            self._background.enqueue(QueuedTurn(session_id, body, key))
+            self._background.enqueue(QueuedTurn(session_id, body, key, if_match))
             return None
         return super()._send_turn(session_id, body, key, if_match)
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from engram._background import refuse_queued_condition
 from engram._errors import EngramError
 from engram._tracking import Turn
 
@@ -178,10 +177,9 @@ class Session(_Handle):
         is checked and reserved before the block runs (`BudgetExceeded` then, and the
         block does not run) and the recorded turn spends the reservation. With
         `if_match` (or `turn.if_match` set in the block), the turn is recorded only if
-        the state still has that tag: `PreconditionFailed` on exit, nothing recorded.
-        A background client refuses `if_match` (ValueError) before the block runs."""
-        if self.client.background is not None:
-            refuse_queued_condition(if_match)
+        the state still has that tag: `PreconditionFailed` on exit, nothing recorded; a
+        background client queues the turn with it, and keeps that refusal in
+        `client.background.failed`."""
         check = None
         if reserve is not None:
             check = self.client.budget_check(self.id, **reserve_check_fields(reserve))
