@@ -9,7 +9,10 @@ starts; the newer starts (`valid_from`) there too, so that a search at a past in
 (`valid_at`) finds the older and not the newer. A fact told late, that started before
 the current one, goes into the chain by valid time: the next one to start supersedes it,
 and the one before it, if any, ends where it starts. Deleting a memory relinks the chain
-around it (`supersession_relink`). A `supersedes` edge from the newer to the older
+around it (`supersession_relink`). The exact text of a superseded memory said again after
+its chain's current memory began is the user changing their mind back: a new memory that
+supersedes that current one (`changed_back_from`), the old keeping the interval it held.
+A `supersedes` edge from the newer to the older
 (reason `contradicted`) shows it in the relations. The older stays stored and
 searchable: a question about the current state ranks it below the newer
 (memory_app.selectors.currency), any other finds it with its dates.
@@ -96,6 +99,21 @@ def validity_start(memory: Memory) -> datetime:
     """When what the memory states began: valid_from, else when it happened, else when it
     was written."""
     return memory.valid_from or memory.occurred_at or memory.created_at
+
+
+def changed_back_from(memory: Memory, *, digest: str, start: datetime) -> Memory | None:
+    """For a draft whose text (`digest`) is stored as `memory`, said as of `start`: the
+    current memory at the head of `memory`'s chain when `memory` is superseded and that
+    head says something else and began before `start`. Then the user changed their mind
+    back, and the draft is a new memory that supersedes the head; `memory` keeps the
+    interval it held. None: the draft is `memory` told again (a duplicate)."""
+    head, seen = memory, {memory.pk}
+    while head.superseded_by_id is not None and head.superseded_by_id not in seen:
+        seen.add(head.superseded_by_id)
+        head = Memory.objects.select_for_update().get(pk=head.superseded_by_id)
+    if head.pk == memory.pk or head.content_hash == digest or validity_start(head) >= start:
+        return None
+    return head
 
 
 def supersede_contradicted(
