@@ -190,29 +190,32 @@ def _add_threaded(
 ) -> list[AddResult]:
     """`memory_add_many` of drafts that all sit in threads, set-based: the same answers
     as adding them one by one (exact duplicates of stored memories, of their earlier
-    versions or of an earlier draft answer `duplicate`; no near-duplicate merges in a
-    thread), with the locks taken once, in a fixed order, and one INSERT."""
-    for user_id, agent_id, memory_type in sorted({(d.user_id, d.agent_id, d.type) for d in drafts}):
-        _lock_key(tenant, user_id, agent_id, memory_type)
-    statements = [draft_statement(draft) for draft in drafts]
-    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
-    for user_id, subject in sorted(subjects):
-        lock_subject(tenant.pk, user_id, Statement(subject, ""))
+    versions or of an earlier draft answer `duplicate`, unless a changed mind restates a
+    superseded one; no near-duplicate merges in a thread), with the locks taken once, in
+    a fixed order, and one INSERT."""
+    statements = _lock_threaded(tenant, drafts)
     known = _stored_by_hash(tenant, drafts)
     next_order: dict[tuple[str, str], int] = {}
     results: list[AddResult | None] = []
     rows: list[Memory] = []
+    changed_back: dict[uuid.UUID, Memory] = {}  # a created row → the head it supersedes
     for draft, vector in zip(drafts, vectors, strict=True):
         identity = (draft.user_id, draft.agent_id, draft.type, content_hash(draft.content))
+        head = None
         if identity in known:
-            results.append(AddResult("duplicate", known[identity], 1.0))
-            continue
+            start = _stated_start(draft, now)
+            head = changed_back_from(known[identity], digest=identity[3], start=start)
+            if head is None:
+                results.append(AddResult("duplicate", known[identity], 1.0))
+                continue
         thread = (draft.user_id, thread_key_of(draft))
         if thread not in next_order:  # after the thread's last memory, as one by one
             next_order[thread] = thread_order_next(tenant, draft.user_id, thread[1], None) or 0
         order = next_order[thread] if draft.thread_order is None else draft.thread_order
         next_order[thread] = max(next_order[thread], order + 1)
         memory = new_memory(tenant, draft, vector, model_name, now, thread[1], order)
+        if head is not None:
+            changed_back[memory.pk] = head
         known[identity] = memory
         rows.append(memory)
         results.append(None)
@@ -224,7 +227,25 @@ def _add_threaded(
         if result.action == "created":
             later.remove(result.memory.pk)
             _relate_created(result.memory, draft, statement, written_after=later)
+            if result.memory.pk in changed_back:
+                _supersede_changed_back(changed_back[result.memory.pk], result.memory)
     return out
+
+
+def _lock_threaded(tenant: Tenant, drafts: Sequence[MemoryDraft]) -> list[Statement | None]:
+    """Take the locks of a threaded add once, in a fixed order; returns the statements."""
+    for user_id, agent_id, memory_type in sorted({(d.user_id, d.agent_id, d.type) for d in drafts}):
+        _lock_key(tenant, user_id, agent_id, memory_type)
+    statements = [draft_statement(draft) for draft in drafts]
+    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
+    for user_id, subject in sorted(subjects):
+        lock_subject(tenant.pk, user_id, Statement(subject, ""))
+    return statements
+
+
+def _stated_start(draft: MemoryDraft, now: datetime) -> datetime:
+    """When what the draft states began, as its memory's `validity_start` will read."""
+    return draft.valid_from or draft.occurred_at or now
 
 
 def _stored_by_hash(
@@ -235,7 +256,10 @@ def _stored_by_hash(
     hashes = sorted({content_hash(d.content) for d in drafts})
     users = sorted({d.user_id for d in drafts})
     current = Memory.objects.filter(tenant=tenant, user_id__in=users, content_hash__in=hashes)
-    found = {(m.user_id, m.agent_id, m.type, m.content_hash): m for m in current}
+    found: dict[tuple[str, str, str, str], Memory] = {}
+    # The current one first: of a changed mind, the superseded text is also stored.
+    for m in current.order_by(F("superseded_by").asc(nulls_first=True), "-created_at"):
+        found.setdefault((m.user_id, m.agent_id, m.type, m.content_hash), m)
     earlier = MemoryVersion.objects.filter(
         memory__tenant=tenant, memory__user_id__in=users, content_hash__in=hashes
     ).select_related("memory")
@@ -259,7 +283,7 @@ def _add_one(
     existing = _stored_duplicate(tenant, draft, digest)
     changed_back = None
     if existing is not None:
-        start = draft.valid_from or draft.occurred_at or now
+        start = _stated_start(draft, now)
         changed_back = changed_back_from(existing, digest=digest, start=start)
         if changed_back is None:
             return AddResult("duplicate", existing, 1.0)

@@ -1,7 +1,8 @@
 """The user changes their mind back: the exact text of a superseded memory, said again
 after what superseded it, is a new current memory that supersedes the chain's current
 one; the old memory keeps the interval it held. Said again as of a time before that
-change, it is the old statement told again (`duplicate`)."""
+change, it is the old statement told again (`duplicate`). Through POST /memories and
+through what a conversation's turns extract."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from memory_app.models import Memory
+from sessions_app.models import Tenant
+from tests.memory_app.test_extraction_changes import say
 from tests.memory_app.test_latest_fact import get
 from tests.memory_app.test_memories_api import MEMORIES, add
 from tests.memory_app.test_memory_types_metadata_relations import AS, created
@@ -86,3 +90,36 @@ def test_a_subject_value_said_again_after_a_move_is_the_current_home(api: APICli
     assert get(api, lisbon["id"])["superseded_by"] == home["id"]
     porto_now = get(api, porto["id"])
     assert (porto_now["valid_to"], porto_now["superseded_by"]) == (LISBON_DAY, lisbon["id"])
+
+
+def test_moving_back_said_in_conversation_makes_the_first_home_current(tenant: Tenant) -> None:
+    say(tenant, "I live in Porto.", "I live in Lisbon.", "I live in Porto.")
+    homes = Memory.objects.filter(tenant=tenant, subject="home").order_by("created_at")
+    chain = [(row.content, row.superseded_by_id) for row in homes]
+    first, lisbon, back = homes
+    assert chain == [
+        ("I live in Porto", lisbon.pk),
+        ("I live in Lisbon", back.pk),
+        ("I live in Porto", None),
+    ]
+    assert first.valid_to == lisbon.valid_from and lisbon.valid_to == back.valid_from
+
+
+def test_a_threaded_bulk_restating_the_first_home_makes_it_current(api: APIClient) -> None:
+    def bulk(*contents: str) -> list[str]:
+        items = [
+            {"user_id": "alice", "type": "fact", "content": text, "thread_key": "chat-7"}
+            for text in contents
+        ]
+        response = api.post(f"{MEMORIES}/bulk", items, format="json")
+        assert response.status_code == 200, response.content
+        return [item["action"] for item in response.json()["results"]]
+
+    assert bulk("I live in Porto", "I live in Lisbon") == ["created", "created"]
+    assert bulk("I live in Porto", "I live in Porto") == ["created", "duplicate"]
+    homes = Memory.objects.filter(subject="home").order_by("created_at", "thread_order")
+    assert [(row.content, row.superseded_by_id) for row in homes] == [
+        ("I live in Porto", homes[1].pk),
+        ("I live in Lisbon", homes[2].pk),
+        ("I live in Porto", None),
+    ]
