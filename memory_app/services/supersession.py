@@ -39,7 +39,7 @@ from django.db.models import QuerySet
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 from memory_app.subject_endings import Ceased
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import Conflict, InvalidInput
 from sessions_app.locks import advisory_xact_lock
 
 if TYPE_CHECKING:
@@ -272,11 +272,31 @@ def unsupersede(edge: MemoryRelation) -> None:
     older = Memory.objects.filter(pk=edge.target_id, superseded_by_id=edge.source_id).first()
     if older is None:
         return
+    _refuse_second_current_text(older)
     newer = Memory.objects.get(pk=edge.source_id)
     changes: dict[str, Any] = {"superseded_by": None}
     if older.valid_to is not None and older.valid_to == validity_start(newer):
         changes["valid_to"] = None
     Memory.objects.filter(pk=older.pk).update(**changes)
+
+
+def _refuse_second_current_text(older: Memory) -> None:
+    """Conflict if `older`, made current again, would stand beside a current memory of
+    the same user, agent and type with its text (a changed mind restated it): one text
+    is current once (memory_current_content_unique)."""
+    twin = Memory.objects.filter(
+        tenant_id=older.tenant_id,
+        user_id=older.user_id,
+        agent_id=older.agent_id,
+        type=older.type,
+        content_hash=older.content_hash,
+        superseded_by__isnull=True,
+    ).first()
+    if twin is not None:
+        raise Conflict(
+            f"Memory {older.pk} would be current again beside memory {twin.pk}, which "
+            "says the same; delete one of them instead."
+        )
 
 
 def supersession_relink(deleted: Memory) -> None:

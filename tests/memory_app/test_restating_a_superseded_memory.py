@@ -123,3 +123,22 @@ def test_a_threaded_bulk_restating_the_first_home_makes_it_current(api: APIClien
         ("I live in Lisbon", homes[2].pk),
         ("I live in Porto", None),
     ]
+
+
+def test_removing_an_edge_that_would_make_one_text_current_twice_is_a_conflict(
+    api: APIClient,
+) -> None:
+    aisle, negation = aisle_then_not(api)
+    restated = created(add(api, content=AISLE))
+    edge = next(
+        row["id"]
+        for row in api.get(f"{MEMORIES}/{negation['id']}/relations{AS}").json()["relations"]
+        if row["target_id"] == aisle["id"]
+    )
+    removed = api.delete(f"{MEMORIES}/{negation['id']}/relations/{edge}{AS}")
+    assert removed.status_code == 409, removed.content
+    error = removed.json()["error"]
+    assert error["code"] == "conflict" and restated["id"] in error["message"], error
+    # Nothing changed: the edge and the chain stay.
+    assert get(api, aisle["id"]) == aisle
+    assert (negation["id"], "supersedes", aisle["id"]) in relations(api, negation["id"])

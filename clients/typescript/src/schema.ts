@@ -4264,6 +4264,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `conflict`: the `supersedes` edge's target would be current again beside a current memory of the same user, agent and type with its text (the user said it again later); nothing changed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited` (with Retry-After).; or rate_limited: this API key sent more than ENGRAM_RATE_LIMIT requests in the current window; retry after `Retry-After` seconds. */
             429: {
                 headers: {
