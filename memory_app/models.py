@@ -212,10 +212,13 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
         constraints = [
             # The backstop against two identical concurrent adds (the service also takes
-            # an advisory lock so that near-duplicates are serialised too).
+            # an advisory lock so that near-duplicates are serialised too). Current
+            # memories only: a user who changes their mind back restates a superseded
+            # text, which is a new memory beside the old one (services.supersession).
             models.UniqueConstraint(
                 fields=["tenant", "user_id", "agent_id", "type", "content_hash"],
-                name="memory_content_unique",
+                condition=models.Q(superseded_by__isnull=True),
+                name="memory_current_content_unique",
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=0, importance__lte=1),

@@ -7,7 +7,8 @@ ends the user's current memories whose subject's value it names instead
 word stems, so that "nursing" ends "nurse" and "vegetarian" ends "vegetarian"; the
 words around the value ("work", "live", "in", "my job") name no value themselves.
 "I quit my job" (or "lost my job"), naming no job, ends the user's current occupation
-and employer whatever their value.
+and employer whatever their value; "I don't work there anymore" ("there" being where the
+user works now) ends the current employer, and "I don't live there anymore" the home.
 
 What it ends is what the sentence is about: its verb names the subject when it has one
 ("live in" a home, "work at / for" and "my job at" an employer, "work as" and "my job
@@ -46,6 +47,15 @@ _ABOUT = tuple(
             ("employer",),
         ),
         (r"\b(?:work|working)\s+as\b|" + _JOB + r"\s+as\b", ("occupation",)),
+    )
+)
+# "I don't work there anymore", "I no longer live there": "there" is the place the
+# user's current value of the subject names, so it ends that subject whatever its value.
+_THERE = tuple(
+    (re.compile(pattern, re.IGNORECASE), frozenset(subjects))
+    for pattern, subjects in (
+        (r"(?:live|living|reside|residing|based)\s+there", ("home",)),
+        (r"(?:work|working)\s+there", ("employer",)),
     )
 )
 # A value that opens on a thought or holds a question is about something else than the
@@ -119,6 +129,9 @@ class Ceased:
 
 def _ceased(said: str, value: str) -> Ceased | None:
     """What the ending `said` (its whole match), whose value is `value`, ends."""
+    there = next((subjects for verb, subjects in _THERE if verb.fullmatch(value.strip())), None)
+    if there is not None:
+        return Ceased(frozenset(), there)
     words = stems(value)
     if not words or _NOT_ABOUT_USER.search(value.strip()):
         return None

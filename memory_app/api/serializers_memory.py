@@ -129,7 +129,9 @@ class MemoryAddResultSerializer(serializers.Serializer):  # type: ignore[type-ar
     action = serializers.ChoiceField(
         choices=["created", "merged", "duplicate"],
         help_text="created: new; merged: a near-duplicate was updated into a new version; "
-        "duplicate: the same content was already stored, nothing changed.",
+        "duplicate: the same content was already stored, nothing changed (not for the "
+        "text of a superseded memory said again after what superseded it: that is "
+        "created, a new current memory).",
     )
     similarity = serializers.FloatField(
         allow_null=True, help_text="Cosine similarity to the memory merged into or matched."

@@ -179,7 +179,12 @@ class MemoryListView(TenantGenericAPIView):
             ),
         },
         description="Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a "
-        "new version) or `duplicate` (already stored). Searchable on return. A fact, "
+        "new version) or `duplicate` (already stored). Searchable on return. The exact "
+        "text of a superseded memory said again after what superseded it began (the user "
+        "changed their mind back) is 201 `created`: a new current memory that supersedes "
+        "the current one of that chain, while the old one keeps its interval; said as of "
+        "a time before that (`valid_from`, else `occurred_at`), it is 200 `duplicate` of "
+        "the old one. A fact, "
         "preference or profile that gives one of the user's subjects (`subject`) another "
         "value than a current memory supersedes it: the older gets `superseded_by` and "
         "`valid_to`, stays searchable, and ranks below the newer for questions about now. "

@@ -86,6 +86,11 @@ class MemoryRelationDetailView(TenantAPIView):
             204: None,
             403: WRITE_REFUSED,
             404: OpenApiResponse(description="not_found"),
+            409: OpenApiResponse(
+                description="`conflict`: the `supersedes` edge's target would be current "
+                "again beside a current memory of the same user, agent and type with its "
+                "text (the user said it again later); nothing changed."
+            ),
         },
         description="Remove one edge touching this memory. Removing a `supersedes` edge "
         "between two memories makes its target current again (`superseded_by` null, the "

@@ -2,19 +2,22 @@
 entry point of the memory write services (see the re-exports below).
 
 The add pipeline: normalise → exact duplicate (hash per tenant/user/agent/type, also
-against earlier versions, so re-running an extraction changes nothing) → near-duplicate
-(cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD, same tenant, user, agent, type and scope) merged
-into a new version (never a statement negating it: that one is created and, of a fact,
-preference or profile, supersedes it) → otherwise created. Dedupe never crosses agents
-(`agent_id` exactly, blank being the user's agent-less memories): a memory written under
-an agent is found under that agent (memory_app.services.memory_merge). Embedding happens
+against earlier versions, so re-running an extraction changes nothing; not a superseded
+memory's text said again after what superseded it began: the user changed their mind
+back, so it is created and supersedes its chain's current memory, `changed_back_from`) →
+near-duplicate (cosine ≥ ENGRAM_MEMORY_MERGE_THRESHOLD, same tenant, user, agent, type
+and scope) merged into a new version (never a statement negating it: that one is
+created and, of a fact, preference or profile, supersedes it) → otherwise created.
+Dedupe never crosses agents (`agent_id` exactly, blank being the user's agent-less
+memories): a memory written under an agent is found under that agent
+(memory_app.services.memory_merge). Embedding happens
 before the transaction opens, so no lock is held while the CPU computes vectors; a memory
 is searchable once the call returns.
 
 Concurrency: each add takes a transaction-scoped advisory lock on (tenant, user, agent,
 type), the key its dedupe reads, so two identical (or near-identical) adds at once are
-serialised and the second one sees the first; the unique constraint on the hash is the
-backstop.
+serialised and the second one sees the first; the unique constraint on the hash among
+current memories is the backstop.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memory_app.embedding import embedder
@@ -64,6 +68,7 @@ from memory_app.services.memory_upkeep import memory_set_pinned as memory_set_pi
 from memory_app.services.memory_versions import memory_revert as memory_revert
 from memory_app.services.memory_versions import memory_update as memory_update
 from memory_app.services.supersession import (
+    changed_back_from,
     draft_statement,
     lock_subject,
     may_state,
@@ -185,29 +190,32 @@ def _add_threaded(
 ) -> list[AddResult]:
     """`memory_add_many` of drafts that all sit in threads, set-based: the same answers
     as adding them one by one (exact duplicates of stored memories, of their earlier
-    versions or of an earlier draft answer `duplicate`; no near-duplicate merges in a
-    thread), with the locks taken once, in a fixed order, and one INSERT."""
-    for user_id, agent_id, memory_type in sorted({(d.user_id, d.agent_id, d.type) for d in drafts}):
-        _lock_key(tenant, user_id, agent_id, memory_type)
-    statements = [draft_statement(draft) for draft in drafts]
-    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
-    for user_id, subject in sorted(subjects):
-        lock_subject(tenant.pk, user_id, Statement(subject, ""))
+    versions or of an earlier draft answer `duplicate`, unless a changed mind restates a
+    superseded one; no near-duplicate merges in a thread), with the locks taken once, in
+    a fixed order, and one INSERT."""
+    statements = _lock_threaded(tenant, drafts)
     known = _stored_by_hash(tenant, drafts)
     next_order: dict[tuple[str, str], int] = {}
     results: list[AddResult | None] = []
     rows: list[Memory] = []
+    changed_back: dict[uuid.UUID, Memory] = {}  # a created row → the head it supersedes
     for draft, vector in zip(drafts, vectors, strict=True):
         identity = (draft.user_id, draft.agent_id, draft.type, content_hash(draft.content))
+        head = None
         if identity in known:
-            results.append(AddResult("duplicate", known[identity], 1.0))
-            continue
+            start = _stated_start(draft, now)
+            head = changed_back_from(known[identity], digest=identity[3], start=start)
+            if head is None:
+                results.append(AddResult("duplicate", known[identity], 1.0))
+                continue
         thread = (draft.user_id, thread_key_of(draft))
         if thread not in next_order:  # after the thread's last memory, as one by one
             next_order[thread] = thread_order_next(tenant, draft.user_id, thread[1], None) or 0
         order = next_order[thread] if draft.thread_order is None else draft.thread_order
         next_order[thread] = max(next_order[thread], order + 1)
         memory = new_memory(tenant, draft, vector, model_name, now, thread[1], order)
+        if head is not None:
+            changed_back[memory.pk] = head
         known[identity] = memory
         rows.append(memory)
         results.append(None)
@@ -219,7 +227,25 @@ def _add_threaded(
         if result.action == "created":
             later.remove(result.memory.pk)
             _relate_created(result.memory, draft, statement, written_after=later)
+            if result.memory.pk in changed_back:
+                _supersede_changed_back(changed_back[result.memory.pk], result.memory)
     return out
+
+
+def _lock_threaded(tenant: Tenant, drafts: Sequence[MemoryDraft]) -> list[Statement | None]:
+    """Take the locks of a threaded add once, in a fixed order; returns the statements."""
+    for user_id, agent_id, memory_type in sorted({(d.user_id, d.agent_id, d.type) for d in drafts}):
+        _lock_key(tenant, user_id, agent_id, memory_type)
+    statements = [draft_statement(draft) for draft in drafts]
+    subjects = {(d.user_id, st.subject) for d, st in zip(drafts, statements, strict=True) if st}
+    for user_id, subject in sorted(subjects):
+        lock_subject(tenant.pk, user_id, Statement(subject, ""))
+    return statements
+
+
+def _stated_start(draft: MemoryDraft, now: datetime) -> datetime:
+    """When what the draft states began, as its memory's `validity_start` will read."""
+    return draft.valid_from or draft.occurred_at or now
 
 
 def _stored_by_hash(
@@ -230,7 +256,10 @@ def _stored_by_hash(
     hashes = sorted({content_hash(d.content) for d in drafts})
     users = sorted({d.user_id for d in drafts})
     current = Memory.objects.filter(tenant=tenant, user_id__in=users, content_hash__in=hashes)
-    found = {(m.user_id, m.agent_id, m.type, m.content_hash): m for m in current}
+    found: dict[tuple[str, str, str, str], Memory] = {}
+    # The current one first: of a changed mind, the superseded text is also stored.
+    for m in current.order_by(F("superseded_by").asc(nulls_first=True), "-created_at"):
+        found.setdefault((m.user_id, m.agent_id, m.type, m.content_hash), m)
     earlier = MemoryVersion.objects.filter(
         memory__tenant=tenant, memory__user_id__in=users, content_hash__in=hashes
     ).select_related("memory")
@@ -252,8 +281,12 @@ def _add_one(
     lock_subject(tenant.pk, draft.user_id, statement)
     digest = content_hash(draft.content)
     existing = _stored_duplicate(tenant, draft, digest)
+    changed_back = None
     if existing is not None:
-        return AddResult("duplicate", existing, 1.0)
+        start = _stated_start(draft, now)
+        changed_back = changed_back_from(existing, digest=digest, start=start)
+        if changed_back is None:
+            return AddResult("duplicate", existing, 1.0)
 
     thread_key = thread_key_of(draft)
     # A memory at a place in a thread is an event ("what was said then"): two similar
@@ -272,7 +305,17 @@ def _add_one(
     _relate_created(memory, draft, statement)
     if near is not None:
         _supersede_reversed(near.memory, memory)
+    if changed_back is not None:
+        _supersede_changed_back(changed_back, memory)
     return AddResult("created", memory, None)
+
+
+def _supersede_changed_back(head: Memory, restated: Memory) -> None:
+    """A superseded text said again after its chain's current memory (`head`) began: the
+    restatement supersedes the head, unless its own relations or subject already did."""
+    head.refresh_from_db(fields=["superseded_by"])
+    if head.superseded_by_id is None:
+        memory_supersede(older=head, newer=restated)
 
 
 def _supersede_reversed(older: Memory, newer: Memory) -> None:
@@ -285,11 +328,13 @@ def _supersede_reversed(older: Memory, newer: Memory) -> None:
 
 def _stored_duplicate(tenant: Tenant, draft: MemoryDraft, digest: str) -> Memory | None:
     """The stored memory of the draft's user, agent and type whose text (current, else an
-    earlier version's) has the draft's hash."""
+    earlier version's) has the draft's hash; a current memory before a superseded one."""
     same_key = Memory.objects.filter(
         tenant=tenant, user_id=draft.user_id, agent_id=draft.agent_id, type=draft.type
     )
-    existing = same_key.filter(content_hash=digest).first()
+    # The current one first: of a changed mind, the superseded text is also stored.
+    same_text = same_key.filter(content_hash=digest)
+    existing = same_text.order_by(F("superseded_by").asc(nulls_first=True), "-created_at").first()
     if existing is None:
         earlier = (
             MemoryVersion.objects.filter(memory__in=same_key, content_hash=digest)
@@ -301,14 +346,16 @@ def _stored_duplicate(tenant: Tenant, draft: MemoryDraft, digest: str) -> Memory
 
 
 def _merge_clash(tenant: Tenant, target: Memory, digest: str) -> Memory | None:
-    """A memory beside the merge target (same user, agent and type) whose current text
-    has the hash: merging into the target would duplicate it."""
+    """A current memory beside the merge target (same user, agent and type) whose text
+    has the hash: merging into the target would duplicate it. A superseded one with the
+    hash is history (a changed mind restates it), not a duplicate."""
     return Memory.objects.filter(
         tenant=tenant,
         user_id=target.user_id,
         agent_id=target.agent_id,
         type=target.type,
         content_hash=digest,
+        superseded_by__isnull=True,
     ).first()
 
 

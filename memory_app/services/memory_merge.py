@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection
+from psycopg import sql
 
 from memory_app.embedding import vector_literal
 from memory_app.models import Memory
@@ -39,6 +40,28 @@ from memory_app.subjects import Statement
 if TYPE_CHECKING:
     from memory_app.services.memory_drafts import MemoryDraft
     from sessions_app.models import Tenant
+
+
+NEAREST_CANDIDATES = 5  # a merge target is among the few nearest, or there is none
+_SAME_KIND = ("tenant_id", "user_id", "agent_id", "type", "scope")
+_DISTANCE = sql.SQL("{} <=> %(q)s::vector").format(sql.Identifier("embedding"))
+# The draft's nearest current memories of the same kind (`%(tenant_id)s` … `%(scope)s`,
+# the query vector `%(q)s`): an exact scan at full precision, no index approximation.
+NEAREST_SAME_KIND_SQL = sql.SQL(
+    "SELECT {id}, 1 - ({distance}) AS similarity FROM {table}"
+    " WHERE {same_kind} AND {superseded_by} IS NULL"
+    " ORDER BY {distance} LIMIT {limit}"
+).format(
+    id=sql.Identifier("id"),
+    distance=_DISTANCE,
+    table=sql.Identifier(Memory._meta.db_table),
+    same_kind=sql.SQL(" AND ").join(
+        sql.SQL("{} = {}").format(sql.Identifier(column), sql.Placeholder(column))
+        for column in _SAME_KIND
+    ),
+    superseded_by=sql.Identifier("superseded_by_id"),
+    limit=sql.Literal(NEAREST_CANDIDATES),
+)
 
 
 @dataclass(frozen=True)
@@ -62,28 +85,7 @@ def nearest_same_kind(
     A superseded memory is history, never rewritten by a merge: a draft that restates it
     meets the memory that superseded it instead."""
     threshold = float(settings.ENGRAM_MEMORY_MERGE_THRESHOLD)
-    literal = vector_literal(vector)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT id, 1 - (embedding <=> %s::vector) AS similarity
-            FROM memory
-            WHERE tenant_id = %s AND user_id = %s AND agent_id = %s AND type = %s
-              AND scope = %s AND superseded_by_id IS NULL
-            ORDER BY embedding <=> %s::vector
-            LIMIT 5
-            """,
-            [
-                literal,
-                tenant.pk,
-                draft.user_id,
-                draft.agent_id,
-                draft.type,
-                draft.scope,
-                literal,
-            ],
-        )
-        rows = [(row[0], float(row[1])) for row in cursor.fetchall()]
+    rows = _nearest_rows(tenant, draft, vector)
     candidates = [(pk, sim) for pk, sim in rows if sim >= threshold]
     if not candidates:
         return None
@@ -97,6 +99,23 @@ def nearest_same_kind(
             return Near(memory, similarity, reverses=False)
         reversed_near = reversed_near or Near(memory, similarity, reverses=True)
     return reversed_near
+
+
+def _nearest_rows(
+    tenant: Tenant, draft: MemoryDraft, vector: list[float]
+) -> list[tuple[Any, float]]:
+    """(id, cosine) of the draft's nearest current memories of the same kind."""
+    params: dict[str, Any] = {
+        "q": vector_literal(vector),
+        "tenant_id": tenant.pk,
+        "user_id": draft.user_id,
+        "agent_id": draft.agent_id,
+        "type": draft.type,
+        "scope": draft.scope,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(NEAREST_SAME_KIND_SQL, params)
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
 def _same_statement_apart_from_polarity(

@@ -9,10 +9,15 @@ starts; the newer starts (`valid_from`) there too, so that a search at a past in
 (`valid_at`) finds the older and not the newer. A fact told late, that started before
 the current one, goes into the chain by valid time: the next one to start supersedes it,
 and the one before it, if any, ends where it starts. Deleting a memory relinks the chain
-around it (`supersession_relink`). A `supersedes` edge from the newer to the older
-(reason `contradicted`) shows it in the relations. The older stays stored and
-searchable: a question about the current state ranks it below the newer
-(memory_app.selectors.currency), any other finds it with its dates.
+around it (`supersession_relink`). The exact text of a superseded memory said again
+after its chain's current memory began is the user changing their mind back: a new
+memory that supersedes that current one (`changed_back_from`), the old keeping the
+interval it held. A `supersedes` edge from the newer to the older (reason
+`contradicted`) shows it in the relations, and the edges follow the chain: a fact told
+late between two takes the later one's edge to the earlier, and a relink joins the two
+it leaves adjacent. The older stays stored and searchable: a question about the current
+state ranks it below the newer (memory_app.selectors.currency), any other finds it with
+its dates.
 
 Conversation turns and session episodes are what was said, not what holds: they state
 no subject. A sentence that says a value has ended ("I'm not vegetarian anymore", "I quit
@@ -34,7 +39,7 @@ from django.db.models import QuerySet
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 from memory_app.subject_endings import Ceased
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import Conflict, InvalidInput
 from sessions_app.locks import advisory_xact_lock
 
 if TYPE_CHECKING:
@@ -98,6 +103,21 @@ def validity_start(memory: Memory) -> datetime:
     return memory.valid_from or memory.occurred_at or memory.created_at
 
 
+def changed_back_from(memory: Memory, *, digest: str, start: datetime) -> Memory | None:
+    """For a draft whose text (`digest`) is stored as `memory`, said as of `start`: the
+    current memory at the head of `memory`'s chain when `memory` is superseded and that
+    head says something else and began before `start`. Then the user changed their mind
+    back, and the draft is a new memory that supersedes the head; `memory` keeps the
+    interval it held. None: the draft is `memory` told again (a duplicate)."""
+    head, seen = memory, {memory.pk}
+    while head.superseded_by_id is not None and head.superseded_by_id not in seen:
+        seen.add(head.superseded_by_id)
+        head = Memory.objects.select_for_update().get(pk=head.superseded_by_id)
+    if head.pk == memory.pk or head.content_hash == digest or validity_start(head) >= start:
+        return None
+    return head
+
+
 def supersede_contradicted(
     memory: Memory, statement: Statement | None, *, written_after: Iterable[Any] = ()
 ) -> list[Memory]:
@@ -142,8 +162,9 @@ def _insert_into_chain(
 ) -> list[Memory]:
     """Put `memory` into its subject's chain (`chain`: the subject's other memories) by
     valid time: the next one to start after it supersedes it, and the one that led to
-    that next one and started before it ends where it starts and points at it. Returns
-    the memories superseded."""
+    that next one and started before it ends where it starts and points at it; the
+    edges follow (the next one's contradiction edge to that one goes). Returns the
+    memories superseded."""
     start = validity_start(memory)
     rows = [
         row
@@ -160,6 +181,15 @@ def _insert_into_chain(
     memory_supersede(older=memory, newer=after)
     for row in previous:
         memory_supersede(older=row, newer=memory)
+    # `after` no longer supersedes them: its contradiction edges to them go (a caller's
+    # own edge stays: it is the caller's word, not the chain's).
+    MemoryRelation.objects.filter(
+        source=after,
+        target__in=previous,
+        type=RelationType.SUPERSEDES,
+        target_version=None,
+        reason=CONTRADICTED,
+    ).delete()
     return [memory, *previous]
 
 
@@ -207,10 +237,14 @@ def memory_supersede(*, older: Memory, newer: Memory, reason: str = CONTRADICTED
     if newer.valid_from is None and (newer.valid_to is None or newer.valid_to > start):
         newer.valid_from = start
         Memory.objects.filter(pk=newer.pk).update(valid_from=start)
+    _supersedes_edge(newer, older.pk, reason=reason)
+
+
+def _supersedes_edge(newer: Memory, older_id: Any, *, reason: str) -> None:
     MemoryRelation.objects.get_or_create(
         tenant_id=newer.tenant_id,
-        source=newer,
-        target=older,
+        source_id=newer.pk,
+        target_id=older_id,
         type=RelationType.SUPERSEDES,
         target_version=None,
         defaults={"reason": reason},
@@ -238,6 +272,7 @@ def unsupersede(edge: MemoryRelation) -> None:
     older = Memory.objects.filter(pk=edge.target_id, superseded_by_id=edge.source_id).first()
     if older is None:
         return
+    _refuse_second_current_text(older)
     newer = Memory.objects.get(pk=edge.source_id)
     changes: dict[str, Any] = {"superseded_by": None}
     if older.valid_to is not None and older.valid_to == validity_start(newer):
@@ -245,18 +280,41 @@ def unsupersede(edge: MemoryRelation) -> None:
     Memory.objects.filter(pk=older.pk).update(**changes)
 
 
+def _refuse_second_current_text(older: Memory) -> None:
+    """Conflict if `older`, made current again, would stand beside a current memory of
+    the same user, agent and type with its text (a changed mind restated it): one text
+    is current once (memory_current_content_unique)."""
+    twin = Memory.objects.filter(
+        tenant_id=older.tenant_id,
+        user_id=older.user_id,
+        agent_id=older.agent_id,
+        type=older.type,
+        content_hash=older.content_hash,
+        superseded_by__isnull=True,
+    ).first()
+    if twin is not None:
+        raise Conflict(
+            f"Memory {older.pk} would be current again beside memory {twin.pk}, which "
+            "says the same; delete one of them instead."
+        )
+
+
 def supersession_relink(deleted: Memory) -> None:
     """Before `deleted` is removed: the memories it superseded take its place in the
     chain, its successor (`superseded_by`) and its end (`valid_to`); so if it was current,
-    they are current again. An end of theirs before it began was given otherwise and
-    stays."""
+    they are current again, and otherwise its successor supersedes them by a `supersedes`
+    edge (its own edges go with it). An end of theirs before it began was given otherwise
+    and stays."""
     deleted = Memory.objects.select_for_update().get(pk=deleted.pk)
     start = validity_start(deleted)
+    successor = deleted.superseded_by
     for older in Memory.objects.select_for_update().filter(superseded_by=deleted):
         changes: dict[str, Any] = {"superseded_by": deleted.superseded_by_id}
         if older.valid_to is None or older.valid_to >= start:
             changes["valid_to"] = deleted.valid_to
         Memory.objects.filter(pk=older.pk).update(**changes)
+        if successor is not None:
+            _supersedes_edge(successor, older.pk, reason=CONTRADICTED)
 
 
 def validity_changes(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:

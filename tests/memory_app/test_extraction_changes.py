@@ -199,3 +199,17 @@ def test_remember_that_is_always_kept(tenant: Tenant) -> None:
     assert memories["I'm allergic to penicillin"].summary == "User is allergic to penicillin"
     flight = memories["my flight lands at 6pm"]
     assert flight.summary == "User asked to remember: their flight lands at 6pm"
+
+
+def test_no_longer_there_ends_the_current_employer_or_home(tenant: Tenant) -> None:
+    say(tenant, "I work at Acme.", "I live in Lisbon.", "My favourite shop is Acme Hardware.")
+    say(tenant, "I don't work there anymore.")
+    assert current(tenant) == ["I live in Lisbon", "My favourite shop is Acme Hardware"]
+    assert extracted(tenant)["I work at Acme"].valid_to is not None
+    say(tenant, "I'm not living there any more.")
+    assert current(tenant) == ["My favourite shop is Acme Hardware"]
+    assert extracted(tenant)["I live in Lisbon"].valid_to is not None
+    employer, home = frozenset({"employer"}), frozenset({"home"})
+    assert ceased_values("I no longer work there.") == [Ceased(frozenset(), employer)]
+    assert ceased_values("I quit working there") == [Ceased(frozenset(), employer)]
+    assert ceased_values("I don't live there anymore") == [Ceased(frozenset(), home)]

@@ -113,3 +113,36 @@ def test_before_a_move_is_dated_by_when_the_move_began(api: APIClient) -> None:
     assert response.status_code == 200, response.content
     scope = response.json()["time_scope"]
     assert (scope["kind"], scope["start"], scope["end"]) == ("before", None, OSLO_DAY)
+
+
+def supersedes_edges(api: APIClient, memory_id: str) -> list[tuple[str, str]]:
+    """The memory's outgoing `supersedes` edges between memories, as (target, reason)."""
+    response = api.get(f"{MEMORIES}/{memory_id}/relations{AS}")
+    assert response.status_code == 200, response.content
+    return [
+        (row["target_id"], row["reason"])
+        for row in response.json()["relations"]
+        if row["type"] == "supersedes" and row["source_id"] == memory_id
+    ]
+
+
+def test_a_fact_told_late_between_two_takes_the_edges_of_its_place(api: APIClient) -> None:
+    homes = rome_then_oslo(api)
+    assert supersedes_edges(api, homes["oslo"]) == [(homes["rome"], "contradicted")]
+    paris = fact(api, "I moved to Paris", Y2021)
+    assert supersedes_edges(api, homes["oslo"]) == [(paris, "contradicted")]
+    assert supersedes_edges(api, paris) == [(homes["rome"], "contradicted")]
+    assert get(api, homes["oslo"])["relations"] == [{"type": "supersedes", "target_id": paris}]
+
+
+def test_deleting_a_link_in_the_middle_joins_its_neighbours_by_an_edge(api: APIClient) -> None:
+    background(api)
+    rome = fact(api, "I live in Rome", Y2020)
+    paris = fact(api, "I moved to Paris", Y2021)
+    oslo = fact(api, "I live in Oslo", OSLO_DAY)
+    assert supersedes_edges(api, oslo) == [(paris, "contradicted")]
+    assert api.delete(f"{MEMORIES}/{paris}{AS}").status_code == 204
+    assert supersedes_edges(api, oslo) == [(rome, "contradicted")]
+    # The deleted one's edges went with it: Rome's only edge is Oslo's.
+    rome_edges = api.get(f"{MEMORIES}/{rome}/relations{AS}").json()["relations"]
+    assert [(row["source_id"], row["direction"]) for row in rome_edges] == [(oslo, "incoming")]

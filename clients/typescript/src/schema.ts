@@ -77,7 +77,7 @@ export interface paths {
         /** @description `queryset` is the unscoped base; `tenant_field` names the path to the tenant. */
         get: operations["memories_list"];
         put?: never;
-        /** @description Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a new version) or `duplicate` (already stored). Searchable on return. A fact, preference or profile that gives one of the user's subjects (`subject`) another value than a current memory supersedes it: the older gets `superseded_by` and `valid_to`, stays searchable, and ranks below the newer for questions about now. 400 on `valid_to` when it is not after `valid_from`. */
+        /** @description Add a memory. 201 `created`; 200 `merged` (a near-duplicate became a new version) or `duplicate` (already stored). Searchable on return. The exact text of a superseded memory said again after what superseded it began (the user changed their mind back) is 201 `created`: a new current memory that supersedes the current one of that chain, while the old one keeps its interval; said as of a time before that (`valid_from`, else `occurred_at`), it is 200 `duplicate` of the old one. A fact, preference or profile that gives one of the user's subjects (`subject`) another value than a current memory supersedes it: the older gets `superseded_by` and `valid_to`, stays searchable, and ranks below the newer for questions about now. 400 on `valid_to` when it is not after `valid_from`. */
         post: operations["memories_create"];
         delete?: never;
         options?: never;
@@ -1363,7 +1363,7 @@ export interface components {
         };
         MemoryAddResult: {
             /**
-             * @description created: new; merged: a near-duplicate was updated into a new version; duplicate: the same content was already stored, nothing changed.
+             * @description created: new; merged: a near-duplicate was updated into a new version; duplicate: the same content was already stored, nothing changed (not for the text of a superseded memory said again after what superseded it: that is created, a new current memory).
              *
              *     * `created` - created
              *     * `merged` - merged
@@ -4257,6 +4257,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `conflict`: the `supersedes` edge's target would be current again beside a current memory of the same user, agent and type with its text (the user said it again later); nothing changed. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,1 @@
+SELECT "id", 1 - ("embedding" <=> %(q)s::vector) AS similarity FROM "memory" WHERE "tenant_id" = %(tenant_id)s AND "user_id" = %(user_id)s AND "agent_id" = %(agent_id)s AND "type" = %(type)s AND "scope" = %(scope)s AND "superseded_by_id" IS NULL ORDER BY "embedding" <=> %(q)s::vector LIMIT 5
