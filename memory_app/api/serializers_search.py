@@ -149,8 +149,9 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     importance = serializers.FloatField(help_text="The memory's importance.")
     access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
     time = serializers.FloatField(
-        help_text="When the query names a time (see time_scope): 1 if the memory occurred "
-        "(occurred_at) inside it; after its end, falling linearly to 0 over the interval's "
+        help_text="When the query names a time (see time_scope): 1 if the memory's time "
+        "lies inside it (when what it tells began: valid_from, else occurred_at, else "
+        "created_at); after its end, falling linearly to 0 over the interval's "
         "length, at least 7 and at most 31 days (7 when open at its start), since a thing "
         "is told when or after it happens; else 0."
     )

@@ -1,10 +1,11 @@
 """Time in memory search: the query's time phrase (memory_app.timeq), resolved against
-the moment the question is asked (`as_of`), boosts the candidates whose `occurred_at`
-lies in its interval.
+the moment the question is asked (`as_of`), boosts the candidates whose time lies in its
+interval. A memory's time is when what it tells began (memory_app.selectors.validity:
+`valid_from`, else `occurred_at`, else when it was written), so "I live in Rome" valid
+from 2020 but written today is of 2020.
 
-A boost, not a filter: a memory without `occurred_at` (a fact or preference written
-without one), or one the phrase's reading misses ("last Saturday" meant the week
-before), stays in the ranking on its relevance. The weight is small (`TIME_WEIGHT`,
+A boost, not a filter: a memory the phrase's reading misses ("last Saturday" meant the
+week before) stays in the ranking on its relevance. The weight is small (`TIME_WEIGHT`,
 beside seed 004's 0.6 relevance): between candidates about as relevant, the one of the
 named time ranks first; a candidate clearly more relevant (by more than TIME_WEIGHT / 0.6
 = 1/6 of the pool's relevance range) still ranks above it.
@@ -27,25 +28,28 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
-from memory_app.selectors.search.filters import MemoryFilters
+from memory_app.selectors.validity import validity_start_sql
 from memory_app.timeq import TimeScope, resolve_time_phrases
+
+if TYPE_CHECKING:  # at run time, the search package imports this module
+    from memory_app.selectors.search.filters import MemoryFilters
 
 TIME_WEIGHT = 0.1
 TOLD_AFTER_MIN = timedelta(days=7)
 TOLD_AFTER_MAX = timedelta(days=31)
 
-# The pool's members that occurred inside the interval or within its told-after reach,
+# The pool's members whose time lies inside the interval or within its told-after reach,
 # with their time. Either end may be open (NULL).
 IN_INTERVAL_SQL = sql.SQL("""
-    SELECT id, occurred_at FROM memory
-    WHERE id = ANY(%(ids)s::uuid[]) AND occurred_at IS NOT NULL
-      AND (%(start)s::timestamptz IS NULL OR occurred_at >= %(start)s::timestamptz)
-      AND (%(reach)s::timestamptz IS NULL OR occurred_at < %(reach)s::timestamptz)
-""")
+    SELECT m.id, {dated} FROM memory m
+    WHERE m.id = ANY(%(ids)s::uuid[])
+      AND (%(start)s::timestamptz IS NULL OR {dated} >= %(start)s::timestamptz)
+      AND (%(reach)s::timestamptz IS NULL OR {dated} < %(reach)s::timestamptz)
+""").format(dated=validity_start_sql("m"))
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 
@@ -69,12 +73,12 @@ def told_after(scope: TimeScope) -> timedelta | None:
     return min(max(scope.end - scope.start, TOLD_AFTER_MIN), TOLD_AFTER_MAX)
 
 
-def time_credit(scope: TimeScope, occurred_at: datetime) -> float:
+def time_credit(scope: TimeScope, dated: datetime) -> float:
     """1 inside the interval; after its end, falling linearly to 0 over `told_after`."""
-    if scope.end is None or occurred_at < scope.end:
+    if scope.end is None or dated < scope.end:
         return 1.0
     reach = told_after(scope) or TOLD_AFTER_MIN
-    return max(0.0, 1.0 - (occurred_at - scope.end) / reach)
+    return max(0.0, 1.0 - (dated - scope.end) / reach)
 
 
 def _reach(scope: TimeScope) -> datetime | None:
@@ -88,17 +92,11 @@ def _reach(scope: TimeScope) -> datetime | None:
         return None
 
 
-def within_reach(filters: MemoryFilters | None, scope: TimeScope) -> MemoryFilters:
-    """`filters` narrowed to the memories that occurred in the scope's interval or its
-    told-after reach: the part of the pool `apply_time_scope` gives a time credit. A
-    bound the caller set already stays where it is narrower."""
-    filters = filters or MemoryFilters()
-    start, reach = scope.start, _reach(scope)
-    if filters.occurred_from is not None and (start is None or filters.occurred_from > start):
-        start = filters.occurred_from
-    if filters.occurred_to is not None and (reach is None or filters.occurred_to < reach):
-        reach = filters.occurred_to
-    return dataclasses.replace(filters, occurred_from=start, occurred_to=reach)
+def within_reach(filters: MemoryFilters, scope: TimeScope) -> MemoryFilters:
+    """`filters` narrowed to the memories whose time lies in the scope's interval or its
+    told-after reach: the part of the pool `apply_time_scope` gives a time credit. The
+    caller's own filters, `occurred_from` / `occurred_to` among them, still apply."""
+    return dataclasses.replace(filters, dated_from=scope.start, dated_to=_reach(scope))
 
 
 def apply_time_scope(cursor: Any, scope: TimeScope | None, scored: list[Scored]) -> list[Scored]:
