@@ -17,6 +17,15 @@ interval's end keeps part of the boost, falling linearly from 1 at the end to 0 
 `told_after` later: the interval's length, within [TOLD_AFTER_MIN, TOLD_AFTER_MAX]
 (TOLD_AFTER_MIN for an interval open at its start). Nothing before the start is boosted.
 
+A memory whose `valid_from` is at or after the end of the named time began after it:
+what it states did not hold then ("I moved to Oslo", valid from 2023, does not answer
+"where did I live before I moved to Oslo"). Its score is multiplied by
+BEGAN_AFTER_FACTOR (part `began_after` = 1), as a memory dated after the question is
+(search.after_question): it stays findable, below what held then; it gets no time
+credit. Only `valid_from` says when a thing began: `occurred_at` and `created_at` are
+when it was told, which may come after what it tells (the told-after reach above), so a
+memory without `valid_from` is never weighed so.
+
 The boost ranks the pool the vector and lexical steps found (their top-k): a memory of
 the named time that neither found is not brought in. A phrase about an event ("before I
 moved") has an interval only once the search has dated the event by the memory that
@@ -39,16 +48,19 @@ if TYPE_CHECKING:  # at run time, the search package imports this module
     from memory_app.selectors.search.filters import MemoryFilters
 
 TIME_WEIGHT = 0.1
+BEGAN_AFTER_FACTOR = 0.5
 TOLD_AFTER_MIN = timedelta(days=7)
 TOLD_AFTER_MAX = timedelta(days=31)
 
 # The pool's members whose time lies inside the interval or within its told-after reach,
-# with their time. Either end may be open (NULL).
-IN_INTERVAL_SQL = sql.SQL("""
-    SELECT m.id, {dated} FROM memory m
+# and those whose validity began at or after the interval's end: each with its time and
+# whether it began after (NULL: no). Any end may be open (NULL).
+TIME_PARTS_SQL = sql.SQL("""
+    SELECT m.id, {dated}, m.valid_from >= %(end)s::timestamptz FROM memory m
     WHERE m.id = ANY(%(ids)s::uuid[])
-      AND (%(start)s::timestamptz IS NULL OR {dated} >= %(start)s::timestamptz)
-      AND (%(reach)s::timestamptz IS NULL OR {dated} < %(reach)s::timestamptz)
+      AND ((%(start)s::timestamptz IS NULL OR {dated} >= %(start)s::timestamptz)
+           AND (%(reach)s::timestamptz IS NULL OR {dated} < %(reach)s::timestamptz)
+           OR m.valid_from >= %(end)s::timestamptz)
 """).format(dated=validity_start_sql("m"))
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
@@ -102,16 +114,25 @@ def within_reach(filters: MemoryFilters, scope: TimeScope) -> MemoryFilters:
 def apply_time_scope(cursor: Any, scope: TimeScope | None, scored: list[Scored]) -> list[Scored]:
     """`scored` (id, score, parts) with the `time` part in each hit's parts (its
     `time_credit`, 0 outside the scope's reach) and TIME_WEIGHT times it added to the
-    score. One query, only when the scope has an interval."""
-    credit: dict[uuid.UUID, float] = {}
+    score, and the `began_after` part, its score multiplied by BEGAN_AFTER_FACTOR when 1.
+    One query, only when the scope has an interval."""
+    dated: dict[uuid.UUID, tuple[float, bool]] = {}
     if scope is not None and scope.has_interval and scored:
         cursor.execute(
-            IN_INTERVAL_SQL,
-            {"ids": [pk for pk, _, _ in scored], "start": scope.start, "reach": _reach(scope)},
-        )
-        credit = {pk: round(time_credit(scope, at), 6) for pk, at in cursor.fetchall()}
+            TIME_PARTS_SQL,
+            {"ids": [pk for pk, _, _ in scored], "start": scope.start, "reach": _reach(scope),
+             "end": scope.end},
+        )  # fmt: skip
+        dated = {
+            pk: (0.0, True) if began_after else (round(time_credit(scope, at), 6), False)
+            for pk, at, began_after in cursor.fetchall()
+        }
     out: list[Scored] = []
     for pk, score, parts in scored:
-        time = credit.get(pk, 0.0)
-        out.append((pk, round(score + TIME_WEIGHT * time, 6), {**parts, "time": time}))
+        time, began_after = dated.get(pk, (0.0, False))
+        score += TIME_WEIGHT * time
+        if began_after:
+            score *= BEGAN_AFTER_FACTOR
+        parts = {**parts, "time": time, "began_after": 1.0 if began_after else 0.0}
+        out.append((pk, round(score, 6), parts))
     return out

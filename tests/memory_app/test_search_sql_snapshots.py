@@ -151,7 +151,7 @@ CASES: dict[str, Callable[[Tenant], sql.Composable]] = {
     "lexical_terms_tenant_and_own": lambda tenant: terms_sql(user=False, own=True),
     "lexical_terms_one_user": lambda tenant: terms_sql(user=True, own=False),
     # After the pool: the time boost, the current-state weighting, the hits' rows.
-    "time_boost": lambda tenant: search_time.IN_INTERVAL_SQL,
+    "time_boost": lambda tenant: search_time.TIME_PARTS_SQL,
     "not_current": lambda tenant: currency.NOT_CURRENT_SQL,
     "hit_rows": lambda tenant: HIT_ROWS_SQL,
 }

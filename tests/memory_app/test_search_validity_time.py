@@ -1,6 +1,7 @@
 """A query's time phrase dates a memory by when what it tells began, through HTTP:
 `valid_from`, else `occurred_at`, else when it was written. Facts written today about
-years past are of their years; a memory with only `occurred_at` is of that date."""
+years past are of their years, and one begun after the time named ranks below what held
+then; a memory with only `occurred_at` is of that date."""
 
 from __future__ import annotations
 
@@ -32,6 +33,30 @@ def _search(api: APIClient, query: str, **fields: Any) -> dict[str, Any]:
 
 def _by_id(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {hit["memory"]["id"]: hit for hit in body["results"]}
+
+
+def test_where_i_lived_before_a_move_ranks_the_home_before_it_above_the_move(
+    api: APIClient,
+) -> None:
+    """Three homes written today with their valid_from: "before I moved to Oslo" ends
+    where the move began (2023); the homes that began before it are of that time, and
+    the move, begun at its end, ranks below them however well its words match."""
+    background(api)
+    homes = {
+        "lisbon": _added(api, "I live in Lisbon", valid_from="2018-01-01T00:00:00Z"),
+        "rome": _added(api, "I live in Rome", valid_from="2020-01-01T00:00:00Z"),
+        "oslo": _added(api, "I moved to Oslo", valid_from="2023-06-01T00:00:00Z"),
+    }
+
+    body = _search(api, "where did I live before I moved to Oslo")
+
+    scope = body["time_scope"]
+    assert (scope["kind"], scope["start"], scope["end"]) == ("before", None, "2023-06-01T00:00:00Z")
+    ranked = [hit["memory"]["id"] for hit in body["results"]]
+    assert ranked.index(homes["rome"]) < ranked.index(homes["oslo"]), body["results"]
+    assert homes["lisbon"] in ranked
+    parts = [_by_id(body)[homes[name]]["parts"] for name in ("lisbon", "rome", "oslo")]
+    assert [(p["time"], p["began_after"]) for p in parts] == [(1.0, 0.0), (1.0, 0.0), (0.0, 1.0)]
 
 
 def _classes(api: APIClient) -> dict[str, str]:
