@@ -12,7 +12,19 @@ by `occurred_at` when it has one.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 from psycopg import sql
+
+if TYPE_CHECKING:
+    from memory_app.models import Memory
+
+
+def validity_start(memory: Memory) -> datetime:
+    """When what the memory states began: valid_from, else when it happened, else when it
+    was written."""
+    return memory.valid_from or memory.occurred_at or memory.created_at
 
 
 def validity_start_sql(alias: str) -> sql.Composed:

@@ -37,7 +37,7 @@ from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
 from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
 from memory_app.selectors.search_time import apply_time_scope, query_time_scope, within_reach
-from memory_app.services.supersession import validity_start
+from memory_app.selectors.validity import validity_start
 from memory_app.timeq import TimeScope
 from memory_app.timeq.time_only import asks_only_time
 
