@@ -1,7 +1,7 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
-functions: fusion (`fuse_scores`), the final score's weights, the time, speaker and superseded
-parts as the dump recorded them, the memories dated after the question
+functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker
+and superseded parts as the dump recorded them, the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
 R@10. A base for offline experiments: copy `rank` and change one step.
@@ -44,7 +44,7 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
     from memory_app.selectors.search.speaker import SPEAKER_WEIGHT
-    from memory_app.selectors.search_time import TIME_WEIGHT
+    from memory_app.selectors.search_time import BEGAN_AFTER_FACTOR, TIME_WEIGHT
 
     pool = {uuid.UUID(m["id"]): m for m in members(row, per_side)}
     relevance = fuse_scores({pk: (m["semantic"], m["lexical"]) for pk, m in pool.items()}, 0.5)
@@ -58,6 +58,8 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
             + TIME_WEIGHT * m["time"]
             + SPEAKER_WEIGHT * m.get("speaker", 0.0)
         )
+        if m.get("began_after"):
+            score *= BEGAN_AFTER_FACTOR
         scored.append((pk, score, {"relevance": relevance[pk]}))
     candidates = {
         pk: Candidate(

@@ -108,6 +108,7 @@ def _features(
         "access": parts["access"],
         "recency": parts["recency"],
         "time": parts.get("time", 0.0),
+        "began_after": parts.get("began_after", 0.0),
         "superseded": parts.get("superseded", 0.0),
         "speaker": parts.get("speaker", 0.0),
         "thread": memory.thread_key,

@@ -149,10 +149,18 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     importance = serializers.FloatField(help_text="The memory's importance.")
     access = serializers.FloatField(help_text="How often it was read, saturating at 1.")
     time = serializers.FloatField(
-        help_text="When the query names a time (see time_scope): 1 if the memory occurred "
-        "(occurred_at) inside it; after its end, falling linearly to 0 over the interval's "
+        help_text="When the query names a time (see time_scope): 1 if the memory's time "
+        "lies inside it (when what it tells began: valid_from, else occurred_at, else "
+        "created_at); after its end, falling linearly to 0 over the interval's "
         "length, at least 7 and at most 31 days (7 when open at its start), since a thing "
         "is told when or after it happens; else 0."
+    )
+    began_after = serializers.FloatField(
+        help_text="1 when the query names a time that ends (see time_scope: 'in May 2021', "
+        "'before I moved to Oslo') and the memory's validity began (valid_from) at or "
+        "after that end: what it states did not hold then, its time is 0 and its score is "
+        "halved. Else 0 (occurred_at and created_at say when a thing was told, not when "
+        "it began)."
     )
     superseded = serializers.FloatField(
         help_text="1 when the query asks about the current state ('now', 'currently', "
@@ -183,7 +191,8 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
-        "+ 0.2 speaker; halved for a memory dated after as_of (part after_question); plus "
+        "+ 0.2 speaker; halved for a memory begun after the time the query names (part "
+        "began_after); halved for a memory dated after as_of (part after_question); plus "
         "the length prior (part length); halved for a memory no longer current when the "
         "query asks about now (part superseded). Results are best first by score: for a "
         "query that names a time and nothing else, the memories of that time come first "

@@ -30,6 +30,7 @@ from typing import Any
 
 from psycopg import sql
 
+from memory_app.selectors.validity import validity_start_sql
 from memory_app.timeq import resolve_time_phrases
 
 SUPERSEDED_FACTOR = 0.5
@@ -43,16 +44,16 @@ _CURRENT_STATE = re.compile(
 )
 
 # The pool's members that do not hold at %(now)s, with what replaced them. A successor's
-# start is supersession.validity_start: valid_from, else occurred_at, else created_at.
+# start is when what it tells began (memory_app.selectors.validity).
 NOT_CURRENT_SQL = sql.SQL("""
     SELECT m.id, m.superseded_by_id FROM memory m
     LEFT JOIN memory successor ON successor.id = m.superseded_by_id
     WHERE m.id = ANY(%(ids)s::uuid[])
       AND (m.valid_to <= %(now)s::timestamptz
            OR m.valid_from > %(now)s::timestamptz
-           OR coalesce(successor.valid_from, successor.occurred_at, successor.created_at)
+           OR {successor_start}
               <= %(now)s::timestamptz)
-""")
+""").format(successor_start=validity_start_sql("successor"))
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 

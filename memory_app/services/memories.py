@@ -76,8 +76,6 @@ from memory_app.services.supersession import (
     supersede_contradicted,
     supersede_related,
 )
-from memory_app.services.thread_writes import THREAD_AFTER as THREAD_AFTER
-from memory_app.services.thread_writes import THREAD_BEFORE as THREAD_BEFORE
 from memory_app.services.thread_writes import thread_rows_insert
 from memory_app.subjects import Statement
 from sessions_app.errors import InvalidInput, NotFound, Rejected

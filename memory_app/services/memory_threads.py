@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory_app.models import Memory
-from memory_app.services.thread_writes import THREAD_AFTER, THREAD_BEFORE, window_text
+from memory_app.selectors.thread_window import THREAD_AFTER, THREAD_BEFORE
+from memory_app.services.thread_writes import window_text
 
 if TYPE_CHECKING:
     from memory_app.services.memory_drafts import MemoryDraft

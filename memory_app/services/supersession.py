@@ -3,7 +3,8 @@
 A fact, preference or profile memory that states a subject of its user (`subject`,
 memory_app.subjects) with another value than a current memory of the same user (any
 agent, any of those three types) contradicts it. Of the two, the one whose fact started
-later (`validity_start`: valid_from, else occurred_at, else created_at) supersedes the
+later (memory_app.selectors.validity.validity_start: valid_from, else occurred_at, else
+created_at) supersedes the
 other: the older gets `superseded_by` = the newer and ends (`valid_to`) where the newer
 starts; the newer starts (`valid_from`) there too, so that a search at a past instant
 (`valid_at`) finds the older and not the newer. A fact told late, that started before
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
+from memory_app.selectors.validity import validity_start
 from memory_app.subject_endings import Ceased
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
 from sessions_app.errors import Conflict, InvalidInput
@@ -95,12 +97,6 @@ def states_other_value(memory: Memory, statement: Statement | None) -> bool:
     if statement is None or memory.subject != statement.subject:
         return False
     return value_of(memory.content, statement.subject) != statement.value
-
-
-def validity_start(memory: Memory) -> datetime:
-    """When what the memory states began: valid_from, else when it happened, else when it
-    was written."""
-    return memory.valid_from or memory.occurred_at or memory.created_at
 
 
 def changed_back_from(memory: Memory, *, digest: str, start: datetime) -> Memory | None:

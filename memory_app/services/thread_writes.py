@@ -20,9 +20,7 @@ from typing import Any
 from django.db import connection
 
 from memory_app.models import Memory
-
-THREAD_BEFORE = 2  # previous memories in a lexical window
-THREAD_AFTER = 1  # following memories in a lexical window
+from memory_app.selectors.thread_window import THREAD_AFTER, THREAD_BEFORE
 
 # For each thread (tenant, user, key) and the span of its new rows (low..high): the
 # `reach` stored rows before the span, those inside it, the `reach` after it. The

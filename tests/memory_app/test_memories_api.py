@@ -57,6 +57,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "importance",
         "access",
         "time",
+        "began_after",
         "superseded",
         "speaker",
         "after_question",

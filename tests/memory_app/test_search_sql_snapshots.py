@@ -65,6 +65,10 @@ TIME_FILTERS = MemoryFilters(
     created_to=datetime(2025, 1, 1, tzinfo=UTC),
     valid_at=datetime(2024, 6, 1, tzinfo=UTC),
 )
+# The time-only search's filter (`within_reach`): when what a memory tells began.
+DATED_FILTERS = MemoryFilters(
+    dated_from=datetime(2021, 5, 1, tzinfo=UTC), dated_to=datetime(2021, 7, 2, tzinfo=UTC)
+)
 # Two terms that score, one of which finds candidates; the actor's own branch finds by both.
 LEXICAL = LexicalQuery(["kayak", "lake"], [2.0, 0.5], 6.0, ["kayak"], ["kayak", "lake"])
 
@@ -126,6 +130,9 @@ CASES: dict[str, Callable[[Tenant], sql.Composable]] = {
         True, True, actor=USER, user_id="alice", filters=ALL_FILTERS, narrowed=True
     ),
     "pool_hybrid_time_filters": _pool(True, True, actor=USER, filters=TIME_FILTERS),
+    "pool_hybrid_own_memories_dated": _pool(
+        True, True, actor=USER, user_id="alice", filters=DATED_FILTERS
+    ),
     "pool_hybrid_own_memories_speakers": _pool(
         True, True, actor=USER, user_id="alice", speakers=True
     ),
@@ -144,7 +151,7 @@ CASES: dict[str, Callable[[Tenant], sql.Composable]] = {
     "lexical_terms_tenant_and_own": lambda tenant: terms_sql(user=False, own=True),
     "lexical_terms_one_user": lambda tenant: terms_sql(user=True, own=False),
     # After the pool: the time boost, the current-state weighting, the hits' rows.
-    "time_boost": lambda tenant: search_time.IN_INTERVAL_SQL,
+    "time_boost": lambda tenant: search_time.TIME_PARTS_SQL,
     "not_current": lambda tenant: currency.NOT_CURRENT_SQL,
     "hit_rows": lambda tenant: HIT_ROWS_SQL,
 }

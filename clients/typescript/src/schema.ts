@@ -2266,9 +2266,14 @@ export interface components {
             access: number;
             /**
              * Format: double
-             * @description When the query names a time (see time_scope): 1 if the memory occurred (occurred_at) inside it; after its end, falling linearly to 0 over the interval's length, at least 7 and at most 31 days (7 when open at its start), since a thing is told when or after it happens; else 0.
+             * @description When the query names a time (see time_scope): 1 if the memory's time lies inside it (when what it tells began: valid_from, else occurred_at, else created_at); after its end, falling linearly to 0 over the interval's length, at least 7 and at most 31 days (7 when open at its start), since a thing is told when or after it happens; else 0.
              */
             time: number;
+            /**
+             * Format: double
+             * @description 1 when the query names a time that ends (see time_scope: 'in May 2021', 'before I moved to Oslo') and the memory's validity began (valid_from) at or after that end: what it states did not hold then, its time is 0 and its score is halved. Else 0 (occurred_at and created_at say when a thing was told, not when it began).
+             */
+            began_after: number;
             /**
              * Format: double
              * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the present tense about the user, 'where do I live?', 'what is my job?', 'am I vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', 'previously' or a time phrase of another time than as_of) and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then): its score is halved and kept below its successor's. Else 0.
@@ -2293,7 +2298,7 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
              */
             score: number;
             /** @description The score's parts, as the search computed them (before a score is held below the result's before it). */

@@ -22,7 +22,7 @@ from memory_app.models import Memory, MemorySource
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import MemoryFilters, memory_search
 from memory_app.selectors.search.after_question import happened_by
-from memory_app.services.memories import THREAD_AFTER, THREAD_BEFORE
+from memory_app.selectors.thread_window import THREAD_AFTER, THREAD_BEFORE
 from sessions_app.selectors.turns import user_message_lengths
 
 if TYPE_CHECKING:

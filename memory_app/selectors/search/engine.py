@@ -37,7 +37,7 @@ from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
 from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
 from memory_app.selectors.search_time import apply_time_scope, query_time_scope, within_reach
-from memory_app.services.supersession import validity_start
+from memory_app.selectors.validity import validity_start
 from memory_app.timeq import TimeScope
 from memory_app.timeq.time_only import asks_only_time
 
@@ -58,8 +58,8 @@ class SearchHit:
     @property
     def beyond_vector(self) -> bool:
         """Whether the search relates the hit to the query by more than its cosine: it
-        shares a word with the query (BM25 above 0), or it occurred in the time the query
-        names (part `time`). A vector says little of a detail inside a long text or of a
+        shares a word with the query (BM25 above 0), or it is of the time the query names
+        (part `time`). A vector says little of a detail inside a long text or of a
         date."""
         return self.parts.get("lexical", 0.0) > 0 or self.parts.get("time", 0.0) > 0
 
@@ -103,8 +103,8 @@ def memory_search(
 
     `as_of`, the moment the question is asked: the query's time phrases are read against
     it (a boost, memory_app.selectors.search_time) and it stands for `now`. A query that
-    asks about a time and nothing else ("what happened last week?") answers with what
-    occurred in it first (`_time_first`)."""
+    asks about a time and nothing else ("what happened last week?") answers with the
+    memories of that time first (`_time_first`)."""
     scope = _query_scope(
         query, as_of, tenant=tenant, actor=actor, user_id=user_id, agent_id=agent_id,
         filters=filters,
@@ -128,10 +128,10 @@ def _time_first(
     filters: MemoryFilters | None,
     limit: int,
 ) -> SearchOutcome:
-    """The search of a query that names a time and nothing else: the memories that
-    occurred in the time's interval or its told-after reach (`within_reach`), those of
-    the interval first, then the others by how soon after it they occurred (part
-    `time`), each by the search's score; when fewer than `limit` did, the rest of the
+    """The search of a query that names a time and nothing else: the memories whose time
+    (when what they tell began) lies in the time's interval or its told-after reach
+    (`within_reach`), those of the interval first, then the others by how soon after it
+    (part `time`), each by the search's score; when fewer than `limit` did, the rest of the
     ordinary ranking after them. The time orders before the score because a question
     without a subject has no meaning for the cosine and BM25 to match: "what did we
     discuss last Tuesday?" is answered by Tuesday's lines before Thursday's "we
@@ -140,7 +140,7 @@ def _time_first(
     the first search's."""
     # Read wider than `limit`, so that the interval's own memories are not cut for
     # told-after ones the score put ahead of them.
-    inside = search(filters=within_reach(filters, scope), limit=3 * limit)
+    inside = search(filters=within_reach(filters or MemoryFilters(), scope), limit=3 * limit)
     in_time_order = sorted(inside.hits, key=lambda hit: -hit.parts.get("time", 0.0))
     hits = in_time_order[:limit]
     if len(hits) < limit:

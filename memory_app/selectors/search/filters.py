@@ -24,13 +24,14 @@ from psycopg import sql
 
 from memory_app.selectors.currency import VALID_AT_SQL
 from memory_app.selectors.memories import Actor
+from memory_app.selectors.validity import validity_start_sql
 from memory_app.selectors.visibility import own_branch, visibility_branches, visibility_params
 
 if TYPE_CHECKING:
     from sessions_app.models import Tenant
 
 # (field of MemoryFilters, its predicate; the parameter is `f_<field>`)
-_FILTER_CLAUSES: tuple[tuple[str, sql.SQL], ...] = (
+_FILTER_CLAUSES: tuple[tuple[str, sql.Composable], ...] = (
     ("session_id", sql.SQL("m.session_id = %(f_session_id)s")),
     ("sources", sql.SQL("m.source = ANY(%(f_sources)s::varchar[])")),
     ("exclude_sources", sql.SQL("m.source <> ALL(%(f_exclude_sources)s::varchar[])")),
@@ -41,6 +42,8 @@ _FILTER_CLAUSES: tuple[tuple[str, sql.SQL], ...] = (
     ("occurred_to", sql.SQL("m.occurred_at < %(f_occurred_to)s")),
     ("occurred_by", sql.SQL("(m.occurred_at IS NULL OR m.occurred_at <= %(f_occurred_by)s)")),
     ("known_by", sql.SQL("(m.created_at <= %(f_known_by)s OR m.occurred_at <= %(f_known_by)s)")),
+    ("dated_from", sql.SQL("{} >= %(f_dated_from)s").format(validity_start_sql("m"))),
+    ("dated_to", sql.SQL("{} < %(f_dated_to)s").format(validity_start_sql("m"))),
     ("pinned", sql.SQL("m.pinned = %(f_pinned)s")),
     ("scope", sql.SQL("m.scope = %(f_scope)s")),
     ("decay_below", sql.SQL("m.decay_score < %(f_decay_below)s")),
@@ -65,6 +68,11 @@ class MemoryFilters:
     # Known by then: noted (created_at) by then, or noted later but dated (occurred_at)
     # by then, as history imported after the fact is.
     known_by: datetime | None = None
+    # When what it tells began (memory_app.selectors.validity: valid_from, else
+    # occurred_at, else created_at), inclusive and exclusive: the time a query's time
+    # phrase reads (search_time.within_reach).
+    dated_from: datetime | None = None
+    dated_to: datetime | None = None
     pinned: bool | None = None
     scope: str | None = None
     decay_below: float | None = None  # operators look for what is fading
