@@ -17,6 +17,15 @@ results, with their dates: "where did I live before?" still reads them, and a qu
 that does not ask about now ranks them on relevance alone (part `superseded` = 0 for
 every hit).
 
+A question about another time asks about the state then, and is weighed the same way
+against the time it names (`state_window`): "where did I live before I moved to Oslo?"
+against the instant before the move (the memory that held then wins over the one that
+followed it and the one it replaced), "after I moved" against the move's instant, "in
+2021" against the year (a memory that held at any moment of it holds). A memory whose
+`valid_from` is at or after the named time's end is weighed once, by the time scope's
+`began_after` (memory_app.selectors.search_time), not twice. Memories without validity
+and never superseded (conversation turns, episodes) are never weighed so.
+
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
 instant, valid_from <= t < valid_to, an open end holding every time.
 """
@@ -25,13 +34,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import sql
 
 from memory_app.selectors.validity import validity_start_sql
-from memory_app.timeq import resolve_time_phrases
+from memory_app.timeq import TimeScope, resolve_time_phrases
 
 SUPERSEDED_FACTOR = 0.5
 # Below its successor by this much (scores are rounded to 6 decimals).
@@ -43,17 +52,20 @@ _CURRENT_STATE = re.compile(
     re.IGNORECASE,
 )
 
-# The pool's members that do not hold at %(now)s, with what replaced them. A successor's
-# start is when what it tells began (memory_app.selectors.validity).
+# The pool's members that hold at no moment of [%(first)s, %(last)s] (both inclusive; one
+# instant when they are equal), with what replaced them. A successor's start is when what
+# it tells began (memory_app.selectors.validity).
 NOT_CURRENT_SQL = sql.SQL("""
     SELECT m.id, m.superseded_by_id FROM memory m
     LEFT JOIN memory successor ON successor.id = m.superseded_by_id
     WHERE m.id = ANY(%(ids)s::uuid[])
-      AND (m.valid_to <= %(now)s::timestamptz
-           OR m.valid_from > %(now)s::timestamptz
+      AND (m.valid_to <= %(first)s::timestamptz
+           OR m.valid_from > %(last)s::timestamptz
            OR {successor_start}
-              <= %(now)s::timestamptz)
+              <= %(first)s::timestamptz)
 """).format(successor_start=validity_start_sql("successor"))
+# The last moment before an exclusive end, at the database's resolution.
+_INSTANT = timedelta(microseconds=1)
 
 Scored = tuple[uuid.UUID, float, dict[str, float]]
 
@@ -98,18 +110,57 @@ VALID_AT_SQL = sql.SQL(
 )
 
 
-def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored]) -> list[Scored]:
+def state_window(
+    query: str, now: datetime, scope: TimeScope | None
+) -> tuple[datetime, datetime] | None:
+    """The moments whose state the query asks about, first and last inclusive (module
+    docstring): `now` for the current state; for a dated time phrase, the instant before
+    the end of an interval open at its start ("before I moved"), the start of one open
+    at its end ("after I moved"), else the interval; None when it asks about neither."""
+    if asks_current_state(query, now):
+        return now, now
+    if scope is None or not scope.has_interval:
+        return None
+    if scope.start is None:
+        assert scope.end is not None
+        return scope.end - _INSTANT, scope.end - _INSTANT
+    if scope.end is None:
+        return scope.start, scope.start
+    return scope.start, scope.end - _INSTANT
+
+
+def apply_currency(
+    cursor: Any, query: str, now: datetime, scored: list[Scored], scope: TimeScope | None = None
+) -> list[Scored]:
     """`scored` (id, score, parts) with part `superseded` in every hit's parts, and, when
-    the query asks about the current state, the hits that no longer hold at `now`
-    down-weighted and each kept below its successor. One query, only then."""
+    the query asks about the state at some time (`state_window`: now, or the time its
+    phrase names), the hits that did not hold then down-weighted and each kept below its
+    successor. One query, only then. A hit already weighed as begun after the named time
+    (part `began_after`) is not weighed again."""
     stale: dict[uuid.UUID, uuid.UUID | None] = {}
-    if scored and asks_current_state(query, now):
-        cursor.execute(NOT_CURRENT_SQL, {"ids": [pk for pk, _, _ in scored], "now": now})
-        stale = {row[0]: row[1] for row in cursor.fetchall()}
+    window = state_window(query, now, scope) if scored else None
+    if window is not None:
+        cursor.execute(
+            NOT_CURRENT_SQL,
+            {"ids": [pk for pk, _, _ in scored], "first": window[0], "last": window[1]},
+        )
+        began_after = {pk for pk, _, parts in scored if parts.get("began_after")}
+        stale = {row[0]: row[1] for row in cursor.fetchall() if row[0] not in began_after}
     scores: dict[uuid.UUID, float] = {}
     for pk, score, _ in scored:
         scores[pk] = round(score * SUPERSEDED_FACTOR, 6) if pk in stale else score
-    # A chain (A by B by C) settles in as many passes as it is long.
+    _keep_below_successors(scores, stale)
+    return [
+        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in stale else 0.0})
+        for pk, _, parts in scored
+    ]
+
+
+def _keep_below_successors(
+    scores: dict[uuid.UUID, float], stale: dict[uuid.UUID, uuid.UUID | None]
+) -> None:
+    """Each stale memory's score just below its successor's when that is a hit too. A
+    chain (A by B by C) settles in as many passes as it is long."""
     for _ in range(len(stale)):
         moved = False
         for pk, successor in stale.items():
@@ -118,7 +169,3 @@ def apply_currency(cursor: Any, query: str, now: datetime, scored: list[Scored])
                 moved = True
         if not moved:
             break
-    return [
-        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in stale else 0.0})
-        for pk, _, parts in scored
-    ]

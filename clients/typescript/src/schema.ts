@@ -2276,7 +2276,7 @@ export interface components {
             began_after: number;
             /**
              * Format: double
-             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the present tense about the user, 'where do I live?', 'what is my job?', 'am I vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', 'previously' or a time phrase of another time than as_of) and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then): its score is halved and kept below its successor's. Else 0.
+             * @description 1 when the query asks about the current state ('now', 'currently', 'still', 'these days', 'at the moment', 'current', 'anymore'; or a question in the present tense about the user, 'where do I live?', 'what is my job?', 'am I vegetarian?', 'do I have ...?', without 'did', 'was', 'used to', 'before', 'previously' or a time phrase of another time than as_of) and the memory does not hold at as_of (outside its validity interval, or superseded by a memory begun by then); or when the query names another time (resolved against as_of: 'before I moved to Oslo' the instant before the move, 'after ...' its instant, 'in 2021' the year) and the memory held at no moment of it (part began_after not already 1): its score is halved and kept below its successor's. Else 0.
              */
             superseded: number;
             /**
@@ -2298,7 +2298,7 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory no longer current when the query asks about now (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory that does not hold at the time the query asks about, now or the time it names (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
              */
             score: number;
             /** @description The score's parts, as the search computed them (before a score is held below the result's before it). */

@@ -264,7 +264,7 @@ def _ranked(
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)
-    return apply_currency(cursor, query, now, scored)
+    return apply_currency(cursor, query, now, scored, scope)
 
 
 def _pool(

@@ -2,8 +2,8 @@
     SELECT m.id, m.superseded_by_id FROM memory m
     LEFT JOIN memory successor ON successor.id = m.superseded_by_id
     WHERE m.id = ANY(%(ids)s::uuid[])
-      AND (m.valid_to <= %(now)s::timestamptz
-           OR m.valid_from > %(now)s::timestamptz
+      AND (m.valid_to <= %(first)s::timestamptz
+           OR m.valid_from > %(last)s::timestamptz
            OR coalesce(successor.valid_from, successor.occurred_at, successor.created_at)
-              <= %(now)s::timestamptz)
+              <= %(first)s::timestamptz)
 
