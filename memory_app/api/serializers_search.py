@@ -171,8 +171,9 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         "not hold at as_of (outside its validity interval, or superseded by a memory begun "
         "by then); or when the query names another time (resolved against as_of: 'before I "
         "moved to Oslo' the instant before the move, 'after ...' its instant, 'in 2021' "
-        "the year) and the memory held at no moment of it (part began_after not already "
-        "1): its score is halved and kept below its successor's. Else 0."
+        "the year) and the memory held at no moment of it: its score is halved (once: not "
+        "again when part began_after halved it), kept below its successor's and below the "
+        "results of its user and subject that held then. Else 0."
     )
     speaker = serializers.FloatField(
         help_text="1 when the memory's text opens with its speaker ('Caroline: …') and the "

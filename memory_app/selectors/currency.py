@@ -21,9 +21,10 @@ A question about another time asks about the state then, and is weighed the same
 against the time it names (`state_window`): "where did I live before I moved to Oslo?"
 against the instant before the move (the memory that held then wins over the one that
 followed it and the one it replaced), "after I moved" against the move's instant, "in
-2021" against the year (a memory that held at any moment of it holds). A memory whose
-`valid_from` is at or after the named time's end is weighed once, by the time scope's
-`began_after` (memory_app.selectors.search_time), not twice. Memories without validity
+2021" against the year (a memory that held at any moment of it holds). A memory that
+did not hold then is also kept below the hits of its user and subject that did. A
+memory whose `valid_from` is at or after the named time's end is halved once, by the
+time scope's `began_after` (memory_app.selectors.search_time), not twice. Memories without validity
 and never superseded (conversation turns, episodes) are never weighed so.
 
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,18 +54,22 @@ _CURRENT_STATE = re.compile(
     re.IGNORECASE,
 )
 
-# The pool's members that hold at no moment of [%(first)s, %(last)s] (both inclusive; one
-# instant when they are equal), with what replaced them. A successor's start is when what
-# it tells began (memory_app.selectors.validity).
+# The pool's members that state a subject or hold at no moment of [%(first)s, %(last)s]
+# (both inclusive; one instant when they are equal): each with what replaced it, its user
+# and subject, and whether it held then (false, or NULL for a memory with no validity and
+# no successor: it held). A successor's start is when what it tells began
+# (memory_app.selectors.validity).
 NOT_CURRENT_SQL = sql.SQL("""
-    SELECT m.id, m.superseded_by_id FROM memory m
+    SELECT m.id, m.superseded_by_id, m.user_id, m.subject, {held_not} FROM memory m
     LEFT JOIN memory successor ON successor.id = m.superseded_by_id
     WHERE m.id = ANY(%(ids)s::uuid[])
-      AND (m.valid_to <= %(first)s::timestamptz
+      AND (m.subject <> '' OR {held_not})
+""").format(
+    held_not=sql.SQL("""(m.valid_to <= %(first)s::timestamptz
            OR m.valid_from > %(last)s::timestamptz
            OR {successor_start}
-              <= %(first)s::timestamptz)
-""").format(successor_start=validity_start_sql("successor"))
+              <= %(first)s::timestamptz)""").format(successor_start=validity_start_sql("successor"))
+)
 # The last moment before an exclusive end, at the database's resolution.
 _INSTANT = timedelta(microseconds=1)
 
@@ -129,31 +135,61 @@ def state_window(
     return scope.start, scope.end - _INSTANT
 
 
+@dataclass
+class _Held:
+    """What the window's query read: the hits that did not hold then, with their
+    successors, and the user and subject of every hit that states one."""
+
+    stale: dict[uuid.UUID, uuid.UUID | None] = field(default_factory=dict)
+    subjects: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
+
+
+def _held(cursor: Any, ids: list[uuid.UUID], window: tuple[datetime, datetime]) -> _Held:
+    cursor.execute(NOT_CURRENT_SQL, {"ids": ids, "first": window[0], "last": window[1]})
+    held = _Held()
+    for pk, successor, user_id, subject, held_not in cursor.fetchall():
+        if held_not:
+            held.stale[pk] = successor
+        if subject:
+            held.subjects[pk] = (user_id, subject)
+    return held
+
+
 def apply_currency(
     cursor: Any, query: str, now: datetime, scored: list[Scored], scope: TimeScope | None = None
 ) -> list[Scored]:
     """`scored` (id, score, parts) with part `superseded` in every hit's parts, and, when
     the query asks about the state at some time (`state_window`: now, or the time its
-    phrase names), the hits that did not hold then down-weighted and each kept below its
-    successor. One query, only then. A hit already weighed as begun after the named time
-    (part `began_after`) is not weighed again."""
-    stale: dict[uuid.UUID, uuid.UUID | None] = {}
+    phrase names), the hits that did not hold then down-weighted (once: a hit weighed
+    as begun after the named time, part `began_after`, is not halved again) and each
+    kept below its successor and below the hits of its user and subject that held then.
+    One query, only then."""
     window = state_window(query, now, scope) if scored else None
-    if window is not None:
-        cursor.execute(
-            NOT_CURRENT_SQL,
-            {"ids": [pk for pk, _, _ in scored], "first": window[0], "last": window[1]},
-        )
-        began_after = {pk for pk, _, parts in scored if parts.get("began_after")}
-        stale = {row[0]: row[1] for row in cursor.fetchall() if row[0] not in began_after}
+    held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
     scores: dict[uuid.UUID, float] = {}
-    for pk, score, _ in scored:
-        scores[pk] = round(score * SUPERSEDED_FACTOR, 6) if pk in stale else score
-    _keep_below_successors(scores, stale)
+    for pk, score, parts in scored:
+        halve = pk in held.stale and not parts.get("began_after")
+        scores[pk] = round(score * SUPERSEDED_FACTOR, 6) if halve else score
+    _keep_below_holders(scores, held)
+    _keep_below_successors(scores, held.stale)
     return [
-        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in stale else 0.0})
+        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in held.stale else 0.0})
         for pk, _, parts in scored
     ]
+
+
+def _keep_below_holders(scores: dict[uuid.UUID, float], held: _Held) -> None:
+    """Each stale hit that states a subject just below the best hit of its user and
+    subject that held in the window: "where did I live before I moved to Oslo?" ranks
+    the home of then above the move, however well the move's words match."""
+    best: dict[tuple[str, str], float] = {}
+    for pk, key in held.subjects.items():
+        if pk not in held.stale:
+            best[key] = max(best.get(key, scores[pk]), scores[pk])
+    for pk in held.stale:
+        holder = best.get(held.subjects[pk]) if pk in held.subjects else None
+        if holder is not None and scores[pk] >= holder:
+            scores[pk] = round(holder - _BELOW, 6)
 
 
 def _keep_below_successors(

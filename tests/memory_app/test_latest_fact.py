@@ -94,16 +94,25 @@ def test_a_present_tense_question_ranks_the_newer_first(api: APIClient, query: s
     assert older["parts"]["superseded"] == 1.0
 
 
-@pytest.mark.parametrize(
-    "query",
-    ["where did I live?", "where did I use to live?", "where did I live before I moved?"],
-)
+@pytest.mark.parametrize("query", ["where did I live?", "where did I use to live?"])
 def test_a_past_tense_question_finds_the_older_unpenalised(api: APIClient, query: str) -> None:
     porto, _ = porto_then_lisbon(api)
     results = search(api, query, user_id="alice")
     older = next(hit for hit in results if hit["memory"]["id"] == porto["id"])
     assert all(hit["parts"]["superseded"] == 0.0 for hit in results)
     assert older["memory"]["superseded_by"] is not None
+
+
+def test_before_the_move_the_older_home_ranks_first_and_the_move_is_marked(
+    api: APIClient,
+) -> None:
+    # "before I moved" names the instant before the move (dated by "I moved to Lisbon"):
+    # Porto held then, the move did not.
+    porto, lisbon = porto_then_lisbon(api)
+    results = search(api, "where did I live before I moved?", user_id="alice")
+    assert ids(results)[0] == porto["id"], [hit["memory"]["content"] for hit in results]
+    parts = {hit["memory"]["id"]: hit["parts"] for hit in results}
+    assert (parts[porto["id"]]["superseded"], parts[lisbon["id"]]["superseded"]) == (0.0, 1.0)
 
 
 def test_valid_at_finds_what_held_then(api: APIClient) -> None:

@@ -120,35 +120,39 @@ def test_a_memory_with_only_occurred_at_keeps_its_time_credit(api: APIClient) ->
     assert ranked[:2] == [memories["festival"], memories["concert"]]
 
 
-def _homes(api: APIClient) -> dict[str, str]:
-    """Three homes told today, each with when it began: a chain Lisbon -> Rome -> Oslo."""
-    background(api)
+def _homes(api: APIClient, *, others: bool = True) -> dict[str, str]:
+    """Three homes told today, each with when it began: a chain Lisbon -> Rome -> Oslo;
+    with `others`, the user's other facts beside them."""
+    if others:
+        background(api)
     return {
         city.lower(): _added(api, f"I live in {city}", valid_from=f"{year}-03-01T00:00:00Z")
         for city, year in (("Lisbon", 2018), ("Rome", 2020), ("Oslo", 2023))
     }
 
 
-def test_before_a_move_the_home_that_held_just_before_it_ranks_first(api: APIClient) -> None:
-    """The move's own memory matches the question's words best, and the first home as
-    well as the second began before the move; the state the question asks about is the
-    one at the instant before it, which only Rome held."""
-    homes = _homes(api)
+@pytest.mark.parametrize("others", [True, False], ids=["among-other-facts", "homes-alone"])
+def test_before_a_move_the_home_that_held_just_before_it_ranks_first(
+    api: APIClient, others: bool
+) -> None:
+    """The move's own memory matches the question's words best (alone, the pool's
+    relevance is 1 for it and 0 for Rome), and the first home as well as the second
+    began before the move; the state the question asks about is the one at the instant
+    before it, which only Rome held."""
+    homes = _homes(api, others=others)
 
     body = _search(api, "where did I live before I moved to Oslo?")
 
     ranked = [hit["memory"]["id"] for hit in body["results"]]
     assert ranked[0] == homes["rome"], body["results"]
-    parts = _by_id(body)
-    assert parts[homes["lisbon"]]["parts"]["superseded"] == 1.0
-    assert parts[homes["rome"]]["parts"]["superseded"] == 0.0
-    # The move began at the named end: weighed once, as begun after it.
-    assert (parts[homes["oslo"]]["parts"]["began_after"],
-            parts[homes["oslo"]]["parts"]["superseded"]) == (1.0, 0.0)  # fmt: skip
+    parts = {name: _by_id(body)[homes[name]]["parts"] for name in homes}
+    assert [parts[name]["superseded"] for name in ("lisbon", "rome", "oslo")] == [1.0, 0.0, 1.0]
+    # The move began at the named end: halved once, as begun after it, then kept below.
+    assert parts["oslo"]["began_after"] == 1.0
 
 
 def test_a_named_year_asks_about_the_state_that_held_in_it(api: APIClient) -> None:
-    homes = _homes(api)
+    homes = _homes(api, others=False)
 
     body = _search(api, "where did I live in 2021?")
 
@@ -163,8 +167,7 @@ def test_a_home_that_ended_within_the_named_year_held_in_it(api: APIClient) -> N
 
     body = _search(api, "where did I live in 2020?")
 
-    parts = _by_id(body)
-    assert parts[homes["lisbon"]]["parts"]["superseded"] == 0.0  # until March 2020
-    assert parts[homes["rome"]]["parts"]["superseded"] == 0.0  # from March 2020
-    oslo = parts[homes["oslo"]]["parts"]
-    assert (oslo["began_after"], oslo["superseded"]) == (1.0, 0.0)  # began later: weighed once
+    parts = {name: _by_id(body)[homes[name]]["parts"] for name in homes}
+    assert parts["lisbon"]["superseded"] == 0.0  # until March 2020
+    assert parts["rome"]["superseded"] == 0.0  # from March 2020
+    assert (parts["oslo"]["began_after"], parts["oslo"]["superseded"]) == (1.0, 1.0)
