@@ -24,7 +24,13 @@ if TYPE_CHECKING:
 def validity_start(memory: Memory) -> datetime:
     """When what the memory states began: valid_from, else when it happened, else when it
     was written."""
-    return memory.valid_from or memory.occurred_at or memory.created_at
+    return began(memory.valid_from, memory.occurred_at, memory.created_at)
+
+
+def began(valid_from: datetime | None, occurred_at: datetime | None, written: datetime) -> datetime:
+    """The rule on its fields, for what is not a stored memory yet (a draft, written
+    `written`)."""
+    return valid_from or occurred_at or written
 
 
 def validity_start_sql(alias: str) -> sql.Composed:

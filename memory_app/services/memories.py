@@ -36,6 +36,7 @@ from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryVersion
 from memory_app.passage_vectors.vectors import embed_documents
 from memory_app.passage_vectors.writes import passages_insert, passages_replace
+from memory_app.selectors.validity import began
 
 # The sub-domains of memory writes live in memory_drafts, memory_text, memory_threads,
 # memory_merge, memory_versions, memory_upkeep and memory_relations; the names imported
@@ -86,6 +87,9 @@ if TYPE_CHECKING:
     from sessions_app.models import Tenant
 
 EMBED_BATCH = 64  # two shared cores: small batches keep other requests responsive
+# Of memories with one text, the current one first: a changed mind stores the text again
+# beside its superseded self.
+CURRENT_FIRST = (F("superseded_by").asc(nulls_first=True), "-created_at")
 
 
 def memory_add(*, tenant: Tenant, draft: MemoryDraft, now: datetime | None = None) -> AddResult:
@@ -201,7 +205,7 @@ def _add_threaded(
         identity = (draft.user_id, draft.agent_id, draft.type, content_hash(draft.content))
         head = None
         if identity in known:
-            start = _stated_start(draft, now)
+            start = began(draft.valid_from, draft.occurred_at, now)
             head = changed_back_from(known[identity], digest=identity[3], start=start)
             if head is None:
                 results.append(AddResult("duplicate", known[identity], 1.0))
@@ -241,11 +245,6 @@ def _lock_threaded(tenant: Tenant, drafts: Sequence[MemoryDraft]) -> list[Statem
     return statements
 
 
-def _stated_start(draft: MemoryDraft, now: datetime) -> datetime:
-    """When what the draft states began, as its memory's `validity_start` will read."""
-    return draft.valid_from or draft.occurred_at or now
-
-
 def _stored_by_hash(
     tenant: Tenant, drafts: Sequence[MemoryDraft]
 ) -> dict[tuple[str, str, str, str], Memory]:
@@ -255,8 +254,7 @@ def _stored_by_hash(
     users = sorted({d.user_id for d in drafts})
     current = Memory.objects.filter(tenant=tenant, user_id__in=users, content_hash__in=hashes)
     found: dict[tuple[str, str, str, str], Memory] = {}
-    # The current one first: of a changed mind, the superseded text is also stored.
-    for m in current.order_by(F("superseded_by").asc(nulls_first=True), "-created_at"):
+    for m in current.order_by(*CURRENT_FIRST):
         found.setdefault((m.user_id, m.agent_id, m.type, m.content_hash), m)
     earlier = MemoryVersion.objects.filter(
         memory__tenant=tenant, memory__user_id__in=users, content_hash__in=hashes
@@ -281,7 +279,7 @@ def _add_one(
     existing = _stored_duplicate(tenant, draft, digest)
     changed_back = None
     if existing is not None:
-        start = _stated_start(draft, now)
+        start = began(draft.valid_from, draft.occurred_at, now)
         changed_back = changed_back_from(existing, digest=digest, start=start)
         if changed_back is None:
             return AddResult("duplicate", existing, 1.0)
@@ -330,9 +328,8 @@ def _stored_duplicate(tenant: Tenant, draft: MemoryDraft, digest: str) -> Memory
     same_key = Memory.objects.filter(
         tenant=tenant, user_id=draft.user_id, agent_id=draft.agent_id, type=draft.type
     )
-    # The current one first: of a changed mind, the superseded text is also stored.
     same_text = same_key.filter(content_hash=digest)
-    existing = same_text.order_by(F("superseded_by").asc(nulls_first=True), "-created_at").first()
+    existing = same_text.order_by(*CURRENT_FIRST).first()
     if existing is None:
         earlier = (
             MemoryVersion.objects.filter(memory__in=same_key, content_hash=digest)
