@@ -57,7 +57,7 @@ def floor_steps_sql(count: int) -> str:
 def step_costs(steps: list[dict[str, Any]]) -> list[Decimal]:
     """Priced once, in Python, with the same table the service uses."""
     from sessions_app.hooks import StepUsage, price_step
-    from sessions_app.services.turns import COST_PRECISION
+    from sessions_app.services.turn_totals import COST_PRECISION
     from sessions_app.usage import TokenCounts
 
     at = datetime.now(UTC)

@@ -13,7 +13,8 @@ def context_session(tenant: Any) -> Any:
     """A session of user-0 with 12 recorded turns (compaction folds the oldest into a
     summary), whose context the benchmark asks for at every memory size."""
     from sessions_app.services.sessions import session_create
-    from sessions_app.services.turns import StepInput, turn_record
+    from sessions_app.services.turn_recording import turn_record
+    from sessions_app.services.turn_totals import StepInput
     from sessions_app.usage import TokenCounts
 
     session = session_create(tenant=tenant, user_id="user-0", agent_id="bench")

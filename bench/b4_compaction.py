@@ -28,7 +28,8 @@ def _record_session(turns: int, label: str) -> Any:
     from sessions_app.models import ChatSession
     from sessions_app.services.api_keys import tenant_get_or_create
     from sessions_app.services.sessions import session_create
-    from sessions_app.services.turns import StepInput, turn_record
+    from sessions_app.services.turn_recording import turn_record
+    from sessions_app.services.turn_totals import StepInput
     from sessions_app.usage import TokenCounts
 
     tenant = tenant_get_or_create(name="bench-b4")

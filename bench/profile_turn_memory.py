@@ -120,7 +120,8 @@ def _record_round(tenant: Any, label: str, sessions: int, turns: int) -> list[tu
     """`turns` turns in each of `sessions` new sessions, interleaved: (session, number)."""
     from bench.turn_recall_steady import LINES, unique_word
     from sessions_app.services.sessions import session_create
-    from sessions_app.services.turns import StepInput, turn_record
+    from sessions_app.services.turn_recording import turn_record
+    from sessions_app.services.turn_totals import StepInput
     from sessions_app.usage import TokenCounts
 
     created = [

@@ -45,7 +45,7 @@ from memory_app.window.tokens import count_tokens, messages_tokens  # noqa: E402
 from sessions_app.models import ChatSession, ChatTurn, Tenant  # noqa: E402
 from sessions_app.services.api_keys import tenant_get_or_create  # noqa: E402
 from sessions_app.services.sessions import session_create  # noqa: E402
-from sessions_app.services.turns import turn_record  # noqa: E402
+from sessions_app.services.turn_recording import turn_record  # noqa: E402
 
 SESSIONS = [(20, 1), (50, 2), (100, 3), (200, 6)]  # (turns, seed)
 BUDGETS = (1000, 4000)

@@ -35,7 +35,9 @@ from sessions_app.selectors.turns import turn_metadata_values
 from sessions_app.services.idempotency import request_fingerprint
 from sessions_app.services.sessions import session_resume_or_create
 from sessions_app.services.turn_batches import BatchOutcome, BatchTurn, turns_record_batch
-from sessions_app.services.turns import StepInput, TurnFields, TurnRecorded
+from sessions_app.services.turn_drafts import TurnFields
+from sessions_app.services.turn_recording import TurnRecorded
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts, UsageError
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from memory_app.llm import ChatCompletion, LLMError
 from sessions_app.services.steps import turn_steps_append
-from sessions_app.services.turns import StepInput
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 
 if TYPE_CHECKING:

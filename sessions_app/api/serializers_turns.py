@@ -22,7 +22,8 @@ from sessions_app.api.serializers_budget_check import (
 from sessions_app.api.serializers_sessions import SessionSerializer, budget_state, session_totals
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.session_state import state_etag
-from sessions_app.services.turns import StepInput, TurnRecorded
+from sessions_app.services.turn_recording import TurnRecorded
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import UsageError, step_token_counts
 
 MAX_STEPS_PER_TURN = 500

@@ -37,7 +37,7 @@ from sessions_app.services.turn_batches import (
     batch_session_id,
     turns_record_batch,
 )
-from sessions_app.services.turns import TurnFields
+from sessions_app.services.turn_drafts import TurnFields
 
 ITEM_ONLY = ("session_id", "idempotency_key")
 

@@ -50,12 +50,14 @@ from sessions_app.selectors.turns import turn_get, turn_list
 from sessions_app.services.budget_refusals import budget_refusal_message, budget_retry_after
 from sessions_app.services.budgets import BudgetDecision, budget_check_reserve
 from sessions_app.services.idempotency import IdempotentOutcome
+from sessions_app.services.turn_drafts import TurnFields
 from sessions_app.services.turn_recording import (
     NextCall,
+    TurnRecorded,
     turn_record_idempotent,
     turn_record_reserving_next,
 )
-from sessions_app.services.turns import TurnFields, TurnRecorded, turn_rollback
+from sessions_app.services.turn_rollback import turn_rollback
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # The schema publishes this pattern; surrounding whitespace is trimmed first.

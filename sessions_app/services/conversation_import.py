@@ -27,11 +27,11 @@ from sessions_app.fastpaths import sessions_save_counters
 from sessions_app.hooks import announce_sessions_ended
 from sessions_app.locks import advisory_xact_lock
 from sessions_app.models import ChatSession, SessionStatus, Tenant
+from sessions_app.services.session_locks import sessions_lock_for_turns
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import (
+from sessions_app.services.turn_drafts import (
     TurnFields,
     occurred_at_check,
-    sessions_lock_for_turns,
     turn_announce,
     turn_draft,
     turns_insert,

@@ -11,7 +11,8 @@ from sessions_app.services.references import session_reference_resolve
 from sessions_app.services.results import ResultItem, session_results_store
 from sessions_app.services.selections import selection_add
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 
 LAPTOP_QUERY = "Find laptops under $1000"

@@ -10,7 +10,8 @@ from typing import Any
 
 from sessions_app.models import ChatSession, Tenant
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts, normalise_usage
 
 

@@ -19,7 +19,7 @@ from sessions_app.selectors.session_status import LIVE_STATUSES
 from sessions_app.selectors.sessions import session_ensure_writable, session_find_resumable
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.session_locks import session_lock_for_turn
-from sessions_app.services.turns import turn_record
+from sessions_app.services.turn_recording import turn_record
 
 UNSET: Any = object()
 LIVE_EXTERNAL_ID_CONSTRAINT = "session_live_external_id_unique"

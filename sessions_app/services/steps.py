@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from sessions_app.models import ChatSession, ChatTurn, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
-from sessions_app.services.turns import SESSION_TOTALS, StepInput, turn_price_steps
+from sessions_app.services.turn_totals import SESSION_TOTALS, StepInput, turn_price_steps
 
 ENGRAM_STEP_PREFIX = "engram."  # step types of Engram's own calls
 

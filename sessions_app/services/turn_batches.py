@@ -52,17 +52,11 @@ from sessions_app.services.idempotency import (
     idempotency_complete_many,
     idempotency_release_many,
 )
+from sessions_app.services.session_locks import sessions_lock_for_turns
 from sessions_app.services.spend_budgets import period_budgets_spend
-from sessions_app.services.turn_recording import Render, turn_idempotency_scope
+from sessions_app.services.turn_drafts import TurnDraft, TurnFields, turn_announce, turn_draft
+from sessions_app.services.turn_recording import Render, TurnRecorded, turn_idempotency_scope
 from sessions_app.services.turn_totals import WindowFailures, spend_budget_warnings
-from sessions_app.services.turns import (
-    TurnDraft,
-    TurnFields,
-    TurnRecorded,
-    sessions_lock_for_turns,
-    turn_announce,
-    turn_draft,
-)
 
 
 @dataclass(frozen=True)

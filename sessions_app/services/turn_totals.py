@@ -1,6 +1,6 @@
 """A turn's steps priced and summed: the step input, pricing, the turn's totals and what
 they add to the session, the per-turn ceilings, and the warnings a turn's spend raises.
-Nothing here writes; `sessions_app.services.turns` decides and records the turn."""
+Nothing here writes; `turn_drafts` decides the turn and `turn_recording` records it."""
 
 from __future__ import annotations
 

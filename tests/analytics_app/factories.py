@@ -31,7 +31,8 @@ from memory_app import receivers as memory_receivers
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 
 

@@ -14,7 +14,8 @@ from analytics_app.services.alerts import SIGNATURE_HEADER, alert_signature
 from sessions_app.models import Tenant
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 from tests.analytics_app.webhook import webhook_receiver
 

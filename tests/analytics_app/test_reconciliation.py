@@ -18,7 +18,8 @@ from analytics_app.pricing import price_table_clear
 from analytics_app.services.prices import PriceEntry, prices_load
 from sessions_app.models import Tenant
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts, normalise_usage
 from tests.sessions_app.helpers import assert_error
 

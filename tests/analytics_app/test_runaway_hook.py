@@ -10,7 +10,8 @@ from django.test import override_settings
 
 from analytics_app.services.runaway import Thresholds, runaway_ruled_out
 from sessions_app.models import ChatSession, Tenant
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 from tests.analytics_app.factories import make_session
 

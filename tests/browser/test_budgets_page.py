@@ -19,7 +19,8 @@ from sessions_app.services.api_keys import tenant_get_or_create
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 from tests.browser.layout_checks import missing_glyphs, squeezed_text
 

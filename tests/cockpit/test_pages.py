@@ -178,7 +178,7 @@ def test_session_page_shows_turns_recalled_from_earlier_sessions(
 ) -> None:
     from sessions_app.models import Tenant
     from sessions_app.services.sessions import session_create
-    from sessions_app.services.turns import turn_record
+    from sessions_app.services.turn_recording import turn_record
 
     tenant = Tenant.objects.get(pk=world.tenant_id)
     earlier = session_create(tenant=tenant, user_id="returning", agent_id="shop")

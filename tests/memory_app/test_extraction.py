@@ -319,7 +319,7 @@ def test_the_hook_enqueues_extraction_only_when_something_may_be_found(
     tenant: Tenant, django_capture_on_commit_callbacks: Any, settings: Any
 ) -> None:
     from memory_app.services.extraction import extraction_may_find
-    from sessions_app.services.turns import turn_record
+    from sessions_app.services.turn_recording import turn_record
 
     settings.ENGRAM_LLM_URL = ""
     assert extraction_may_find("I'm allergic to peanuts")

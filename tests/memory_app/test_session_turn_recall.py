@@ -20,7 +20,7 @@ from memory_app.services.turn_queue import turns_remember_pending
 from memory_app.valkey import valkey
 from memory_app.window.tokens import messages_tokens
 from sessions_app.models import ChatTurn, Tenant
-from sessions_app.services.turns import turn_rollback
+from sessions_app.services.turn_rollback import turn_rollback
 from tests.memory_app.window_helpers import new_session, record
 
 pytestmark = pytest.mark.django_db

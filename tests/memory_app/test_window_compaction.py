@@ -16,7 +16,7 @@ from memory_app.services.compaction import session_compact
 from memory_app.window.models import ContextSummary
 from memory_app.window.signals import span_compacted
 from sessions_app.models import ChatSession, ChatTurn, Tenant
-from sessions_app.services.turns import turn_rollback
+from sessions_app.services.turn_rollback import turn_rollback
 from tests.memory_app.window_helpers import loopback_llm, new_session, record, record_synthetic
 
 pytestmark = pytest.mark.django_db

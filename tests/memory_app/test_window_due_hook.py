@@ -7,7 +7,7 @@ import pytest
 
 from memory_app.window.selectors import compaction_due, turn_text_tokens, window_thresholds
 from sessions_app.models import ChatSession, ChatTurn, Tenant
-from sessions_app.services.turns import turn_rollback
+from sessions_app.services.turn_rollback import turn_rollback
 from tests.memory_app.window_helpers import new_session, record
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,8 @@ from sessions_app.services import budget_reservation_fastpath as fastpath
 from sessions_app.services.budgets import _Ask, _check_reserve_locked, budget_check_reserve
 from sessions_app.services.sessions import session_create
 from sessions_app.services.spend_budgets import spend_budget_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 
 MODEL = "gpt-4o-mini"

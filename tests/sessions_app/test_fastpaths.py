@@ -19,7 +19,8 @@ from sessions_app.api.serializers_turns import TurnCreateSerializer
 from sessions_app.models import BudgetReservation, ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, TurnRecorded, turn_record
+from sessions_app.services.turn_recording import TurnRecorded, turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 
 pytestmark = pytest.mark.django_db

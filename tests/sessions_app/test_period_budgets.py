@@ -14,7 +14,8 @@ from rest_framework.test import APIClient
 from sessions_app.models import BudgetSpend, SpendBudget, Tenant
 from sessions_app.services.budgets import budget_check_reserve
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, turn_record
+from sessions_app.services.turn_recording import turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 from tests.sessions_app.helpers import (
     assert_error,

@@ -17,7 +17,8 @@ from sessions_app.api.serializers_turns import TurnRecordedSerializer
 from sessions_app.api.views_turns import turn_recorded_body
 from sessions_app.models import ChatSession, ChatTurn, Tenant, TurnStep
 from sessions_app.services.sessions import session_create
-from sessions_app.services.turns import StepInput, TurnRecorded, turn_record
+from sessions_app.services.turn_recording import TurnRecorded, turn_record
+from sessions_app.services.turn_totals import StepInput
 from sessions_app.usage import TokenCounts
 from tests.sessions_app.helpers import assert_error, create_session, post_turn, turn_body
 

@@ -1,33 +1,27 @@
-"""Recording turns.
+"""Deciding one turn and writing what was decided, shared by every way turns are
+recorded (the single route's `turn_record`, the batch route, the conversation import), so
+they cannot drift.
 
-`turn_record` writes the turn, its steps and the session's totals in one transaction.
-The session row is locked (`SELECT … FOR NO KEY UPDATE`, which also reads the cart for
-the context snapshot) first, so turn numbers are assigned race-free from
-`last_turn_number`, and concurrent turns of one session queue up instead of colliding
-on the unique (session, turn_number) constraint. Under that lock the instance's totals
-are the row's, so they are moved on in memory and written back with one fixed UPDATE
-(`sessions_save_counters`, shared with the batch route).
+`TurnFields` is what a client sends for one turn. `turn_draft` decides the turn under its
+session's lock, taken by the caller (`session_locks`): checks, the budget reservation it
+spends, rotation, numbering from `last_turn_number` (race-free under the lock), state
+chaining, the workspace snapshot, pricing and warnings; the session's totals are moved
+on the locked instance, for the caller to write back with one fixed UPDATE
+(`sessions_save_counters`). `turns_insert` writes drafted turns with their steps, and
+`turn_announce` sends `turn_recorded` for a committed one.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
 from sessions_app.errors import InvalidInput
-from sessions_app.fastpaths import (
-    instance_new,
-    rows_copy,
-    rows_insert,
-    sessions_save_counters,
-    turn_steps_preloaded,
-)
+from sessions_app.fastpaths import instance_new, rows_copy, rows_insert, turn_steps_preloaded
 from sessions_app.hooks import turn_recorded
 from sessions_app.models import ChatSession, ChatTurn, SessionStatus, Tenant, TurnKind, TurnStep
 from sessions_app.selectors.budgets import budget_remaining
@@ -37,25 +31,12 @@ from sessions_app.services.budgets import budget_reservation_release
 from sessions_app.services.capture import capture_enabled
 from sessions_app.services.lifecycle import session_touch
 from sessions_app.services.rotation import rotation_due, session_rotate
-
-# The names imported "as" themselves are re-exported, so callers import the turn services
-# from this module: the session locks (session_locks), the rollback (turn_rollback), the
-# step input and the pricing of a turn (turn_totals).
-from sessions_app.services.session_locks import LockedSession as LockedSession
-from sessions_app.services.session_locks import session_lock_for_turn
-from sessions_app.services.session_locks import sessions_lock_for_turns as sessions_lock_for_turns
 from sessions_app.services.snapshots import session_workspace_snapshot
-from sessions_app.services.spend_budgets import period_budgets_spend
-from sessions_app.services.turn_rollback import RollbackResult as RollbackResult
-from sessions_app.services.turn_rollback import turn_rollback as turn_rollback
-from sessions_app.services.turn_totals import COST_PRECISION as COST_PRECISION
-from sessions_app.services.turn_totals import SESSION_TOTALS as SESSION_TOTALS
-from sessions_app.services.turn_totals import StepInput as StepInput
 from sessions_app.services.turn_totals import (
+    StepInput,
     TurnWarning,
     WindowFailures,
     reservation_unknown_warning,
-    spend_budget_warnings,
     steps_validate,
     turn_increments,
     turn_limits_passed,
@@ -65,13 +46,6 @@ from sessions_app.services.turn_totals import (
 )
 
 UNCHANGED: Any = object()
-
-
-@dataclass
-class TurnRecorded:
-    turn: ChatTurn
-    session: ChatSession
-    warnings: list[TurnWarning] = field(default_factory=list)
 
 
 def session_apply_turn(
@@ -311,93 +285,3 @@ def turn_announce(
         session=session,
         session_turns_follow=session_turns_follow,
     )
-
-
-@transaction.atomic
-def turn_record(
-    *,
-    tenant: Tenant,
-    session_id: uuid.UUID | str,
-    steps: list[StepInput],
-    user_message: str = "",
-    assistant_response: str = "",
-    intent_data: dict[str, Any] | None = None,
-    reasoning: str = "",
-    metadata: dict[str, Any] | None = None,
-    state: dict[str, Any] = UNCHANGED,
-    duration_ms: int | None = None,
-    idempotency_key: str | None = None,
-    kind: str = TurnKind.EXCHANGE,
-    changed_by: str = "",
-    reservation_id: uuid.UUID | None = None,
-    occurred_at: datetime | None = None,
-    if_match: list[str] | None = None,
-    now: datetime | None = None,
-) -> TurnRecorded:
-    """Store one turn with its steps and add them to the session's totals.
-
-    `state`, when given, replaces the session's state (state_before/after are kept on
-    the turn). A turn past the budget is still stored; the session gets
-    `budget_exceeded_at` and the result a `budget_exceeded` warning. The turn spends a
-    budget reservation (`reservation_id`, else the session's oldest live one). What is
-    decided for the turn is `turn_draft`'s, shared with the batch route. Receivers of
-    `turn_recorded` hear of the turn after commit.
-
-    `if_match` (entity tags or `*`, from the If-Match header): the turn is recorded only
-    if the session's state still has one of these tags, checked under the session's
-    lock, else PreconditionFailed (412) and nothing is written: no turn, steps, spend,
-    reservation release or state. It is checked whether or not the turn carries `state`:
-    the client made the turn conditional on the state it read (a turn without `state`
-    may still have been decided from it). None: no check."""
-    fields = TurnFields(
-        steps=steps,
-        user_message=user_message,
-        assistant_response=assistant_response,
-        intent_data=intent_data,
-        reasoning=reasoning,
-        metadata=metadata,
-        state=state,
-        duration_ms=duration_ms,
-        reservation_id=reservation_id,
-        kind=kind,
-        changed_by=changed_by,
-        occurred_at=occurred_at,
-        if_match=if_match,
-    )
-    return _turn_record_locked(
-        tenant=tenant,
-        session_id=session_id,
-        fields=fields,
-        idempotency_key=idempotency_key,
-        now=now or timezone.now(),
-    )
-
-
-def _turn_record_locked(
-    *,
-    tenant: Tenant,
-    session_id: uuid.UUID | str,
-    fields: TurnFields,
-    idempotency_key: str | None,
-    now: datetime,
-) -> TurnRecorded:
-    """`turn_record`'s work inside its transaction: lock the session, draft the turn,
-    write it with its steps, the session's counters and the period budgets' spend, and
-    announce it after commit."""
-    locked = session_lock_for_turn(tenant=tenant, session_id=session_id)
-    draft = turn_draft(
-        tenant=tenant,
-        session=locked.session,
-        cart=locked.cart,
-        fields=fields,
-        idempotency_key=idempotency_key,
-        now=now,
-        reservations_held=locked.reservations_held,
-    )
-    turns_insert([draft], now=now)
-    sessions_save_counters([draft.session])
-    passed = period_budgets_spend(tenant_id=tenant.pk, steps=draft.steps, at=now)
-    draft.warnings.extend(spend_budget_warnings(passed))
-    turn, session = draft.turn, draft.session
-    transaction.on_commit(lambda: turn_announce(turn=turn, session=session))
-    return TurnRecorded(turn=turn, session=session, warnings=draft.warnings)
