@@ -249,8 +249,9 @@ class MemoryDetailView(TenantAPIView):
             200: MemorySerializer,
             403: WRITE_REFUSED,
             409: OpenApiResponse(
-                description="conflict: another memory of the user already says exactly the "
-                "new `content`"
+                description="conflict: another current memory (not superseded) of the "
+                "user, agent and type already says exactly the new `content`; a superseded "
+                "memory's text may be taken"
             ),
         },
         description="Update: a new version; the previous one stays in the history. A "

@@ -1,14 +1,15 @@
 """Versions of a memory: an edit or a merge moves the current text to the history
 (`memory_version`, with a `supersedes` edge to the replaced version) and makes a new
 version current; a revert brings an earlier text back as a new version, so history only
-grows."""
+grows. A new text may not be another current memory's (409 on `content`); a superseded
+memory's it may."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory_app.embedding import embedder
@@ -19,6 +20,8 @@ from memory_app.services.memory_text import content_hash, normalise_text
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.supersession import memory_set_validity, validity_changes
 from sessions_app.errors import Conflict, InvalidInput, NotFound
+
+CURRENT_TEXT_UNIQUE = "memory_current_content_unique"  # the constraint of migration 0010
 
 
 def version_snapshot(memory: Memory, *, replaced_by: str, now: datetime) -> None:
@@ -69,22 +72,8 @@ def _apply_update(
         memory.embedding = embedded.vectors[0]
         memory.embedding_model = embedder().model_name
         memory.content_hash = content_hash(memory.content)
-        clash = (
-            Memory.objects.filter(
-                tenant_id=memory.tenant_id,
-                user_id=memory.user_id,
-                agent_id=memory.agent_id,
-                type=memory.type,
-                content_hash=memory.content_hash,
-            )
-            .exclude(pk=memory.pk)
-            .exists()
-        )
-        if clash:
-            raise Conflict(
-                "Another memory of this user already says exactly this.",
-                fields={"content": ["Duplicate of another memory."]},
-            )
+        if current_twin_exists(memory):
+            raise _duplicate_content()
         fields += ["embedding", "embedding_model", "content_hash"]
     memory.version += 1
     memory.updated_at = now
@@ -93,6 +82,38 @@ def _apply_update(
         refresh_thread_window(memory)
         passages_replace([(memory.pk, embedded.passages[0])])
     return memory
+
+
+def current_twin_exists(memory: Memory) -> bool:
+    """Whether another *current* memory of the memory's user, agent and type has its
+    (new) text: one text is current once (memory_current_content_unique). A superseded
+    memory with the text is history, not a duplicate, so the edit takes the text. It
+    supersedes nothing: an edit corrects what this memory says and leaves the chains as
+    they are (a restatement through POST /memories is a new statement, resolved there)."""
+    return (
+        Memory.objects.filter(
+            tenant_id=memory.tenant_id,
+            user_id=memory.user_id,
+            agent_id=memory.agent_id,
+            type=memory.type,
+            content_hash=memory.content_hash,
+            superseded_by__isnull=True,
+        )
+        .exclude(pk=memory.pk)
+        .exists()
+    )
+
+
+def _duplicate_content() -> Conflict:
+    return Conflict(
+        "Another memory of this user already says exactly this.",
+        fields={"content": ["Duplicate of another memory."]},
+    )
+
+
+def _is_current_text_clash(error: IntegrityError) -> bool:
+    diag = getattr(error.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None) == CURRENT_TEXT_UNIQUE
 
 
 def memory_update(
@@ -114,7 +135,14 @@ def memory_update(
         return memory_set_validity(memory=memory, validity=validity)
     changes.update(validity)
     embedded = embed_documents([changes["content"]]) if "content" in changes else None
-    return _apply_update(memory, changes, embedded, now, replaced_by)
+    try:
+        return _apply_update(memory, changes, embedded, now, replaced_by)
+    except IntegrityError as error:
+        # A memory given the text concurrently, after `current_twin_exists` read: the
+        # unique constraint refused the second writer (its transaction is rolled back).
+        if _is_current_text_clash(error):
+            raise _duplicate_content() from error
+        raise
 
 
 SET_FIELDS = ("tags", "allowed_users", "allowed_roles")  # stored sorted, without repeats

@@ -3901,7 +3901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description conflict: another memory of the user already says exactly the new `content` */
+            /** @description conflict: another current memory (not superseded) of the user, agent and type already says exactly the new `content`; a superseded memory's text may be taken */
             409: {
                 headers: {
                     [name: string]: unknown;
