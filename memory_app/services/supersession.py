@@ -16,9 +16,9 @@ memory that supersedes that current one (`changed_back_from`), the old keeping t
 interval it held. A `supersedes` edge from the newer to the older (reason
 `contradicted`) shows it in the relations, and the edges follow the chain: a fact told
 late between two takes the later one's edge to the earlier, and a relink joins the two
-it leaves adjacent. The older stays stored and searchable: a question about the current
-state ranks it below the newer (memory_app.selectors.currency), any other finds it with
-its dates.
+it leaves adjacent, with the reason of the deleted memory's edge. The older stays
+stored and searchable: a question about the current state ranks it below the newer
+(memory_app.selectors.currency), any other finds it with its dates.
 
 Conversation turns and session episodes are what was said, not what holds: they state
 no subject. A sentence that says a value has ended ("I'm not vegetarian anymore", "I quit
@@ -299,18 +299,24 @@ def supersession_relink(deleted: Memory) -> None:
     """Before `deleted` is removed: the memories it superseded take its place in the
     chain, its successor (`superseded_by`) and its end (`valid_to`); so if it was current,
     they are current again, and otherwise its successor supersedes them by a `supersedes`
-    edge (its own edges go with it). An end of theirs before it began was given otherwise
-    and stays."""
+    edge with the reason of the deleted memory's edge to each (`contradicted` when it had
+    none), as the successor takes its place; its own edges go with it. An end of theirs
+    before it began was given otherwise and stays."""
     deleted = Memory.objects.select_for_update().get(pk=deleted.pk)
     start = validity_start(deleted)
     successor = deleted.superseded_by
+    reasons = dict(
+        MemoryRelation.objects.filter(
+            source=deleted, type=RelationType.SUPERSEDES, target_version=None
+        ).values_list("target_id", "reason")
+    )
     for older in Memory.objects.select_for_update().filter(superseded_by=deleted):
         changes: dict[str, Any] = {"superseded_by": deleted.superseded_by_id}
         if older.valid_to is None or older.valid_to >= start:
             changes["valid_to"] = deleted.valid_to
         Memory.objects.filter(pk=older.pk).update(**changes)
         if successor is not None:
-            _supersedes_edge(successor, older.pk, reason=CONTRADICTED)
+            _supersedes_edge(successor, older.pk, reason=reasons.get(older.pk, CONTRADICTED))
 
 
 def validity_changes(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:

@@ -68,3 +68,24 @@ def test_the_edges_are_the_chain_whatever_the_order_told(tenant: Tenant, order: 
     relinked = {("I moved to Paris", "I live in Rome"), ("I moved to Lisbon", "I moved to Paris")}
     assert chain_pairs(tenant) == relinked
     assert contradicted_edges(tenant) == relinked
+
+
+def test_a_relink_keeps_the_reason_of_the_deleted_memory_s_edge(tenant: Tenant) -> None:
+    """A chain of the caller's own `supersedes` edges (reason empty): deleting its middle
+    joins the two ends with the caller's reason, not `contradicted`, which no rule said."""
+
+    def say(content: str, supersedes: Memory | None = None) -> Memory:
+        relations = [(RelationType.SUPERSEDES, supersedes.pk)] if supersedes else []
+        draft = MemoryDraft(user_id="alice", type="fact", content=content, relations=relations)
+        return memory_add(tenant=tenant, draft=draft).memory
+
+    first = say("The book club meets at the public library")
+    middle = say("Anna hosts our reading group in her garden", supersedes=first)
+    last = say("Monthly novel discussions happen over video calls", supersedes=middle)
+    memory_delete(memory=middle)
+    edge = MemoryRelation.objects.get(
+        source=last, target=first, type=RelationType.SUPERSEDES, target_version__isnull=True
+    )
+    assert edge.reason == ""
+    first.refresh_from_db()
+    assert first.superseded_by_id == last.pk
