@@ -114,6 +114,24 @@ def memory_get_for_write(*, tenant: Tenant, actor: Actor, memory_id: Any) -> Mem
     return memory
 
 
+def current_twin(memory: Memory) -> Memory | None:
+    """Another current memory (not superseded) of the memory's user, agent and type that
+    says its text (`content_hash`): one text is current once
+    (memory_current_content_unique)."""
+    return (
+        Memory.objects.filter(
+            tenant_id=memory.tenant_id,
+            user_id=memory.user_id,
+            agent_id=memory.agent_id,
+            type=memory.type,
+            content_hash=memory.content_hash,
+            superseded_by__isnull=True,
+        )
+        .exclude(pk=memory.pk)
+        .first()
+    )
+
+
 def memory_history(*, memory: Memory) -> list[dict[str, Any]]:
     """Every version, oldest first; the last one is the current text."""
     rows: list[dict[str, Any]] = [

@@ -16,6 +16,7 @@ from memory_app.embedding import embedder
 from memory_app.models import Memory, MemoryRelation, MemoryVersion, RelationType
 from memory_app.passage_vectors.vectors import Embedded, embed_documents
 from memory_app.passage_vectors.writes import passages_replace
+from memory_app.selectors.memories import current_twin
 from memory_app.services.memory_text import content_hash, normalise_text
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.supersession import memory_set_validity, validity_changes
@@ -72,7 +73,10 @@ def _apply_update(
         memory.embedding = embedded.vectors[0]
         memory.embedding_model = embedder().model_name
         memory.content_hash = content_hash(memory.content)
-        if current_twin_exists(memory):
+        # A superseded memory with the text is history, not a duplicate: the edit takes
+        # the text and supersedes nothing (it corrects what this memory says; a
+        # restatement through POST /memories is a new statement, resolved there).
+        if current_twin(memory) is not None:
             raise _duplicate_content()
         fields += ["embedding", "embedding_model", "content_hash"]
     memory.version += 1
@@ -82,26 +86,6 @@ def _apply_update(
         refresh_thread_window(memory)
         passages_replace([(memory.pk, embedded.passages[0])])
     return memory
-
-
-def current_twin_exists(memory: Memory) -> bool:
-    """Whether another *current* memory of the memory's user, agent and type has its
-    (new) text: one text is current once (memory_current_content_unique). A superseded
-    memory with the text is history, not a duplicate, so the edit takes the text. It
-    supersedes nothing: an edit corrects what this memory says and leaves the chains as
-    they are (a restatement through POST /memories is a new statement, resolved there)."""
-    return (
-        Memory.objects.filter(
-            tenant_id=memory.tenant_id,
-            user_id=memory.user_id,
-            agent_id=memory.agent_id,
-            type=memory.type,
-            content_hash=memory.content_hash,
-            superseded_by__isnull=True,
-        )
-        .exclude(pk=memory.pk)
-        .exists()
-    )
 
 
 def _duplicate_content() -> Conflict:
@@ -138,7 +122,7 @@ def memory_update(
     try:
         return _apply_update(memory, changes, embedded, now, replaced_by)
     except IntegrityError as error:
-        # A memory given the text concurrently, after `current_twin_exists` read: the
+        # A memory given the text concurrently, after `current_twin` read: the
         # unique constraint refused the second writer (its transaction is rolled back).
         if _is_current_text_clash(error):
             raise _duplicate_content() from error

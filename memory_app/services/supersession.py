@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from memory_app.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
+from memory_app.selectors.memories import current_twin
 from memory_app.selectors.validity import validity_start
 from memory_app.subject_endings import Ceased
 from memory_app.subjects import Statement, normalise_subject, statement_of, value_of
@@ -280,14 +281,7 @@ def _refuse_second_current_text(older: Memory) -> None:
     """Conflict if `older`, made current again, would stand beside a current memory of
     the same user, agent and type with its text (a changed mind restated it): one text
     is current once (memory_current_content_unique)."""
-    twin = Memory.objects.filter(
-        tenant_id=older.tenant_id,
-        user_id=older.user_id,
-        agent_id=older.agent_id,
-        type=older.type,
-        content_hash=older.content_hash,
-        superseded_by__isnull=True,
-    ).first()
+    twin = current_twin(older)
     if twin is not None:
         raise Conflict(
             f"Memory {older.pk} would be current again beside memory {twin.pk}, which "

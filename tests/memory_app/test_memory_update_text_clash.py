@@ -61,7 +61,7 @@ def test_a_patch_to_a_current_memorys_text_is_a_conflict_on_content(
     assert refused.status_code == 409 and refused.json() == DUPLICATE
     # A concurrent write that gave the text after the check read: the unique constraint
     # refuses it, answered the same way.
-    monkeypatch.setattr(memory_versions, "current_twin_exists", lambda memory: False)
+    monkeypatch.setattr(memory_versions, "current_twin", lambda memory: None)
     raced = patch(api, jazz["id"], window["content"])
     assert raced.status_code == 409 and raced.json() == DUPLICATE
     assert get(api, jazz["id"])["content"] == "I like jazz"
