@@ -272,17 +272,20 @@ class ChatSessionAdmin(LargeTableAdmin):
         self, request: HttpRequest, queryset: QuerySet[ChatSession]
     ) -> TemplateResponse | None:
         """Right to erasure from the admin, behind a confirmation page: sessions, turns,
-        steps, cart, memories and rollups of each (tenant, user) go, as with
-        `DELETE /api/v1/users/{user_id}`."""
+        cart, memories and rollups of each (tenant, user) go and their steps stay as
+        anonymous spend, as with `DELETE /api/v1/users/{user_id}`."""
         users = sorted(
             set(queryset.values_list("tenant_id", "tenant__name", "user_id")),
             key=lambda u: u[1:],
         )
         if request.POST.get("confirm") == "yes":
             tenants = Tenant.objects.in_bulk([u[0] for u in users])
+            steps = 0
             for tenant_id, _name, user_id in users:
-                user_erase(tenant=tenants[tenant_id], user_id=user_id)
-            self.message_user(request, f"Erased {len(users)} user(s).", messages.SUCCESS)
+                erasure = user_erase(tenant=tenants[tenant_id], user_id=user_id)
+                steps += erasure.anonymised["steps"]
+            message = f"Erased {len(users)} user(s); their {steps} step(s) stay as anonymous spend."
+            self.message_user(request, message, messages.SUCCESS)
             return None
         return TemplateResponse(
             request,

@@ -61,10 +61,11 @@ class UserErasureView(TenantAPIView):
         "versions and relations), sessions (turns, components, selections), "
         "idempotency records of those sessions, spend budgets keyed by the user's id "
         "(scopes user and user_agent; tenant, agent and model budgets stay) and the alerts "
-        "sent about them. The user's steps stay as anonymous spend (model, agent, counts, "
-        "cost, time; no user, session, turn or content), so `/usage` totals do not change: "
-        "grouped by user or session they are the row with key null. Other apps delete "
-        "theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`).",
+        "sent about them, counted in `deleted`. The user's steps stay as anonymous spend "
+        "(model, agent, counts, cost, time; no user, session, turn or content), counted in "
+        "`anonymised`, so `/usage` totals do not change: grouped by user or session they "
+        "are the row with key null. Other apps delete theirs on `user_erased`. Encode the "
+        "id as one path segment (`/` as `%2F`).",
     )
     def delete(self, request: Request, user_id: str) -> Response:
         return _erased(self.tenant, user_id)
@@ -72,8 +73,9 @@ class UserErasureView(TenantAPIView):
 
 def _erased(tenant: Tenant, user_id: str) -> Response:
     user_id = _checked_user_id(user_id)
-    counts = user_erase(tenant=tenant, user_id=user_id)
-    return Response(UserErasureSerializer({"user_id": user_id, "deleted": counts}).data)
+    erasure = user_erase(tenant=tenant, user_id=user_id)
+    answer = {"user_id": user_id, "deleted": erasure.deleted, "anonymised": erasure.anonymised}
+    return Response(UserErasureSerializer(answer).data)
 
 
 class UserExportView(TenantAPIView):

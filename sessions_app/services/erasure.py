@@ -17,6 +17,7 @@ counts, cost, success and time stay.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -35,24 +36,31 @@ from sessions_app.models import (
 )
 
 
+@dataclass(frozen=True)
+class UserErasure:
+    """What an erasure did, per kind of row: `deleted` rows are gone (ours and those the
+    `user_erased` receivers answer with); `anonymised` rows stay without what tied them
+    to the user (the steps, kept as spend)."""
+
+    deleted: dict[str, int]
+    anonymised: dict[str, int]
+
+
 @transaction.atomic
-def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
-    """Delete all the tenant's data about `user_id`; answers the row counts per kind,
-    ours and those the `user_erased` receivers answer with."""
+def user_erase(*, tenant: Tenant, user_id: str) -> UserErasure:
+    """Delete all the tenant's data about `user_id` and anonymise their steps; answers
+    the row counts of each."""
     sessions = ChatSession.objects.filter(tenant=tenant, user_id=user_id)
     session_ids = list(sessions.values_list("pk", flat=True))
     counts: dict[str, int] = {
         "sessions": len(session_ids),
         "turns": ChatTurn.objects.filter(session_id__in=session_ids).count(),
-        "steps": TurnStep.objects.filter(
-            Q(session_id__in=session_ids) | Q(tenant=tenant, user_id=user_id)
-        ).count(),
         "components": SessionComponent.objects.filter(session_id__in=session_ids).count(),
         "selections": SessionSelection.objects.filter(session_id__in=session_ids).count(),
     }
     idempotency = IdempotencyRecord.objects.filter(tenant=tenant, session_id__in=session_ids)
     counts["idempotency_records"] = idempotency.delete()[0]
-    _steps_anonymise(tenant=tenant, user_id=user_id, session_ids=session_ids)
+    steps = _steps_anonymise(tenant=tenant, user_id=user_id, session_ids=session_ids)
     sessions.delete()
     _, by_model = SpendBudget.objects.filter(tenant=tenant, user_id=user_id).delete()
     counts["budgets"] = by_model.get(SpendBudget._meta.label, 0)
@@ -62,13 +70,14 @@ def user_erase(*, tenant: Tenant, user_id: str) -> dict[str, int]:
     for _receiver, answer in responses:
         if isinstance(answer, dict):
             counts.update(answer)
-    return counts
+    return UserErasure(deleted=counts, anonymised={"steps": steps})
 
 
-def _steps_anonymise(*, tenant: Tenant, user_id: str, session_ids: list[Any]) -> None:
+def _steps_anonymise(*, tenant: Tenant, user_id: str, session_ids: list[Any]) -> int:
     """The user's steps (by session, and any carrying the user's id elsewhere) keep their
-    spend and lose the rest; unlinked from the session, they survive its deletion."""
-    TurnStep.objects.filter(
+    spend and lose the rest; unlinked from the session, they survive its deletion.
+    Answers how many."""
+    return TurnStep.objects.filter(
         Q(session_id__in=session_ids) | Q(tenant=tenant, user_id=user_id)
     ).update(
         user_id=ERASED_USER_ID,

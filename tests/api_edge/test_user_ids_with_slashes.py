@@ -37,7 +37,7 @@ def test_a_user_id_with_a_slash_is_exported_and_erased(api: APIClient) -> None:
     assert response.status_code == 200, response.content
     assert response.json()["user_id"] == "team/alice"
     assert response.json()["deleted"]["sessions"] == 1
-    assert response.json()["deleted"]["steps"] == len(turn_body()["steps"])
+    assert response.json()["anonymised"]["steps"] == len(turn_body()["steps"])
     assert _exported_sessions(api, "team/alice") == []
     assert len(_exported_sessions(api, "team")) == 1  # the user "team" is someone else
 

@@ -193,7 +193,8 @@ def _assert_one_of_each_deleted(response: Any) -> None:
     assert response.status_code == 200, response.content
     deleted = response.json()["deleted"]
     assert deleted["memories"] == 1 and deleted["memory_versions"] == 1
-    assert deleted["sessions"] == 1 and deleted["turns"] == 1 and deleted["steps"] == 1
+    assert deleted["sessions"] == 1 and deleted["turns"] == 1 and "steps" not in deleted
+    assert response.json()["anonymised"] == {"steps": 1}  # kept as spend, not deleted
     assert deleted["components"] == 1 and deleted["selections"] == 1
     assert deleted["idempotency_records"] == 1 and deleted["memories_unshared"] == 1
 

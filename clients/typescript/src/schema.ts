@@ -700,7 +700,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay) and the alerts sent about them. The user's steps stay as anonymous spend (model, agent, counts, cost, time; no user, session, turn or content), so `/usage` totals do not change: grouped by user or session they are the row with key null. Other apps delete theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`). */
+        /** @description Erase everything the tenant holds about the user: memories (with versions and relations), sessions (turns, components, selections), idempotency records of those sessions, spend budgets keyed by the user's id (scopes user and user_agent; tenant, agent and model budgets stay) and the alerts sent about them, counted in `deleted`. The user's steps stay as anonymous spend (model, agent, counts, cost, time; no user, session, turn or content), counted in `anonymised`, so `/usage` totals do not change: grouped by user or session they are the row with key null. Other apps delete theirs on `user_erased`. Encode the id as one path segment (`/` as `%2F`). */
         delete: operations["users_destroy"];
         options?: never;
         head?: never;
@@ -3030,10 +3030,16 @@ export interface components {
         UserErasure: {
             /** @description The user erased. */
             user_id: string;
-            /** @description Rows removed (or updated) per kind: sessions, turns, steps (kept as anonymous spend: no user, session, turn or content; `/usage` by user or session counts them under the key null), components, selections, idempotency_records, budgets (spend budgets keyed by the user's id, scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups (their sums moved to the erased users' row), and memory_app's kinds (memories, memory_versions, …). */
+            /** @description Rows deleted per kind: sessions, turns, components, selections, idempotency_records, budgets (spend budgets keyed by the user's id, scopes user and user_agent, with their spend), budget_alerts, user_spend_rollups (their sums moved to the erased users' row), and memory_app's kinds (memories, memory_versions, …). The user's steps are not deleted: see `anonymised`. */
             deleted: {
                 [key: string]: number;
             };
+            /** @description Rows kept with all that tied them to the user removed, per kind. */
+            anonymised: components["schemas"]["UserErasureAnonymised"];
+        };
+        UserErasureAnonymised: {
+            /** @description The user's steps, kept as anonymous spend: no user, session, turn or content; `/usage` by user or session counts them under the key null. */
+            steps: number;
         };
     };
     responses: never;

@@ -301,7 +301,9 @@ class Api:
     # Users and spend --------------------------------------------------------------------
 
     def erase_user(self, user_id: str) -> Any:
-        """Erase all the tenant holds about the user: sessions, turns, cart, memories."""
+        """Erase all the tenant holds about the user: sessions, turns, cart, memories.
+        Answers row counts per kind: `deleted`, and `anonymised` (`steps`: the user's
+        steps, kept as anonymous spend, not deleted)."""
         return self._call(Request("DELETE", f"/users/{_seg(user_id)}"))
 
     def usage(self, *, group_by: str = "day", **params: Any) -> Any:
