@@ -112,6 +112,11 @@ class OwnerLexemes(models.Func):
     output_field = ArrayField(models.TextField())
 
 
+# One text is current once per user, agent and type: the name of that unique constraint,
+# which a write that loses a race to it reads from the database's error.
+CURRENT_CONTENT_UNIQUE = "memory_current_content_unique"
+
+
 class Memory(models.Model):
     """One long-term memory about a user (or, when public, about the tenant's world)."""
 
@@ -218,7 +223,7 @@ class Memory(models.Model):
             models.UniqueConstraint(
                 fields=["tenant", "user_id", "agent_id", "type", "content_hash"],
                 condition=models.Q(superseded_by__isnull=True),
-                name="memory_current_content_unique",
+                name=CURRENT_CONTENT_UNIQUE,
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=0, importance__lte=1),

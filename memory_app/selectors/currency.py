@@ -24,8 +24,9 @@ followed it and the one it replaced), "after I moved" against the move's instant
 2021" against the year (a memory that held at any moment of it holds). A memory that
 did not hold then is also kept below the hits of its user and subject that did. A
 memory whose `valid_from` is at or after the named time's end is halved once, by the
-time scope's `began_after` (memory_app.selectors.search_time), not twice. Memories without validity
-and never superseded (conversation turns, episodes) are never weighed so.
+time scope's `began_after` (memory_app.selectors.search_time), not twice. Memories
+without validity and never superseded (conversation turns, episodes) are never weighed
+so.
 
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
 instant, valid_from <= t < valid_to, an open end holding every time.

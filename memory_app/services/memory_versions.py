@@ -13,7 +13,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory_app.embedding import embedder
-from memory_app.models import Memory, MemoryRelation, MemoryVersion, RelationType
+from memory_app.models import (
+    CURRENT_CONTENT_UNIQUE,
+    Memory,
+    MemoryRelation,
+    MemoryVersion,
+    RelationType,
+)
 from memory_app.passage_vectors.vectors import Embedded, embed_documents
 from memory_app.passage_vectors.writes import passages_replace
 from memory_app.selectors.memories import current_twin
@@ -21,8 +27,6 @@ from memory_app.services.memory_text import content_hash, normalise_text
 from memory_app.services.memory_threads import refresh_thread_window
 from memory_app.services.supersession import memory_set_validity, validity_changes
 from sessions_app.errors import Conflict, InvalidInput, NotFound
-
-CURRENT_TEXT_UNIQUE = "memory_current_content_unique"  # the constraint of migration 0010
 
 
 def version_snapshot(memory: Memory, *, replaced_by: str, now: datetime) -> None:
@@ -97,7 +101,7 @@ def _duplicate_content() -> Conflict:
 
 def _is_current_text_clash(error: IntegrityError) -> bool:
     diag = getattr(error.__cause__, "diag", None)
-    return getattr(diag, "constraint_name", None) == CURRENT_TEXT_UNIQUE
+    return getattr(diag, "constraint_name", None) == CURRENT_CONTENT_UNIQUE
 
 
 def memory_update(
