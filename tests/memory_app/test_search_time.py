@@ -207,3 +207,23 @@ def test_an_event_a_memory_tells_of_is_dated_by_it(api: APIClient) -> None:
     # Asked before the move happened, nothing dates it.
     early = _search(api, "which flat did I rent before I moved?", as_of="2025-01-01T00:00:00Z")
     assert early["time_scope"]["kind"] == "before_event"
+
+
+def test_the_event_is_looked_up_by_its_words_alone(api: APIClient) -> None:
+    """The lookup that dates "I moved" reads BM25 alone, no vector step; the question's
+    own search is hybrid."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    add(api, content="I moved to Denver for the new job", type="episodic",
+        occurred_at="2026-04-10T09:00:00Z")  # fmt: skip
+    for content in _OTHERS:
+        assert add(api, content=content, type="fact").status_code == 201
+
+    with CaptureQueriesContext(connection) as captured:
+        body = _search(api, "which flat did I rent before I moved?", as_of="2026-11-29T12:00:00Z")
+
+    assert body["time_scope"]["end"] == "2026-04-10T09:00:00Z"
+    sent = [query["sql"] for query in captured.captured_queries]
+    pools = [text for text in sent if "engram_search_pool_" in text]
+    assert ["nearest AS MATERIALIZED" in text for text in pools] == [False, True]

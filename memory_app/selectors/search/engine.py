@@ -6,7 +6,7 @@ their edges (`hit_rows`); the time boost and the current-state weighting each ad
 when the query has a time phrase or asks about now. The memories dated after the
 question, the speaker the query names and the length prior are read from the pool's
 own rows (no round trip). A query ordered by an event ("before I moved") first searches
-for the event's words to date it (`_event_dated`).
+the event's words lexically to date it (`_event_dated`).
 """
 
 from __future__ import annotations
@@ -232,14 +232,17 @@ def _query_scope(query: str, as_of: datetime | None, **where: Any) -> TimeScope 
 
 def _event_dated(scope: TimeScope, as_of: datetime, **where: Any) -> TimeScope:
     """An event the query orders by ("before I moved") dated by the memory that best
-    tells of it: the top hit of a search for the event's words, among the memories this
-    search may read, when a word of them occurs in it (part lexical) and it happened by
-    `as_of`. Its time is when what it tells began (`validity_start`: valid_from, else
-    occurred_at, else when it was noted). Else the scope stays undated and boosts
-    nothing."""
+    tells of it: the top hit of a lexical search for the event's words, among the
+    memories this search may read, when it happened by `as_of`. Its time is when what it
+    tells began (`validity_start`: valid_from, else occurred_at, else when it was noted).
+    Else the scope stays undated and boosts nothing.
+
+    BM25 alone: the memory must share a word with the event anyway, and a vector step of
+    its own would add the event's embedding and a scan of the vectors to every such
+    question (docs/decisions/search-event-lookup-lexical.md)."""
     assert scope.anchor is not None
-    found = memory_search(query=scope.anchor, limit=1, **where).hits
-    if not found or found[0].parts.get("lexical", 0.0) <= 0:
+    found = memory_search(query=scope.anchor, limit=1, mode="lexical", **where).hits
+    if not found:
         return scope
     memory = found[0].memory
     when = validity_start(memory)
