@@ -1,12 +1,15 @@
 """Time in memory search, through HTTP: the query's time phrase, read against `as_of`,
 boosts the memories that occurred in it; memories without a time stay findable; a bad
-`as_of` answers 400 naming the field."""
+`as_of` answers 400 naming the field; an event the query orders by is dated by a
+lexical lookup of its words."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from tests.memory_app.test_memories_api import MEMORIES, add, assert_error
@@ -212,9 +215,6 @@ def test_an_event_a_memory_tells_of_is_dated_by_it(api: APIClient) -> None:
 def test_the_event_is_looked_up_by_its_words_alone(api: APIClient) -> None:
     """The lookup that dates "I moved" reads BM25 alone, no vector step; the question's
     own search is hybrid."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     add(api, content="I moved to Denver for the new job", type="episodic",
         occurred_at="2026-04-10T09:00:00Z")  # fmt: skip
     for content in _OTHERS:
