@@ -78,15 +78,28 @@ _NO_LEXICAL = sql.SQL("""
             lexical_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS score, NULL::bigint AS rank WHERE false
             )""")
+# The union of both lists, each member once with what either side brought: a side
+# gives a member one row or none, so each max() is that row's value or NULL. One
+# aggregate, where joining each list back to the union made the planner compare every
+# member with every row of the vector list.
 _POOL = sql.SQL("""
         WITH {vector_ranked}, {lexical_ranked},
-        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
-        SELECT m.id, v.rank, l.rank, {semantic}, {bm25},
+        pool AS (
+            SELECT id, max(vector_rank) AS vector_rank, max(cosine) AS cosine,
+                   max(lexical_rank) AS lexical_rank, max(bm25) AS bm25
+            FROM (
+                SELECT id, rank AS vector_rank, semantic AS cosine,
+                       NULL::bigint AS lexical_rank, NULL::float8 AS bm25
+                FROM vector_ranked
+                UNION ALL
+                SELECT id, NULL, NULL, rank, score FROM lexical_ranked
+            ) AS sides
+            GROUP BY id
+        )
+        SELECT m.id, pool.vector_rank, pool.lexical_rank, {semantic}, {bm25},
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), {speaker}
         FROM pool JOIN memory m ON m.id = pool.id
-        LEFT JOIN vector_ranked v ON v.id = m.id
-        LEFT JOIN lexical_ranked l ON l.id = m.id
     """)
 # The HNSW settings for the pool's statement only, in the same query string: several
 # statements in one simple query run as one implicit transaction, so SET LOCAL holds for
@@ -119,9 +132,9 @@ def pool_sql(
         )
     else:  # no lexical step, or every term past the bound: the terms still score
         lexical_ranked = _NO_LEXICAL
-    bm25 = sql.SQL("coalesce(l.score, {})").format(bm25_sql("m", lexical))
+    bm25 = sql.SQL("coalesce(pool.bm25, {})").format(bm25_sql("m", lexical))
     semantic: sql.Composable = (
-        sql.SQL("greatest(coalesce(v.semantic, {}), {})").format(
+        sql.SQL("greatest(coalesce(pool.cosine, {}), {})").format(
             cosine_sql("m"), passage_cosine_sql("m")
         )
         if vector

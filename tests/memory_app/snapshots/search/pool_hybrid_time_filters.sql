@@ -1,4 +1,4 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_b9cde970a57d') THEN EXECUTE $statement$PREPARE engram_search_pool_b9cde970a57d(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_beb8ca485980') THEN EXECUTE $statement$PREPARE engram_search_pool_beb8ca485980(vector) AS 
         WITH 
             nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT * FROM ((SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.created_at >= $3 AND m.created_at < $4 AND (m.valid_from IS NULL OR m.valid_from <= $5) AND (m.valid_to IS NULL OR m.valid_to > $5) AND "m"."scope" = 'public' ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $6) UNION ALL (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.created_at >= $3 AND m.created_at < $4 AND (m.valid_from IS NULL OR m.valid_from <= $5) AND (m.valid_to IS NULL OR m.valid_to > $5) AND ("m"."user_id" = $7 AND "m"."scope" <> 'public') AND m.user_id BETWEEN (SELECT $8) AND (SELECT $8) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $6) UNION ALL (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.created_at >= $3 AND m.created_at < $4 AND (m.valid_from IS NULL OR m.valid_from <= $5) AND (m.valid_to IS NULL OR m.valid_to > $5) AND ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM $7 AND ("m"."allowed_users" @> ARRAY[$7]::varchar[] OR "m"."allowed_roles" && $9::varchar[])) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $6)) AS branches ORDER BY distance LIMIT $6) AS n),
             vector_ranked AS MATERIALIZED (
@@ -16,11 +16,20 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
                 ) AS scored
                 WHERE rank <= $6
             ),
-        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
-        SELECT m.id, v.rank, l.rank, greatest(coalesce(v.semantic, 1 - ("m"."embedding" <=> $1::vector)), (SELECT max(1 - (p.embedding <=> $1::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(l.score, (coalesce($14::float8 * $15::float8 / (1 + $16::float8 * (1 - $17::float8 + $17::float8 * length("m"."lexical_vector") / $18::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $19::tsquery)::float8) - 0.5), 0)), 0) + coalesce($20::float8 * $15::float8 / (1 + $16::float8 * (1 - $17::float8 + $17::float8 * length("m"."lexical_vector") / $18::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $21::tsquery)::float8) - 0.5), 0)), 0))),
+        pool AS (
+            SELECT id, max(vector_rank) AS vector_rank, max(cosine) AS cosine,
+                   max(lexical_rank) AS lexical_rank, max(bm25) AS bm25
+            FROM (
+                SELECT id, rank AS vector_rank, semantic AS cosine,
+                       NULL::bigint AS lexical_rank, NULL::float8 AS bm25
+                FROM vector_ranked
+                UNION ALL
+                SELECT id, NULL, NULL, rank, score FROM lexical_ranked
+            ) AS sides
+            GROUP BY id
+        )
+        SELECT m.id, pool.vector_rank, pool.lexical_rank, greatest(coalesce(pool.cosine, 1 - ("m"."embedding" <=> $1::vector)), (SELECT max(1 - (p.embedding <=> $1::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(pool.bm25, (coalesce($14::float8 * $15::float8 / (1 + $16::float8 * (1 - $17::float8 + $17::float8 * length("m"."lexical_vector") / $18::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $19::tsquery)::float8) - 0.5), 0)), 0) + coalesce($20::float8 * $15::float8 / (1 + $16::float8 * (1 - $17::float8 + $17::float8 * length("m"."lexical_vector") / $18::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $21::tsquery)::float8) - 0.5), 0)), 0))),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), false
         FROM pool JOIN memory m ON m.id = pool.id
-        LEFT JOIN vector_ranked v ON v.id = m.id
-        LEFT JOIN lexical_ranked l ON l.id = m.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_b9cde970a57d"(%(q)s, %(tenant)s, %(f_created_from)s, %(f_created_to)s, %(f_valid_at)s, %(k)s, %(acting_user)s, %(owner)s, %(acting_roles)s, %(public_keys)s, %(cap)s, %(owner_keys)s, %(tsquery)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_beb8ca485980"(%(q)s, %(tenant)s, %(f_created_from)s, %(f_created_to)s, %(f_valid_at)s, %(k)s, %(acting_user)s, %(owner)s, %(acting_roles)s, %(public_keys)s, %(cap)s, %(owner_keys)s, %(tsquery)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)

@@ -1,4 +1,4 @@
-SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_13f0f528acda') THEN EXECUTE $statement$PREPARE engram_search_pool_13f0f528acda AS 
+SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_14a6d82d6859') THEN EXECUTE $statement$PREPARE engram_search_pool_14a6d82d6859 AS 
         WITH 
             vector_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
@@ -15,11 +15,20 @@ SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (
                 ) AS scored
                 WHERE rank <= $11
             ),
-        pool AS (SELECT id FROM vector_ranked UNION SELECT id FROM lexical_ranked)
-        SELECT m.id, v.rank, l.rank, 0, coalesce(l.score, (coalesce($3::float8 * $4::float8 / (1 + $5::float8 * (1 - $6::float8 + $6::float8 * length("m"."lexical_vector") / $7::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $8::tsquery)::float8) - 0.5), 0)), 0) + coalesce($9::float8 * $4::float8 / (1 + $5::float8 * (1 - $6::float8 + $6::float8 * length("m"."lexical_vector") / $7::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $10::tsquery)::float8) - 0.5), 0)), 0))),
+        pool AS (
+            SELECT id, max(vector_rank) AS vector_rank, max(cosine) AS cosine,
+                   max(lexical_rank) AS lexical_rank, max(bm25) AS bm25
+            FROM (
+                SELECT id, rank AS vector_rank, semantic AS cosine,
+                       NULL::bigint AS lexical_rank, NULL::float8 AS bm25
+                FROM vector_ranked
+                UNION ALL
+                SELECT id, NULL, NULL, rank, score FROM lexical_ranked
+            ) AS sides
+            GROUP BY id
+        )
+        SELECT m.id, pool.vector_rank, pool.lexical_rank, 0, coalesce(pool.bm25, (coalesce($3::float8 * $4::float8 / (1 + $5::float8 * (1 - $6::float8 + $6::float8 * length("m"."lexical_vector") / $7::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $8::tsquery)::float8) - 0.5), 0)), 0) + coalesce($9::float8 * $4::float8 / (1 + $5::float8 * (1 - $6::float8 + $6::float8 * length("m"."lexical_vector") / $7::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $10::tsquery)::float8) - 0.5), 0)), 0))),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), false
         FROM pool JOIN memory m ON m.id = pool.id
-        LEFT JOIN vector_ranked v ON v.id = m.id
-        LEFT JOIN lexical_ranked l ON l.id = m.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_13f0f528acda"(%(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(k)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_14a6d82d6859"(%(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(k)s)
