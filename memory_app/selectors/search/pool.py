@@ -80,8 +80,8 @@ _NO_LEXICAL = sql.SQL("""
             )""")
 # The union of both lists, each member once with what either side brought: a side
 # gives a member one row or none, so each max() is that row's value or NULL. One
-# aggregate, where joining each list back to the union made the planner compare every
-# member with every row of the vector list.
+# aggregate over both lists' rows: each list joined back to the union instead is run
+# as a nested loop that compares every member with every row of the vector list.
 _POOL = sql.SQL("""
         WITH {vector_ranked}, {lexical_ranked},
         pool AS (
