@@ -1,7 +1,8 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
 functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker
-and superseded parts as the dump recorded them, the memories dated after the question
+and superseded parts as the dump recorded them, the lead's thread neighbours
+(`apply_thread_neighbours`), the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
 R@10. A base for offline experiments: copy `rank` and change one step.
@@ -44,10 +45,19 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
     from memory_app.selectors.search.speaker import SPEAKER_WEIGHT
+    from memory_app.selectors.search.thread_neighbours import apply_thread_neighbours
     from memory_app.selectors.search_time import BEGAN_AFTER_FACTOR, TIME_WEIGHT
 
     pool = {uuid.UUID(m["id"]): m for m in members(row, per_side)}
     relevance = fuse_scores({pk: (m["semantic"], m["lexical"]) for pk, m in pool.items()}, 0.5)
+    candidates = {
+        pk: Candidate(
+            m["semantic"], m["lexical"], datetime.min, 0.5, 0, _time(m["occurred_at"]),
+            m["bytes"] if "bytes" in m else m["chars"], thread_key=m["thread"],
+            thread_order=m["order"],
+        )
+        for pk, m in pool.items()
+    }  # fmt: skip
     scored = []
     for pk, m in pool.items():
         score = (
@@ -56,18 +66,13 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
             + WEIGHTS["importance"] * m.get("importance", 0.5)
             + WEIGHTS["access"] * m.get("access", 0.0)
             + TIME_WEIGHT * m["time"]
-            + SPEAKER_WEIGHT * m.get("speaker", 0.0)
         )
         if m.get("began_after"):
             score *= BEGAN_AFTER_FACTOR
-        scored.append((pk, score, {"relevance": relevance[pk]}))
-    candidates = {
-        pk: Candidate(
-            m["semantic"], m["lexical"], datetime.min, 0.5, 0, _time(m["occurred_at"]),
-            m["bytes"] if "bytes" in m else m["chars"],
-        )
-        for pk, m in pool.items()
-    }  # fmt: skip
+        parts = {"relevance": relevance[pk], "began_after": float(m.get("began_after") or 0.0)}
+        scored.append((pk, score, parts))
+    scored = apply_thread_neighbours(scored, candidates)
+    scored = [(pk, s + SPEAKER_WEIGHT * pool[pk].get("speaker", 0.0), p) for pk, s, p in scored]
     scored = weigh_after_question(scored, candidates, _time(row["as_of"]))
     scored = apply_length_prior(scored, candidates)
     scored = [(pk, s * (0.5 if pool[pk]["superseded"] else 1.0), p) for pk, s, p in scored]

@@ -179,6 +179,12 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         help_text="1 when the memory's text opens with its speaker ('Caroline: …') and the "
         "query names that speaker (one of its capitalised words), else 0."
     )
+    thread = serializers.FloatField(
+        help_text="0.08 when the memory is a line of the same conversation (thread_key) as "
+        "the result that ranks first by relevance and time, at most 3 positions from it "
+        "(thread_order), as the line that answers often stands beside the one that matches "
+        "best (halved with the score when part began_after is 1); else 0."
+    )
     after_question = serializers.FloatField(
         help_text="1 when the question is asked in the past (as_of more than a day ago) and "
         "the memory occurred (occurred_at) more than a day after as_of: it had not happened "
@@ -194,8 +200,9 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
-        "+ 0.2 speaker; halved for a memory begun after the time the query names (part "
-        "began_after); halved for a memory dated after as_of (part after_question); plus "
+        "+ 0.2 speaker + thread (part thread); halved for a memory begun after the time the "
+        "query names (part began_after); halved for a memory dated after as_of (part "
+        "after_question); plus "
         "the length prior (part length); halved for a memory that does not hold at the "
         "time the query asks about, now or the time it names (part superseded). Results "
         "are best first by score: for a "

@@ -197,7 +197,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a query that names a time and nothing else ('what happened last week?', 'what did we talk about in March?') lists the memories that occurred in it first, then the rest of the ranking when fewer than `limit` did; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...; or a present-tense question about the user such as 'where do I live?', not 'where did I live?') halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
+        /** @description Hybrid search: vector (cosine) + BM25 full text (a memory in a thread is indexed with its neighbours' words), fused by z-normalised score, then recency, importance and access; under tenant and visibility filters. Time phrases of the query are read against `as_of` and boost the memories that occurred in them; a query that names a time and nothing else ('what happened last week?', 'what did we talk about in March?') lists the memories that occurred in it first, then the rest of the ranking when fewer than `limit` did; asked in the past (`as_of` more than a day ago), a memory that occurred more than a day after `as_of` ranks lower (part `after_question`); a short memory ranks a little lower than a long one (part `length`); a memory whose text opens with its speaker ('Caroline: ...') ranks higher when the query names that speaker (part `speaker`); the lines of a conversation within 3 positions of the result that ranks first by relevance and time rank a little higher (part `thread`). `valid_at`: only what held at that instant. A query about the current state ('now', 'currently', 'still', ...; or a present-tense question about the user such as 'where do I live?', not 'where did I live?') halves the score of memories that no longer hold and keeps each below its successor (part `superseded`); they stay in the results. */
         post: operations["memories_search_create"];
         delete?: never;
         options?: never;
@@ -2286,6 +2286,11 @@ export interface components {
             speaker: number;
             /**
              * Format: double
+             * @description 0.08 when the memory is a line of the same conversation (thread_key) as the result that ranks first by relevance and time, at most 3 positions from it (thread_order), as the line that answers often stands beside the one that matches best (halved with the score when part began_after is 1); else 0.
+             */
+            thread: number;
+            /**
+             * Format: double
              * @description 1 when the question is asked in the past (as_of more than a day ago) and the memory occurred (occurred_at) more than a day after as_of: it had not happened yet, and its score is halved. Else 0 (a memory dated later than a question asked now is a plan).
              */
             after_question: number;
@@ -2298,7 +2303,7 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory that does not hold at the time the query asks about, now or the time it names (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker + thread (part thread); halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory that does not hold at the time the query asks about, now or the time it names (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
              */
             score: number;
             /** @description The score's parts, as the search computed them (before a score is held below the result's before it). */

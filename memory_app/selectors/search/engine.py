@@ -36,6 +36,7 @@ from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
 from memory_app.selectors.search.lexical_hits import lexical_hits_params
 from memory_app.selectors.search.pool import Pool, pool_statement, read_pool
 from memory_app.selectors.search.speaker import apply_speaker_match, query_speaker_names
+from memory_app.selectors.search.thread_neighbours import apply_thread_neighbours
 from memory_app.selectors.search_time import apply_time_scope, query_time_scope, within_reach
 from memory_app.selectors.validity import validity_start
 from memory_app.timeq import TimeScope
@@ -260,10 +261,12 @@ def _ranked(
     scope: TimeScope | None,
 ) -> list[Scored]:
     """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
-    the query's time phrase, the speaker it names, the memories dated after the
-    question, the length prior, then the current-state weighting, which keeps each stale
-    memory below its successor and so comes last."""
+    the query's time phrase, the lines around the lead in its thread, the speaker the
+    query names, the memories dated after the question, the length prior, then the
+    current-state weighting, which keeps each stale memory below its successor and so
+    comes last."""
     scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
+    scored = apply_thread_neighbours(scored, pool.candidates)
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)

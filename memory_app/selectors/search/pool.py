@@ -40,6 +40,8 @@ class Candidate:
     occurred_at: datetime | None = None
     size: int = 0  # the content's length in bytes (octet_length: no detoasting)
     speaker_named: bool = False  # the query names its speaker (search.speaker)
+    thread_key: str = ""  # the conversation it belongs to ("" for none)
+    thread_order: int | None = None  # its position in that conversation
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ _POOL = sql.SQL("""
         )
         SELECT m.id, pool.vector_rank, pool.lexical_rank, {semantic}, {bm25},
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content), {speaker}
+               octet_length(m.content), {speaker}, m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
     """)
 # The HNSW settings for the pool's statement only, in the same query string: several
@@ -270,6 +272,8 @@ def read_pool(cursor: Any, statement: sql.Composed, params: dict[str, Any]) -> P
             row[8],
             int(row[9]),
             bool(row[10]),
+            row[11],
+            row[12],
         )
         for row in rows
     }

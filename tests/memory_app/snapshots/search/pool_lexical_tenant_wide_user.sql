@@ -1,4 +1,4 @@
-SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_68078d6ff3ca') THEN EXECUTE $statement$PREPARE engram_search_pool_68078d6ff3ca AS 
+SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_9ba7e7d2690d') THEN EXECUTE $statement$PREPARE engram_search_pool_9ba7e7d2690d AS 
         WITH 
             vector_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank
@@ -29,6 +29,6 @@ SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (
         )
         SELECT m.id, pool.vector_rank, pool.lexical_rank, 0, coalesce(pool.bm25, (coalesce($8::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $13::tsquery)::float8) - 0.5), 0)), 0) + coalesce($14::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $15::tsquery)::float8) - 0.5), 0)), 0))),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content), false
+               octet_length(m.content), false, m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_68078d6ff3ca"(%(public_keys)s, %(cap)s, %(owner_keys)s, %(tenant)s, %(acting_user)s, %(acting_roles)s, %(tsquery)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(k)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_9ba7e7d2690d"(%(public_keys)s, %(cap)s, %(owner_keys)s, %(tenant)s, %(acting_user)s, %(acting_roles)s, %(tsquery)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(k)s)

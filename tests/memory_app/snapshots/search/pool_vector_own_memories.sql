@@ -1,4 +1,4 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_812c8d85bbbe') THEN EXECUTE $statement$PREPARE engram_search_pool_812c8d85bbbe(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_af96052a4d4b') THEN EXECUTE $statement$PREPARE engram_search_pool_af96052a4d4b(vector) AS 
         WITH 
             nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $5) AS n),
             vector_ranked AS MATERIALIZED (
@@ -22,6 +22,6 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
         )
         SELECT m.id, pool.vector_rank, pool.lexical_rank, greatest(coalesce(pool.cosine, 1 - ("m"."embedding" <=> $1::vector)), (SELECT max(1 - (p.embedding <=> $1::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(pool.bm25, 0::float8),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content), false
+               octet_length(m.content), false, m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_812c8d85bbbe"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_af96052a4d4b"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s)
