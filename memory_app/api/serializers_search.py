@@ -181,7 +181,8 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     )
     thread = serializers.FloatField(
         help_text="0.08 when the memory is a line of the same conversation (thread_key) as "
-        "the result that ranks first by relevance and time, at most 3 positions from it "
+        "the conversation line that ranks first by relevance and time (memories outside "
+        "threads, such as extracted facts, are passed over), at most 3 positions from it "
         "(thread_order), as the line that answers often stands beside the one that matches "
         "best (halved with the score when part began_after is 1); else 0."
     )

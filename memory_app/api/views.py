@@ -336,7 +336,7 @@ class MemorySearchView(TenantAPIView):
         "a day after `as_of` ranks lower (part `after_question`); a short memory ranks a "
         "little lower than a long one (part `length`); a memory whose text opens with its "
         "speaker ('Caroline: ...') ranks higher when the query names that speaker (part "
-        "`speaker`); the lines of a conversation within 3 positions of the result that "
+        "`speaker`); the lines of a conversation within 3 positions of its line that "
         "ranks first by relevance and time rank a little higher (part `thread`). "
         "`valid_at`: only what held at that instant. A query about the current state "
         "('now', 'currently', 'still', ...; or a present-tense question about the user "

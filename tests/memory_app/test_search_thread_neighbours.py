@@ -83,11 +83,27 @@ def test_a_neighbour_begun_after_the_named_time_gets_half_the_credit() -> None:
     assert out[later][0] == pytest.approx(0.3 + NEIGHBOUR_WEIGHT * BEGAN_AFTER_FACTOR)
 
 
-def test_a_lead_outside_a_thread_credits_nobody() -> None:
-    lead, threaded = uuid.uuid4(), uuid.uuid4()
-    candidates = {lead: _candidate(), threaded: _candidate("chat-1", 0)}
-    scored = [(lead, 0.9, {"relevance": 1.0}), (threaded, 0.3, {"relevance": 0.4})]
-    assert set(_credits(scored, candidates).values()) == {0.0}
+def test_a_memory_outside_threads_ranked_first_leaves_the_best_line_the_lead() -> None:
+    # A fact extracted from a turn has no thread; it may rank above the turn it came
+    # from, and the turn's neighbours are still credited.
+    fact, line, beside = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    candidates = {
+        fact: _candidate(),
+        line: _candidate("chat-1", 4),
+        beside: _candidate("chat-1", 5),
+    }
+    scored = [
+        (fact, 0.95, {"relevance": 1.0}), (line, 0.8, {"relevance": 0.9}),
+        (beside, 0.4, {"relevance": 0.3}),
+    ]  # fmt: skip
+    assert _credits(scored, candidates) == {fact: 0.0, line: 0.0, beside: NEIGHBOUR_WEIGHT}
+
+
+def test_no_member_in_a_thread_credits_nobody() -> None:
+    one, other = uuid.uuid4(), uuid.uuid4()
+    candidates = {one: _candidate(), other: _candidate("chat-1", None)}
+    scored = [(one, 0.9, {"relevance": 1.0}), (other, 0.3, {"relevance": 0.4})]
+    assert _credits(scored, candidates) == {one: 0.0, other: 0.0}
     assert apply_thread_neighbours([], candidates) == []
 
 
@@ -105,6 +121,9 @@ CONVERSATION = [
     "The kids want a picnic afterwards too.",
 ]
 OTHERS = (
+    # Outside any thread, as a fact extracted from the conversation is: it shares the
+    # question's words and ranks above every line, and is passed over as the lead.
+    "Melanie ran the charity race",
     "Prefers aisle seats on long flights",
     "Allergic to penicillin",
     "Drives a blue 2015 Honda Civic",
@@ -138,7 +157,9 @@ def test_the_line_beside_the_best_match_is_credited(
 ) -> None:
     results = _search(api, "When did Melanie run the charity race?")
     hits = {hit["memory"]["id"]: hit for hit in results}
-    lead = results[0]["memory"]["id"]
+    assert results[0]["memory"]["thread_key"] == "", results[0]["memory"]["content"]
+    assert results[0]["parts"]["thread"] == 0.0
+    lead = next(hit["memory"]["id"] for hit in results if hit["memory"]["thread_key"])
     assert lead == conversation[2], [hit["memory"]["content"] for hit in results[:3]]
     assert hits[lead]["parts"]["thread"] == 0.0
     # The answer, and every other line within reach of the lead, carry the credit in
@@ -156,6 +177,6 @@ def test_the_line_beside_the_best_match_is_credited(
         + 0.1 * parts["access"] + 0.2 * parts["speaker"] + parts["thread"] + parts["length"]
     )  # fmt: skip
     assert answer["score"] == pytest.approx(expected_score, abs=1e-5)
-    # The answer stands among the first three, above every memory outside the thread.
+    # The answer stands among the first four, after the fact and its question.
     order = [hit["memory"]["id"] for hit in results]
-    assert order.index(conversation[3]) < 3, [hit["memory"]["content"] for hit in results[:4]]
+    assert order.index(conversation[3]) < 4, [hit["memory"]["content"] for hit in results[:4]]

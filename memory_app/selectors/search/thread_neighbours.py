@@ -3,11 +3,13 @@
 A conversation answers across its lines: "When did Melanie run the charity race?" is
 matched best by Caroline's "That charity race sounds great!", while the date is in
 Melanie's line just before it, which shares few words with the question. The lead is
-the member that ranks first by fusion and time (the score after `apply_time_scope`);
-every other member of its thread (`thread_key`) at most NEIGHBOUR_REACH positions from
+the line of a conversation that ranks first by fusion and time (the score after
+`apply_time_scope`) among the members in a thread: a memory outside threads (a fact
+extracted from the same turn, say) may rank above it and still leaves it the lead.
+Every other member of its thread (`thread_key`) at most NEIGHBOUR_REACH positions from
 it (`thread_order`) gets NEIGHBOUR_WEIGHT added to its score (part `thread`), halved
 with the rest of its score when it began after the time the query names (part
-`began_after`). A memory outside a thread, or a lead outside one, moves nothing.
+`began_after`). A memory outside a thread is never credited.
 
 The credit lifts a neighbour over members of about its own score, never over a clear
 gap: 0.08 against the 0.6 weight of relevance. Only members of the pool are credited:
@@ -50,25 +52,29 @@ def apply_thread_neighbours(
 
 
 def _lead(scored: list[Scored], candidates: Mapping[uuid.UUID, Candidate]) -> uuid.UUID | None:
-    """The best-scored member, when it belongs to a thread; ties go to the more relevant,
-    then the lower id, as the search's final order breaks them."""
-    if not scored:
+    """The best-scored member that belongs to a thread, None when none does; ties go to
+    the more relevant, then the lower id, as the search's final order breaks them."""
+    threaded = [hit for hit in scored if _in_thread(candidates.get(hit[0]))]
+    if not threaded:
         return None
-    pk = min(scored, key=lambda hit: (-hit[1], -hit[2].get("relevance", 0.0), str(hit[0])))[0]
-    lead = candidates.get(pk)
-    if lead is None or not lead.thread_key or lead.thread_order is None:
-        return None
-    return pk
+    return min(threaded, key=lambda hit: (-hit[1], -hit[2].get("relevance", 0.0), str(hit[0])))[0]
+
+
+def _in_thread(candidate: Candidate | None) -> bool:
+    """Whether the member is a line of a conversation: a thread and a place in it."""
+    if candidate is None:
+        return False
+    return bool(candidate.thread_key) and candidate.thread_order is not None
 
 
 def _neighbours(lead: uuid.UUID, pk: uuid.UUID, candidates: Mapping[uuid.UUID, Candidate]) -> bool:
     """Whether `pk` is another line of the lead's thread within NEIGHBOUR_REACH of it."""
-    if pk == lead or pk not in candidates:
+    other = candidates.get(pk)
+    if pk == lead or other is None or not _in_thread(other):
         return False
-    one, other = candidates[lead], candidates[pk]
+    one = candidates[lead]
+    assert one.thread_order is not None and other.thread_order is not None  # _in_thread
     return (
         other.thread_key == one.thread_key
-        and other.thread_order is not None
-        and one.thread_order is not None
         and abs(other.thread_order - one.thread_order) <= NEIGHBOUR_REACH
     )
