@@ -1,5 +1,6 @@
-"""`python -m bench.search_pool_dump --longmemeval PATH --locomo PATH --out FILE`: each
-question's whole candidate pool with its features, for re-ranking offline in seconds.
+"""`python -m bench.search_pool_dump --longmemeval PATH --locomo PATH --out FILE
+[--features]`: each question's whole candidate pool with its features, for re-ranking
+offline in seconds.
 
 Both dev sets are stored as `bench.longmemeval_retrieval` and `bench.locomo_eval` store
 them (same contents, threads, orders, dates), through the API in this process (Django's
@@ -10,6 +11,12 @@ configured model. Then every question's pool is read with the search's own state
 candidate: both ranks, cosine, BM25, the time and superseded parts the search adds, the
 thread, its order, the date, the length and which turns the memory holds. One JSON line
 per question.
+
+`--features` also writes, beside FILE, every stored memory's vector and lexemes
+(FILE.memories.jsonl: id, user, the lexemes of `lexical_vector` and of its own text, the
+number of lexemes, the embedding) and each user's document frequencies
+(FILE.df.json: the statistics the search's IDF reads), for offline experiments with
+signals the pool's rows do not carry (feedback from a line's words or vector).
 
 An experiment tool: it records nothing in RESULTS.md. `python -m bench.pool_rerank FILE`
 replays the shipped ranking over such a file.
@@ -191,6 +198,38 @@ def _dump_locomo(
         log(f"[dump] LoCoMo conversation {conv.index} at {time.monotonic() - began:.0f} s")
 
 
+_MEMORY_FEATURES = """
+    SELECT id::text, user_id, tsvector_to_array(lexical_vector),
+           tsvector_to_array(to_tsvector('english', content)), length(lexical_vector),
+           embedding::text
+    FROM memory WHERE tenant_id = %s ORDER BY id"""
+_DOCUMENT_FREQUENCIES = """
+    SELECT user_id, lexeme, sum(df) FROM memory_term_stat WHERE tenant_id = %s
+    GROUP BY user_id, lexeme"""
+_USER_TOTALS = """
+    SELECT user_id, sum(documents), sum(lexemes) FROM memory_lexicon_stat
+    WHERE tenant_id = %s GROUP BY user_id"""
+
+
+def _dump_features(tenant: Any, out: Path) -> None:
+    """Every memory's lexemes and vector, and each user's document frequencies."""
+    from django.db import connection
+
+    with connection.cursor() as cursor, Path(f"{out}.memories.jsonl").open("w") as memories:
+        cursor.execute(_MEMORY_FEATURES, [tenant.pk])
+        for pk, user, lexemes, own, length, vector in cursor.fetchall():
+            row = {"id": pk, "user": user, "lexemes": lexemes, "own_lexemes": own,
+                   "length": length, "embedding": json.loads(vector)}  # fmt: skip
+            memories.write(json.dumps(row) + "\n")
+        frequencies: dict[str, dict[str, int]] = {}
+        cursor.execute(_DOCUMENT_FREQUENCIES, [tenant.pk])
+        for user, lexeme, df in cursor.fetchall():
+            frequencies.setdefault(user, {})[lexeme] = int(df)
+        cursor.execute(_USER_TOTALS, [tenant.pk])
+        totals = {user: [int(docs), int(lexemes)] for user, docs, lexemes in cursor.fetchall()}
+    Path(f"{out}.df.json").write_text(json.dumps({"df": frequencies, "totals": totals}))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.search_pool_dump", description=__doc__)
     parser.add_argument("--longmemeval", type=Path, required=True)
@@ -198,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--vectors", type=Path)
     parser.add_argument("--candidates", type=int, default=60)
+    parser.add_argument("--features", action="store_true")
     args = parser.parse_args(argv)
 
     from bench.harness import log
@@ -218,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         _dump_longmemeval(client, tenant, args.longmemeval, args.candidates, out, began)
         _dump_locomo(client, tenant, args.locomo, args.candidates, out, began)
         out.close()
+        if args.features:
+            _dump_features(tenant, args.out)
         from django.db import connections
 
         connections.close_all()
