@@ -41,7 +41,7 @@ def members(row: Row, per_side: int) -> list[Row]:
 def rank(row: Row, per_side: int = 30) -> list[Row]:
     """The pool's members in the order the search returns them."""
     from memory_app.selectors.search.after_question import weigh_after_question
-    from memory_app.selectors.search.fusion import WEIGHTS, fuse_scores
+    from memory_app.selectors.search.fusion import WEIGHTS, best_first, fuse_scores
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
     from memory_app.selectors.search.speaker import SPEAKER_WEIGHT
@@ -76,7 +76,7 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     scored = weigh_after_question(scored, candidates, _time(row["as_of"]))
     scored = apply_length_prior(scored, candidates)
     scored = [(pk, s * (0.5 if pool[pk]["superseded"] else 1.0), p) for pk, s, p in scored]
-    scored.sort(key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])))
+    scored.sort(key=best_first)
     return [pool[pk] for pk, _, _ in scored]
 
 

@@ -29,7 +29,7 @@ from memory_app.selectors.currency import apply_currency
 from memory_app.selectors.search.after_question import weigh_after_question
 from memory_app.selectors.search.bm25 import bm25_params
 from memory_app.selectors.search.filters import MemoryFilters, SearchWhere, search_where
-from memory_app.selectors.search.fusion import Scored, SearchMode, score_pool
+from memory_app.selectors.search.fusion import Scored, SearchMode, best_first, score_pool
 from memory_app.selectors.search.hydration import hit_rows
 from memory_app.selectors.search.length_prior import apply_length_prior
 from memory_app.selectors.search.lexical import LexicalQuery, lexical_query
@@ -196,7 +196,7 @@ def _searched(
         if not pool.candidates:
             return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, scope)
         scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=scope)
-        scored.sort(key=lambda hit: (-hit[1], -hit[2]["relevance"], str(hit[0])))
+        scored.sort(key=best_first)
         scored = scored[:limit]
         memories = hit_rows([pk for pk, _, _ in scored])
     hits = [SearchHit(memories[pk], score, parts) for pk, score, parts in scored if pk in memories]

@@ -88,6 +88,13 @@ def rrf(rankings: list[list[uuid.UUID]]) -> dict[uuid.UUID, float]:
     return {pk: value / best for pk, value in fused.items()}
 
 
+def best_first(hit: Scored) -> tuple[float, float, str]:
+    """The search's final order as a sort key: higher score first, then higher
+    relevance, then the lower id, so that equal scores always come in one order."""
+    pk, score, parts = hit
+    return (-score, -parts.get("relevance", 0.0), str(pk))
+
+
 def final_score(
     pk: uuid.UUID, candidate: Candidate, relevance: float, rrf: float, now: datetime
 ) -> Scored:

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from memory_app.selectors.search.fusion import best_first
 from memory_app.selectors.search_time import BEGAN_AFTER_FACTOR
 
 if TYPE_CHECKING:
@@ -35,46 +36,51 @@ if TYPE_CHECKING:
 NEIGHBOUR_WEIGHT = 0.08
 NEIGHBOUR_REACH = 3
 
+Place = tuple[str, int]  # a line's thread and its position in it
+
 
 def apply_thread_neighbours(
     scored: list[Scored], candidates: Mapping[uuid.UUID, Candidate]
 ) -> list[Scored]:
     """`scored` with the lead's thread neighbours credited and every hit's part
     `thread` set (NEIGHBOUR_WEIGHT or 0)."""
-    lead = _lead(scored, candidates)
+    places = {pk: _place(candidates.get(pk)) for pk, _, _ in scored}
+    lead = _lead(scored, places)
     out: list[Scored] = []
     for pk, score, parts in scored:
-        credit = NEIGHBOUR_WEIGHT if lead is not None and _neighbours(lead, pk, candidates) else 0.0
+        place = places[pk]
+        credit = NEIGHBOUR_WEIGHT if lead is not None and _neighbour(lead, pk, place) else 0.0
         if credit and parts.get("began_after"):
             credit *= BEGAN_AFTER_FACTOR
         out.append((pk, round(score + credit, 6), {**parts, "thread": round(credit, 6)}))
     return out
 
 
-def _lead(scored: list[Scored], candidates: Mapping[uuid.UUID, Candidate]) -> uuid.UUID | None:
-    """The best-scored member that belongs to a thread, None when none does; ties go to
-    the more relevant, then the lower id, as the search's final order breaks them."""
-    threaded = [hit for hit in scored if _in_thread(candidates.get(hit[0]))]
+def _place(candidate: Candidate | None) -> Place | None:
+    """Where the member stands in a conversation: its thread and position, or None
+    when it is not a line of one."""
+    if candidate is None or not candidate.thread_key or candidate.thread_order is None:
+        return None
+    return candidate.thread_key, candidate.thread_order
+
+
+def _lead(
+    scored: list[Scored], places: Mapping[uuid.UUID, Place | None]
+) -> tuple[uuid.UUID, Place] | None:
+    """The best member in a thread by the search's final order (`best_first`), with its
+    place; None when no member is in a thread."""
+    lines = {pk: place for pk, place in places.items() if place is not None}
+    threaded = [hit for hit in scored if hit[0] in lines]
     if not threaded:
         return None
-    return min(threaded, key=lambda hit: (-hit[1], -hit[2].get("relevance", 0.0), str(hit[0])))[0]
+    pk = min(threaded, key=best_first)[0]
+    return pk, lines[pk]
 
 
-def _in_thread(candidate: Candidate | None) -> bool:
-    """Whether the member is a line of a conversation: a thread and a place in it."""
-    if candidate is None:
+def _neighbour(lead: tuple[uuid.UUID, Place], pk: uuid.UUID, place: Place | None) -> bool:
+    """Whether the member at `place` is another line of the lead's thread within
+    NEIGHBOUR_REACH of it."""
+    lead_pk, (thread, order) = lead
+    if pk == lead_pk or place is None:
         return False
-    return bool(candidate.thread_key) and candidate.thread_order is not None
-
-
-def _neighbours(lead: uuid.UUID, pk: uuid.UUID, candidates: Mapping[uuid.UUID, Candidate]) -> bool:
-    """Whether `pk` is another line of the lead's thread within NEIGHBOUR_REACH of it."""
-    other = candidates.get(pk)
-    if pk == lead or other is None or not _in_thread(other):
-        return False
-    one = candidates[lead]
-    assert one.thread_order is not None and other.thread_order is not None  # _in_thread
-    return (
-        other.thread_key == one.thread_key
-        and abs(other.thread_order - one.thread_order) <= NEIGHBOUR_REACH
-    )
+    return place[0] == thread and abs(place[1] - order) <= NEIGHBOUR_REACH
