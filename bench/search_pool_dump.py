@@ -201,7 +201,7 @@ def _dump_locomo(
 _MEMORY_FEATURES = """
     SELECT id::text, user_id, tsvector_to_array(lexical_vector),
            tsvector_to_array(to_tsvector('english', content)), length(lexical_vector),
-           embedding::text
+           embedding::text, thread_key, thread_order
     FROM memory WHERE tenant_id = %s ORDER BY id"""
 _DOCUMENT_FREQUENCIES = """
     SELECT user_id, lexeme, sum(df) FROM memory_term_stat WHERE tenant_id = %s
@@ -217,9 +217,10 @@ def _dump_features(tenant: Any, out: Path) -> None:
 
     with connection.cursor() as cursor, Path(f"{out}.memories.jsonl").open("w") as memories:
         cursor.execute(_MEMORY_FEATURES, [tenant.pk])
-        for pk, user, lexemes, own, length, vector in cursor.fetchall():
+        for pk, user, lexemes, own, length, vector, thread, order in cursor.fetchall():
             row = {"id": pk, "user": user, "lexemes": lexemes, "own_lexemes": own,
-                   "length": length, "embedding": json.loads(vector)}  # fmt: skip
+                   "length": length, "embedding": json.loads(vector), "thread": thread,
+                   "order": order}  # fmt: skip
             memories.write(json.dumps(row) + "\n")
         frequencies: dict[str, dict[str, int]] = {}
         cursor.execute(_DOCUMENT_FREQUENCIES, [tenant.pk])
