@@ -74,7 +74,8 @@ class MemorySearchSerializer(serializers.Serializer):  # type: ignore[type-arg] 
         required=False,
         help_text="Only memories valid at this instant (ISO 8601): valid_from <= valid_at < "
         "valid_to, an open (null) end holding every time. What held then, e.g. the home "
-        "before a move.",
+        "before a move. A question about the current state ('where do I live?') is "
+        "weighed against this instant: what held then is not weighed as superseded since.",
     )
     limit = serializers.IntegerField(
         min_value=1, max_value=100, default=10, help_text="How many results (1-100)."

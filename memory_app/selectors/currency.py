@@ -29,7 +29,9 @@ without validity and never superseded (conversation turns, episodes) are never w
 so.
 
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
-instant, valid_from <= t < valid_to, an open end holding every time.
+instant, valid_from <= t < valid_to, an open end holding every time. A search with it
+asks of that instant: a question about the current state is weighed against it, not
+against `now`, so what held then is not weighed as superseded since.
 """
 
 from __future__ import annotations
@@ -118,14 +120,17 @@ VALID_AT_SQL = sql.SQL(
 
 
 def state_window(
-    query: str, now: datetime, scope: TimeScope | None
+    query: str, now: datetime, scope: TimeScope | None, valid_at: datetime | None = None
 ) -> tuple[datetime, datetime] | None:
     """The moments whose state the query asks about, first and last inclusive (module
-    docstring): `now` for the current state; for a dated time phrase, the instant before
-    the end of an interval open at its start ("before I moved"), the start of one open
-    at its end ("after I moved"), else the interval; None when it asks about neither."""
+    docstring): for the current state, `now`, or the search's `valid_at` when it has
+    one (its hits are what held then, so then is their present); for a dated time
+    phrase, the instant before the end of an interval open at its start ("before I
+    moved"), the start of one open at its end ("after I moved"), else the interval; None
+    when it asks about neither."""
     if asks_current_state(query, now):
-        return now, now
+        present = valid_at or now
+        return present, present
     if scope is None or not scope.has_interval:
         return None
     if scope.start is None:
@@ -157,15 +162,20 @@ def _held(cursor: Any, ids: list[uuid.UUID], window: tuple[datetime, datetime]) 
 
 
 def apply_currency(
-    cursor: Any, query: str, now: datetime, scored: list[Scored], scope: TimeScope | None = None
+    cursor: Any,
+    query: str,
+    now: datetime,
+    scored: list[Scored],
+    scope: TimeScope | None = None,
+    valid_at: datetime | None = None,
 ) -> list[Scored]:
     """`scored` (id, score, parts) with part `superseded` in every hit's parts, and, when
-    the query asks about the state at some time (`state_window`: now, or the time its
-    phrase names), the hits that did not hold then down-weighted (once: a hit weighed
-    as begun after the named time, part `began_after`, is not halved again) and each
-    kept below its successor and below the hits of its user and subject that held then.
-    One query, only then."""
-    window = state_window(query, now, scope) if scored else None
+    the query asks about the state at some time (`state_window`: now or the search's
+    `valid_at`, or the time its phrase names), the hits that did not hold then
+    down-weighted (once: a hit weighed as begun after the named time, part
+    `began_after`, is not halved again) and each kept below its successor and below the
+    hits of its user and subject that held then. One query, only then."""
+    window = state_window(query, now, scope, valid_at) if scored else None
     held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
     scores: dict[uuid.UUID, float] = {}
     for pk, score, parts in scored:

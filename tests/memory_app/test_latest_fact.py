@@ -128,6 +128,19 @@ def test_valid_at_finds_what_held_then(api: APIClient) -> None:
     assert lisbon["id"] in ids(at_move) and porto["id"] not in ids(at_move)
 
 
+def test_a_valid_at_search_weighs_the_state_at_that_time_not_now(api: APIClient) -> None:
+    porto, lisbon = porto_then_lisbon(api)
+    # "Where do I live?" asks about the current state; asked of a time the caller names
+    # with valid_at, the current state is that time's: Porto held then, so it is not
+    # weighed as superseded, and it ranks first as the home of then.
+    then = search(api, "where do I live?", user_id="alice", valid_at="2024-12-01T00:00:00Z")
+    assert ids(then)[0] == porto["id"], [hit["memory"]["content"] for hit in then]
+    assert then[0]["parts"]["superseded"] == 0.0
+    unfiltered = search(api, "where do I live?", user_id="alice")
+    parts = {hit["memory"]["id"]: hit["parts"]["superseded"] for hit in unfiltered}
+    assert (parts[porto["id"]], parts[lisbon["id"]]) == (1.0, 0.0)
+
+
 def test_an_earlier_fact_told_late_is_born_superseded(api: APIClient) -> None:
     lisbon = created(add(api, content="I live in Lisbon", type="fact", occurred_at=LISBON_DAY))
     porto = created(add(api, content="I live in Porto", type="fact", occurred_at=PORTO_DAY))

@@ -1597,7 +1597,7 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description Only memories valid at this instant (ISO 8601): valid_from <= valid_at < valid_to, an open (null) end holding every time. What held then, e.g. the home before a move. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
+             * @description Only memories valid at this instant (ISO 8601): valid_from <= valid_at < valid_to, an open (null) end holding every time. What held then, e.g. the home before a move. A question about the current state ('where do I live?') is weighed against this instant: what held then is not weighed as superseded since. With its UTC offset (2024-05-01T10:00:00Z, 2024-05-01T12:00:00+02:00); a time without one, or a bare date, is refused: 400 naming the field. Once in UTC, within 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z (else 400 naming the field).
              */
             valid_at?: string;
             /**

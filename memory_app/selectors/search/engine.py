@@ -195,7 +195,10 @@ def _searched(
         pool = _pool(cursor, where, params, lexical, query, candidates=max(3 * limit, 30))
         if not pool.candidates:
             return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, scope)
-        scored = _ranked(cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=scope)
+        scored = _ranked(
+            cursor, pool, query, mode=mode, now=now, as_of=as_of, scope=scope,
+            valid_at=filters.valid_at if filters is not None else None,
+        )  # fmt: skip
         scored.sort(key=best_first)
         scored = scored[:limit]
         memories = hit_rows([pk for pk, _, _ in scored])
@@ -259,18 +262,19 @@ def _ranked(
     now: datetime,
     as_of: datetime | None,
     scope: TimeScope | None,
+    valid_at: datetime | None = None,
 ) -> list[Scored]:
     """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
     the query's time phrase, the lines around the lead in its thread, the speaker the
     query names, the memories dated after the question, the length prior, then the
-    current-state weighting, which keeps each stale memory below its successor and so
-    comes last."""
+    current-state weighting (at `valid_at` for a search filtered by it), which keeps
+    each stale memory below its successor and so comes last."""
     scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
     scored = apply_thread_neighbours(scored, pool.candidates)
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)
-    return apply_currency(cursor, query, now, scored, scope)
+    return apply_currency(cursor, query, now, scored, scope, valid_at)
 
 
 def _pool(
