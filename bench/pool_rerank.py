@@ -1,7 +1,7 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
-functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker
-and superseded parts as the dump recorded them, the lead's thread neighbours
+functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker,
+latest and superseded parts as the dump recorded them, the lead's thread neighbours
 (`apply_thread_neighbours`), the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
@@ -40,6 +40,7 @@ def members(row: Row, per_side: int) -> list[Row]:
 
 def rank(row: Row, per_side: int = 30) -> list[Row]:
     """The pool's members in the order the search returns them."""
+    from memory_app.selectors.latest import LATEST_WEIGHT
     from memory_app.selectors.search.after_question import weigh_after_question
     from memory_app.selectors.search.fusion import WEIGHTS, best_first, fuse_scores
     from memory_app.selectors.search.length_prior import apply_length_prior
@@ -75,7 +76,15 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     scored = [(pk, s + SPEAKER_WEIGHT * pool[pk].get("speaker", 0.0), p) for pk, s, p in scored]
     scored = weigh_after_question(scored, candidates, _time(row["as_of"]))
     scored = apply_length_prior(scored, candidates)
-    scored = [(pk, s * (0.5 if pool[pk]["superseded"] else 1.0), p) for pk, s, p in scored]
+    scored = [
+        (
+            pk,
+            (s + LATEST_WEIGHT * pool[pk].get("latest", 0.0))
+            * (0.5 if pool[pk]["superseded"] else 1.0),
+            p,
+        )
+        for pk, s, p in scored
+    ]
     scored.sort(key=best_first)
     return [pool[pk] for pk, _, _ in scored]
 

@@ -118,6 +118,7 @@ def _features(
         "began_after": parts.get("began_after", 0.0),
         "superseded": parts.get("superseded", 0.0),
         "speaker": parts.get("speaker", 0.0),
+        "latest": parts.get("latest", 0.0),
         "thread": memory.thread_key,
         "order": memory.thread_order,
         "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,

@@ -176,6 +176,13 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         "again when part began_after halved it), kept below its successor's and below the "
         "results of its user and subject that held then. Else 0."
     )
+    latest = serializers.FloatField(
+        help_text="When the query asks about the current state (see superseded): how late "
+        "the memory's time is (when what it tells began: valid_from, else occurred_at, else "
+        "created_at; at most as_of, or valid_at when given) among the results' times, 0 = "
+        "the earliest, 1 = the latest; 0.1 times it is added to the score, so that of "
+        "results about as relevant the newer comes first. Else 0."
+    )
     speaker = serializers.FloatField(
         help_text="1 when the memory's text opens with its speaker ('Caroline: …') and the "
         "query names that speaker (one of its capitalised words), else 0."
@@ -202,8 +209,8 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
-        "+ 0.2 speaker + thread (part thread); halved for a memory begun after the time the "
-        "query names (part began_after); halved for a memory dated after as_of (part "
+        "+ 0.2 speaker + thread (part thread) + 0.1 latest; halved for a memory begun after "
+        "the time the query names (part began_after); halved for a memory dated after as_of (part "
         "after_question); plus "
         "the length prior (part length); halved for a memory that does not hold at the "
         "time the query asks about, now or the time it names (part superseded). Results "

@@ -28,6 +28,11 @@ time scope's `began_after` (memory_app.selectors.search_time), not twice. Memori
 without validity and never superseded (conversation turns, episodes) are never weighed
 so.
 
+A question about the current state also prefers what is newer among all its hits, not
+only among those that state a subject (memory_app.selectors.latest, part `latest`): "I
+just moved into a flat in Lisbon" said in March ranks below "I moved to Porto" said in
+May for "where do I live now?", though no rule reads a subject from the first.
+
 `valid_at`, a filter (MemoryFilters): only the memories whose interval holds that
 instant, valid_from <= t < valid_to, an open end holding every time. A search with it
 asks of that instant: a question about the current state is weighed against it, not
@@ -44,6 +49,7 @@ from typing import Any
 
 from psycopg import sql
 
+from memory_app.selectors.latest import LATEST_WEIGHT, latest_credits
 from memory_app.selectors.validity import validity_start_sql
 from memory_app.timeq import TimeScope, resolve_time_phrases
 
@@ -57,21 +63,23 @@ _CURRENT_STATE = re.compile(
     re.IGNORECASE,
 )
 
-# The pool's members that state a subject or hold at no moment of [%(first)s, %(last)s]
-# (both inclusive; one instant when they are equal): each with what replaced it, its user
-# and subject, and whether it held then (false, or NULL for a memory with no validity and
-# no successor: it held). A successor's start is when what it tells began
+# The pool's members, each with what replaced it, its user and subject, whether it held
+# at no moment of [%(first)s, %(last)s] (both inclusive; one instant when they are equal;
+# false, or NULL for a memory with no validity and no successor: it held), and when what
+# it tells began. A successor's start is when what it tells began too
 # (memory_app.selectors.validity).
 NOT_CURRENT_SQL = sql.SQL("""
-    SELECT m.id, m.superseded_by_id, m.user_id, m.subject, {held_not} FROM memory m
+    SELECT m.id, m.superseded_by_id, m.user_id, m.subject, {held_not}, {began} FROM memory m
     LEFT JOIN memory successor ON successor.id = m.superseded_by_id
     WHERE m.id = ANY(%(ids)s::uuid[])
-      AND (m.subject <> '' OR {held_not})
 """).format(
     held_not=sql.SQL("""(m.valid_to <= %(first)s::timestamptz
            OR m.valid_from > %(last)s::timestamptz
            OR {successor_start}
-              <= %(first)s::timestamptz)""").format(successor_start=validity_start_sql("successor"))
+              <= %(first)s::timestamptz)""").format(
+        successor_start=validity_start_sql("successor")
+    ),
+    began=validity_start_sql("m"),
 )
 # The last moment before an exclusive end, at the database's resolution.
 _INSTANT = timedelta(microseconds=1)
@@ -144,20 +152,23 @@ def state_window(
 @dataclass
 class _Held:
     """What the window's query read: the hits that did not hold then, with their
-    successors, and the user and subject of every hit that states one."""
+    successors, the user and subject of every hit that states one, and when what each
+    hit tells began."""
 
     stale: dict[uuid.UUID, uuid.UUID | None] = field(default_factory=dict)
     subjects: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
+    began: dict[uuid.UUID, datetime] = field(default_factory=dict)
 
 
 def _held(cursor: Any, ids: list[uuid.UUID], window: tuple[datetime, datetime]) -> _Held:
     cursor.execute(NOT_CURRENT_SQL, {"ids": ids, "first": window[0], "last": window[1]})
     held = _Held()
-    for pk, successor, user_id, subject, held_not in cursor.fetchall():
+    for pk, successor, user_id, subject, held_not, began in cursor.fetchall():
         if held_not:
             held.stale[pk] = successor
         if subject:
             held.subjects[pk] = (user_id, subject)
+        held.began[pk] = began
     return held
 
 
@@ -177,16 +188,23 @@ def apply_currency(
     hits of its user and subject that held then. One query, only then."""
     window = state_window(query, now, scope, valid_at) if scored else None
     held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
+    latest = (
+        latest_credits(held.began, valid_at or now)
+        if window is not None and asks_current_state(query, now)
+        else {}
+    )
     scores: dict[uuid.UUID, float] = {}
     for pk, score, parts in scored:
+        score += LATEST_WEIGHT * latest.get(pk, 0.0)
         halve = pk in held.stale and not parts.get("began_after")
-        scores[pk] = round(score * SUPERSEDED_FACTOR, 6) if halve else score
+        scores[pk] = round(score * SUPERSEDED_FACTOR if halve else score, 6)
     _keep_below_holders(scores, held)
     _keep_below_successors(scores, held.stale)
     return [
-        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in held.stale else 0.0})
+        (pk, scores[pk], {**parts, "superseded": 1.0 if pk in held.stale else 0.0,
+                          "latest": round(latest.get(pk, 0.0), 6)})
         for pk, _, parts in scored
-    ]
+    ]  # fmt: skip
 
 
 def _keep_below_holders(scores: dict[uuid.UUID, float], held: _Held) -> None:

@@ -59,6 +59,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "time",
         "began_after",
         "superseded",
+        "latest",
         "speaker",
         "thread",
         "after_question",
