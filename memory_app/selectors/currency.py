@@ -185,7 +185,9 @@ def apply_currency(
     `valid_at`, or the time its phrase names), the hits that did not hold then
     down-weighted (once: a hit weighed as begun after the named time, part
     `began_after`, is not halved again) and each kept below its successor and below the
-    hits of its user and subject that held then. One query, only then."""
+    hits of its user and subject that held then; for a question about the current state,
+    each hit's `latest` credit (memory_app.selectors.latest) added before that. One
+    query, only then."""
     window = state_window(query, now, scope, valid_at) if scored else None
     held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
     latest = (
