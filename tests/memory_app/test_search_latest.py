@@ -30,8 +30,16 @@ def test_the_credit_runs_from_the_earliest_to_the_latest() -> None:
          later: MARCH + timedelta(days=400)},
         present,
     )  # fmt: skip
-    # A time after the moment asked about counts as that moment.
-    assert credits == {first: 0.0, middle: 0.25, last: 1.0, later: 1.0}
+    # A rank: the middle one is second of four whatever its time. A time after the
+    # moment asked about counts as that moment, so the last two share their mean rank.
+    assert credits == {first: 0.0, middle: pytest.approx(1 / 3), last: 5 / 6, later: 5 / 6}
+    # One memory of long ago does not squeeze the others' credits together.
+    old = uuid.uuid4()
+    with_old = latest_credits(
+        {old: MARCH - timedelta(days=3000), first: MARCH, last: MARCH + timedelta(days=100)},
+        present,
+    )
+    assert with_old == {old: 0.0, first: 0.5, last: 1.0}
 
 
 def test_one_time_for_all_or_none_gives_no_credit() -> None:
@@ -85,10 +93,11 @@ def test_a_question_about_now_credits_the_later_lines(api: APIClient, said: dict
     lisbon, porto = said[LINES[0][1]], said[LINES[3][1]]
     results = _search(api, "Where do I live now?")
     hits = {hit["memory"]["id"]: hit for hit in results}
-    # The first March line is the earliest; the move to Porto (30 May) is late in a span
-    # that ends on 13 June.
+    # The first March line is the earliest; the move to Porto is the sixth of the ten
+    # lines in time; the last June line is the latest.
+    assert len(results) == len(LINES)
     assert hits[lisbon]["parts"]["latest"] == 0.0
-    assert 0.7 < hits[porto]["parts"]["latest"] < 1.0
+    assert hits[porto]["parts"]["latest"] == pytest.approx(5 / 9, abs=1e-6)
     assert hits[said[LINES[8][1]]]["parts"]["latest"] == 1.0
     parts = hits[porto]["parts"]
     expected = (
