@@ -191,7 +191,9 @@ def apply_currency(
     window = state_window(query, now, scope, valid_at) if scored else None
     held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
     latest = (
-        latest_credits(held.began, valid_at or now)
+        latest_credits(
+            held.began, {pk: parts["relevance"] for pk, _, parts in scored}, valid_at or now
+        )
         if window is not None and asks_current_state(query, now)
         else {}
     )

@@ -5,14 +5,16 @@ current-state weighting (memory_app.selectors.currency) keeps a superseded memor
 its successor, but only memories that state a subject are superseded: a line of a
 conversation ("I just moved into a flat in Lisbon", in March) states none, and neither
 does a fact in words no subject rule reads. So each hit of such a question gets a
-credit for how late its time is among the hits': its rank in their order of time, 0 for
-the earliest and 1 for the latest (equal times share their mean rank), LATEST_WEIGHT
-times it added to its score (part `latest`). A rank, not the time's place in the
-hits' span: one memory of long ago would squeeze every other into the span's end. A
-hit's time is when what it tells began (memory_app.selectors.validity); a time after the
-moment the question is asked about counts as that moment. Between hits of about the
-same relevance the newer ranks first; one clearly more relevant (by more than
-LATEST_WEIGHT / 0.6 = 1/6 of the pool's relevance range) still ranks above it.
+credit for how late its time is against the hits that answer it best: those of relevance
+at least REFERENCE_RELEVANCE (the upper half of the pool's range). Its time's place in
+their span of time, 0 at (or before) the earliest, 1 at (or after) the latest, linear
+between, LATEST_WEIGHT times it added to its score (part `latest`). The span is theirs,
+not every hit's: a fact of long ago that does not answer, or a line of last night about
+something else, would squeeze the answers' credits together. A hit's time is when what
+it tells began (memory_app.selectors.validity); a time after the moment the question is
+asked about counts as that moment. Between hits of about the same relevance the newer
+ranks first; one clearly more relevant (by more than LATEST_WEIGHT / 0.6 = 1/6 of the
+pool's relevance range) still ranks above it.
 
 Chosen on both dev sets together (docs/decisions/search-latest-for-now.md has the
 figures).
@@ -25,22 +27,23 @@ from collections.abc import Mapping
 from datetime import datetime
 
 LATEST_WEIGHT = 0.1
+REFERENCE_RELEVANCE = 0.5
 
 
 def latest_credits(
-    began: Mapping[uuid.UUID, datetime], present: datetime
+    began: Mapping[uuid.UUID, datetime],
+    relevance: Mapping[uuid.UUID, float],
+    present: datetime,
 ) -> dict[uuid.UUID, float]:
-    """Each hit's rank in the hits' order of time, 0 (earliest) to 1 (latest), equal
-    times at their mean rank, a time taken at most `present`; all 0 when they share one
-    time."""
+    """Each hit's time placed in the span of the times of the hits of `relevance` at least
+    REFERENCE_RELEVANCE, 0 (at or before its start) to 1 (at or after its end), a time
+    taken at most `present`; all 0 when that span is one instant."""
     times = {pk: min(at, present) for pk, at in began.items()}
-    ordered = sorted(times.values())
-    if not ordered or ordered[0] == ordered[-1]:
+    reference = [at for pk, at in times.items() if relevance.get(pk, 0.0) >= REFERENCE_RELEVANCE]
+    if not reference or min(reference) == max(reference):
         return dict.fromkeys(times, 0.0)
-    first: dict[datetime, int] = {}
-    last: dict[datetime, int] = {}
-    for index, at in enumerate(ordered):
-        first.setdefault(at, index)
-        last[at] = index
-    top = len(ordered) - 1
-    return {pk: (first[at] + last[at]) / 2 / top for pk, at in times.items()}
+    earliest, latest = min(reference), max(reference)
+    span = (latest - earliest).total_seconds()
+    return {
+        pk: min(1.0, max(0.0, (at - earliest).total_seconds() / span)) for pk, at in times.items()
+    }

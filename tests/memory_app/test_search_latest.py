@@ -22,30 +22,31 @@ from tests.memory_app.test_memories_api import MEMORIES, add
 MARCH = datetime(2026, 3, 7, 10, tzinfo=UTC)
 
 
-def test_the_credit_runs_from_the_earliest_to_the_latest() -> None:
-    first, middle, last, later = (uuid.uuid4() for _ in range(4))
+def test_the_credit_places_each_time_in_the_span_of_the_best_answers() -> None:
+    first, middle, last, later, old, noise = (uuid.uuid4() for _ in range(6))
     present = MARCH + timedelta(days=100)
-    credits = latest_credits(
-        {first: MARCH, middle: MARCH + timedelta(days=25), last: MARCH + timedelta(days=100),
-         later: MARCH + timedelta(days=400)},
-        present,
-    )  # fmt: skip
-    # A rank: the middle one is second of four whatever its time. A time after the
-    # moment asked about counts as that moment, so the last two share their mean rank.
-    assert credits == {first: 0.0, middle: pytest.approx(1 / 3), last: 5 / 6, later: 5 / 6}
-    # One memory of long ago does not squeeze the others' credits together.
-    old = uuid.uuid4()
-    with_old = latest_credits(
-        {old: MARCH - timedelta(days=3000), first: MARCH, last: MARCH + timedelta(days=100)},
-        present,
+    began = {
+        first: MARCH, middle: MARCH + timedelta(days=25), last: MARCH + timedelta(days=100),
+        later: MARCH + timedelta(days=400), old: MARCH - timedelta(days=3000),
+        noise: MARCH + timedelta(days=50),
+    }  # fmt: skip
+    relevance = {first: 1.0, middle: 0.3, last: 0.5, later: 0.2, old: 0.1, noise: 0.0}
+    credits = latest_credits(began, relevance, present)
+    # The span is the best answers' (first and last): a memory of long ago or one about
+    # something else does not stretch it; before its start is 0, after its end 1, and a
+    # time after the moment asked about counts as that moment.
+    assert credits == {
+        first: 0.0, middle: 0.25, last: 1.0, later: 1.0, old: 0.0, noise: 0.5,
+    }  # fmt: skip
+
+
+def test_one_time_for_the_best_answers_or_none_gives_no_credit() -> None:
+    one, other, low = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    began = {one: MARCH, other: MARCH, low: MARCH + timedelta(days=9)}
+    assert latest_credits(began, {one: 1.0, other: 0.9, low: 0.1}, MARCH) == dict.fromkeys(
+        began, 0.0
     )
-    assert with_old == {old: 0.0, first: 0.5, last: 1.0}
-
-
-def test_one_time_for_all_or_none_gives_no_credit() -> None:
-    one, other = uuid.uuid4(), uuid.uuid4()
-    assert latest_credits({one: MARCH, other: MARCH}, MARCH) == {one: 0.0, other: 0.0}
-    assert latest_credits({}, MARCH) == {}
+    assert latest_credits({}, {}, MARCH) == {}
 
 
 # What a user said over three sessions: lines of a conversation, which state no subject
@@ -93,11 +94,11 @@ def test_a_question_about_now_credits_the_later_lines(api: APIClient, said: dict
     lisbon, porto = said[LINES[0][1]], said[LINES[3][1]]
     results = _search(api, "Where do I live now?")
     hits = {hit["memory"]["id"]: hit for hit in results}
-    # The first March line is the earliest; the move to Porto is the sixth of the ten
-    # lines in time; the last June line is the latest.
-    assert len(results) == len(LINES)
+    # The best answers are the two homes: Lisbon opens their span, Porto closes it.
     assert hits[lisbon]["parts"]["latest"] == 0.0
-    assert hits[porto]["parts"]["latest"] == pytest.approx(5 / 9, abs=1e-6)
+    assert hits[porto]["parts"]["latest"] == 1.0
+    # Lines about other things are placed in that span too, the June ones after it.
+    assert 0.0 < hits[said[LINES[2][1]]]["parts"]["latest"] < 1.0
     assert hits[said[LINES[8][1]]]["parts"]["latest"] == 1.0
     parts = hits[porto]["parts"]
     expected = (

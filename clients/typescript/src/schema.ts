@@ -2281,7 +2281,7 @@ export interface components {
             superseded: number;
             /**
              * Format: double
-             * @description When the query asks about the current state (see superseded): the rank of the memory's time (when what it tells began: valid_from, else occurred_at, else created_at; at most as_of, or valid_at when given) among the candidates' times, 0 = the earliest, 1 = the latest, equal times sharing their mean rank; 0.1 times it is added to the score, so that of results about as relevant the newer comes first. Else 0.
+             * @description When the query asks about the current state (see superseded): where the memory's time (when what it tells began: valid_from, else occurred_at, else created_at; at most as_of, or valid_at when given) lies in the span of the times of the candidates of relevance at least 0.5, 0 at or before its start, 1 at or after its end; 0.1 times it is added to the score, so that of results about as relevant the newer comes first. Else 0.
              */
             latest: number;
             /**
