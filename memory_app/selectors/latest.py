@@ -5,11 +5,11 @@ current-state weighting (memory_app.selectors.currency) keeps a superseded memor
 its successor, but only memories that state a subject are superseded: a line of a
 conversation ("I just moved into a flat in Lisbon", in March) states none, and neither
 does a fact in words no subject rule reads. So each hit of such a question gets a
-credit for how late its time is against the hits that answer it best: those of relevance
-at least REFERENCE_RELEVANCE (the upper half of the pool's range). Its time's place in
-their span of time, 0 at (or before) the earliest, 1 at (or after) the latest, linear
-between, LATEST_WEIGHT times it added to its score (part `latest`). The span is theirs,
-not every hit's: a fact of long ago that does not answer, or a line of last night about
+credit for how late its time is against the hits that answer it best, those of relevance
+at least REFERENCE_RELEVANCE (the upper half of the pool's range): where its time lies
+in their span of time, 0 at (or before) the earliest, 1 at (or after) the latest, linear
+between (part `latest`); LATEST_WEIGHT times it is added to its score. The span is
+theirs, not every hit's: a fact of long ago that does not answer, or a line of last night about
 something else, would squeeze the answers' credits together. A hit's time is when what
 it tells began (memory_app.selectors.validity); a time after the moment the question is
 asked about counts as that moment. Between hits of about the same relevance the newer

@@ -85,10 +85,6 @@ def _search(api: APIClient, query: str) -> list[dict[str, Any]]:
     return list(response.json()["results"])
 
 
-def _order(results: list[dict[str, Any]]) -> list[str]:
-    return [hit["memory"]["id"] for hit in results]
-
-
 @pytest.mark.django_db
 def test_a_question_about_now_credits_the_later_lines(api: APIClient, said: dict[str, str]) -> None:
     lisbon, porto = said[LINES[0][1]], said[LINES[3][1]]
