@@ -128,15 +128,15 @@ VALID_AT_SQL = sql.SQL(
 
 
 def state_window(
-    query: str, now: datetime, scope: TimeScope | None, valid_at: datetime | None = None
+    current: bool, now: datetime, scope: TimeScope | None, valid_at: datetime | None = None
 ) -> tuple[datetime, datetime] | None:
     """The moments whose state the query asks about, first and last inclusive (module
-    docstring): for the current state, `now`, or the search's `valid_at` when it has
-    one (its hits are what held then, so then is their present); for a dated time
-    phrase, the instant before the end of an interval open at its start ("before I
-    moved"), the start of one open at its end ("after I moved"), else the interval; None
-    when it asks about neither."""
-    if asks_current_state(query, now):
+    docstring): when it asks about the `current` state (`asks_current_state`), `now`, or
+    the search's `valid_at` when it has one (its hits are what held then, so then is
+    their present); for a dated time phrase, the instant before the end of an interval
+    open at its start ("before I moved"), the start of one open at its end ("after I
+    moved"), else the interval; None when it asks about neither."""
+    if current:
         present = valid_at or now
         return present, present
     if scope is None or not scope.has_interval:
@@ -188,15 +188,11 @@ def apply_currency(
     hits of its user and subject that held then; for a question about the current state,
     each hit's `latest` credit (memory_app.selectors.latest) added before that. One
     query, only then."""
-    window = state_window(query, now, scope, valid_at) if scored else None
+    current = bool(scored) and asks_current_state(query, now)
+    window = state_window(current, now, scope, valid_at) if scored else None
     held = _held(cursor, [pk for pk, _, _ in scored], window) if window else _Held()
-    latest = (
-        latest_credits(
-            held.began, {pk: parts["relevance"] for pk, _, parts in scored}, valid_at or now
-        )
-        if window is not None and asks_current_state(query, now)
-        else {}
-    )
+    relevance = {pk: parts["relevance"] for pk, _, parts in scored}
+    latest = latest_credits(held.began, relevance, valid_at or now) if current else {}
     scores: dict[uuid.UUID, float] = {}
     for pk, score, parts in scored:
         score += LATEST_WEIGHT * latest.get(pk, 0.0)

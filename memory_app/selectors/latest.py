@@ -9,12 +9,12 @@ credit for how late its time is against the hits that answer it best, those of r
 at least REFERENCE_RELEVANCE (the upper half of the pool's range): where its time lies
 in their span of time, 0 at (or before) the earliest, 1 at (or after) the latest, linear
 between (part `latest`); LATEST_WEIGHT times it is added to its score. The span is
-theirs, not every hit's: a fact of long ago that does not answer, or a line of last night about
-something else, would squeeze the answers' credits together. A hit's time is when what
-it tells began (memory_app.selectors.validity); a time after the moment the question is
-asked about counts as that moment. Between hits of about the same relevance the newer
-ranks first; one clearly more relevant (by more than LATEST_WEIGHT / 0.6 = 1/6 of the
-pool's relevance range) still ranks above it.
+theirs, not every hit's: a fact of long ago that does not answer, or a line of last
+night about something else, would squeeze the answers' credits together. A hit's time
+is when what it tells began (memory_app.selectors.validity); a time after the moment the
+question is asked about counts as that moment. Between hits of about the same relevance
+the newer ranks first; one clearly more relevant (by more than LATEST_WEIGHT / 0.6 = 1/6
+of the pool's relevance range) still ranks above it.
 
 Chosen on both dev sets together (docs/decisions/search-latest-for-now.md has the
 figures).
