@@ -14,9 +14,10 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from memory_app.selectors.currency import apply_currency
-from memory_app.selectors.latest import LATEST_WEIGHT, latest_credits
+from memory_app.selectors.latest import latest_credits
 from memory_app.selectors.search.fusion import best_first
 from sessions_app.models import Tenant
+from tests.memory_app.score_helpers import score_of_parts
 from tests.memory_app.test_memories_api import MEMORIES, add
 
 MARCH = datetime(2026, 3, 7, 10, tzinfo=UTC)
@@ -97,11 +98,7 @@ def test_a_question_about_now_credits_the_later_lines(api: APIClient, said: dict
     assert 0.0 < hits[said[LINES[2][1]]]["parts"]["latest"] < 1.0
     assert hits[said[LINES[8][1]]]["parts"]["latest"] == 1.0
     parts = hits[porto]["parts"]
-    expected = (
-        0.6 * parts["relevance"] + 0.2 * parts["recency"] + 0.1 * parts["importance"]
-        + 0.1 * parts["access"] + 0.2 * parts["speaker"] + parts["thread"] + parts["length"]
-        + LATEST_WEIGHT * parts["latest"]
-    )  # fmt: skip
+    expected = score_of_parts(parts)
     assert hits[porto]["score"] == pytest.approx(expected, abs=1e-5)
 
 

@@ -19,6 +19,7 @@ from memory_app.selectors.search.thread_neighbours import (
     apply_thread_neighbours,
 )
 from memory_app.selectors.search_time import BEGAN_AFTER_FACTOR
+from tests.memory_app.score_helpers import score_of_parts
 from tests.memory_app.test_memories_api import MEMORIES, add
 
 WHEN = datetime(2023, 5, 30, tzinfo=UTC)
@@ -172,10 +173,7 @@ def test_the_line_beside_the_best_match_is_credited(
             assert hit["parts"]["thread"] == 0.0
     answer = hits[conversation[3]]
     parts = answer["parts"]
-    expected_score = (
-        0.6 * parts["relevance"] + 0.2 * parts["recency"] + 0.1 * parts["importance"]
-        + 0.1 * parts["access"] + 0.2 * parts["speaker"] + parts["thread"] + parts["length"]
-    )  # fmt: skip
+    expected_score = score_of_parts(parts)
     assert answer["score"] == pytest.approx(expected_score, abs=1e-5)
     # The answer stands among the first four, after the fact and its question.
     order = [hit["memory"]["id"] for hit in results]
