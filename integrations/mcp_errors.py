@@ -18,15 +18,15 @@ inside a tool keeps the SDK's generic answer."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
-from integrations.mcp_arguments import strict_arguments
 from integrations.mcp_tools import ToolCallError
 from sessions_app.errors import ErrorCode
 
@@ -82,29 +82,19 @@ def _error_result(body: dict[str, Any]) -> CallToolResult:
 
 
 class EngramMCPServer(MCPServer):
-    """The SDK's server, holding every tool to the arguments it declares and answering
-    refused calls in the API's error shape."""
+    """The SDK's server, serving tools built beforehand (`mcp_tool_registry`: each held
+    to the arguments it declares) and answering refused calls in the API's error shape."""
 
-    def add_tool(
-        self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any
-    ) -> None:
-        """The SDK's registration, with the tool's argument model made strict (see
-        `integrations.mcp_arguments`) and its input schema regenerated from it, so the
-        schema a client lists says `additionalProperties: false` as the check does."""
-        super().add_tool(fn, name, *args, **kwargs)
-        tool = self._tool_manager.get_tool(name or fn.__name__)
-        if tool is None:  # pragma: no cover - the SDK registered it just above
-            raise LookupError(name or fn.__name__)
-        metadata = tool.fn_metadata
-        metadata.arg_model = strict_arguments(metadata.arg_model)
-        tool.parameters = metadata.arg_model.model_json_schema(by_alias=True)
+    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+        super().__init__(*args, tools=tools, **kwargs)
+        self._tools_by_name = {tool.name: tool for tool in tools}
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        tool = self._tool_manager.get_tool(name)
+        tool = self._tools_by_name.get(name)
         if tool is None:
-            names = ", ".join(listed.name for listed in self._tool_manager.list_tools())
+            names = ", ".join(self._tools_by_name)
             return _error_result(
                 {
                     "code": ErrorCode.NOT_FOUND.value,

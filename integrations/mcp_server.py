@@ -17,6 +17,7 @@ from pydantic import Field
 from integrations import mcp_tools
 from integrations.mcp_arguments import BoundCall, Identifier, SessionId, ToolArgumentModel
 from integrations.mcp_errors import EngramMCPServer
+from integrations.mcp_tool_registry import ToolRegistry
 from integrations.mcp_workspace_tools import register_results_tools, register_workspace_tools
 from memory_app.api.serializers import MAX_CONTENT_CHARS
 from memory_app.api.serializers_context import MAX_BUDGET, MAX_CONTEXT_QUERY_CHARS, MIN_BUDGET
@@ -70,10 +71,10 @@ class Step(ToolArgumentModel):
     error: str | None = Field(None, max_length=10_000, description="The error, if it failed.")
 
 
-def _register_session_tools(server: MCPServer, call: BoundCall) -> None:
+def _register_session_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """session_open: the session of a conversation."""
 
-    @server.tool(
+    @tools.tool(
         description="Open the session of your conversation. With external_session_id "
         "(your own id of the conversation), the same agent, user and id always return the "
         "same live session, so you can find it again without keeping ours; without it, "
@@ -126,10 +127,10 @@ TURN_RECORD_DESCRIPTION = (
 )
 
 
-def _register_turn_tools(server: MCPServer, call: BoundCall) -> None:
+def _register_turn_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """turn_record: one exchange and its LLM calls."""
 
-    @server.tool(description=TURN_RECORD_DESCRIPTION)
+    @tools.tool(description=TURN_RECORD_DESCRIPTION)
     def turn_record(
         session_id: SessionId,
         user_message: Annotated[str, Field(max_length=200_000)] = "",
@@ -212,14 +213,14 @@ def _next_call_body(reserve_next: NextCall) -> dict[str, Any]:
     return body
 
 
-def _register_memory_tools(server: MCPServer, call: BoundCall) -> None:
+def _register_memory_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """memory_add and memory_search: long-term memory of a user."""
-    _register_memory_add(server, call)
-    _register_memory_search(server, call)
+    _register_memory_add(tools, call)
+    _register_memory_search(tools, call)
 
 
-def _register_memory_add(server: MCPServer, call: BoundCall) -> None:
-    @server.tool(
+def _register_memory_add(tools: ToolRegistry, call: BoundCall) -> None:
+    @tools.tool(
         description="Remember something about the user for later conversations (a "
         "preference, a fact, ...). Near-duplicates are merged, not repeated; `action` "
         "says created, merged or duplicate."
@@ -247,8 +248,8 @@ def _register_memory_add(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-def _register_memory_search(server: MCPServer, call: BoundCall) -> None:
-    @server.tool(
+def _register_memory_search(tools: ToolRegistry, call: BoundCall) -> None:
+    @tools.tool(
         description="Search what is remembered about a user, by meaning and by words. "
         "Returns the best memories first, each with its score."
     )
@@ -271,10 +272,10 @@ def _register_memory_search(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-def _register_context_tools(server: MCPServer, call: BoundCall) -> None:
+def _register_context_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """context_get and resolve_reference: reads of a session."""
 
-    @server.tool(
+    @tools.tool(
         description="The context for your next LLM call: the recent conversation, "
         "summaries, focus, cart and relevant memories, packed under a token budget. "
         "Use `messages` as they are."
@@ -291,7 +292,7 @@ def _register_context_tools(server: MCPServer, call: BoundCall) -> None:
     ) -> dict[str, Any]:
         return call(mcp_tools.context_get, session_id=session_id, query=query, budget=budget)
 
-    @server.tool(
+    @tools.tool(
         description="Which item does a phrase refer to, among the results stored in the "
         "session: 'the first one', 'the 2nd', 'the last', 'it', 'the Dell', 'the "
         "cheapest'. Returns the item and the rule that matched; an unresolved phrase is "
@@ -307,10 +308,10 @@ def _register_context_tools(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-def _register_budget_tools(server: MCPServer, call: BoundCall) -> None:
+def _register_budget_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """Checking and reserving before an LLM call."""
 
-    @server.tool(
+    @tools.tool(
         description="Before an LLM call: may this session spend `estimated_tokens` more? "
         "Checks the session's budget and every period budget of its user, agent and model. "
         "With reserve (the default) the estimate is held for you until you record the turn "
@@ -346,7 +347,7 @@ def _register_budget_tools(server: MCPServer, call: BoundCall) -> None:
 
 
 # The groups in the order the tools are listed to clients.
-TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
+TOOL_GROUPS: tuple[Callable[[ToolRegistry, BoundCall], None], ...] = (
     _register_session_tools,
     _register_turn_tools,
     _register_memory_tools,
@@ -358,7 +359,7 @@ TOOL_GROUPS: tuple[Callable[[MCPServer, BoundCall], None], ...] = (
 
 
 def build_server(tenant: Tenant) -> MCPServer:
-    server = EngramMCPServer(name="engram", instructions=INSTRUCTIONS, version="0.1.0")
+    """The server of `tenant`'s tools."""
 
     def call(fn: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
         try:
@@ -366,6 +367,9 @@ def build_server(tenant: Tenant) -> MCPServer:
         except mcp_tools.ToolCallError as exc:
             raise ToolError(str(exc)) from exc
 
+    tools = ToolRegistry()
     for register in TOOL_GROUPS:
-        register(server, call)
-    return server
+        register(tools, call)
+    return EngramMCPServer(
+        name="engram", instructions=INSTRUCTIONS, version="0.1.0", tools=list(tools.tools.values())
+    )

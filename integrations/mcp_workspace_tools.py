@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from integrations import mcp_tools
 from integrations.mcp_arguments import BoundCall, Identifier, SessionId, ToolArgumentModel
+from integrations.mcp_tool_registry import ToolRegistry
 from sessions_app.api.serializers_workspace import MAX_QUANTITY, MAX_RESULT_ITEMS
 
 
@@ -28,10 +28,10 @@ class ResultItem(ToolArgumentModel):
     )
 
 
-def register_results_tools(server: MCPServer, call: BoundCall) -> None:
+def register_results_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """results_store: what references and cart_add by `ref` resolve against."""
 
-    @server.tool(
+    @tools.tool(
         description="Store the results of a search you ran, in the order you show them "
         "to the user. resolve_reference and cart_add with `ref` ('the first one', 'the "
         "cheapest', 'the Dell') resolve against the latest results stored."
@@ -53,10 +53,10 @@ def register_results_tools(server: MCPServer, call: BoundCall) -> None:
         )
 
 
-def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
+def register_workspace_tools(tools: ToolRegistry, call: BoundCall) -> None:
     """cart_add, cart_list, cart_remove and usage_report: the cart and the spend."""
 
-    @server.tool(
+    @tools.tool(
         description="Add an item to the session's cart, by its MPN or by a phrase "
         "('the cheapest'). Adding an item twice does nothing."
     )
@@ -68,11 +68,11 @@ def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
     ) -> dict[str, Any]:
         return call(mcp_tools.cart_add, session_id=session_id, mpn=mpn, ref=ref, quantity=quantity)
 
-    @server.tool(description="The session's cart in order, with the total.")
+    @tools.tool(description="The session's cart in order, with the total.")
     def cart_list(session_id: SessionId) -> dict[str, Any]:
         return call(mcp_tools.cart_list, session_id=session_id)
 
-    @server.tool(
+    @tools.tool(
         description="Remove an item from the session's cart by its MPN; the items after "
         "it move up. Returns the cart as it now stands."
     )
@@ -81,7 +81,7 @@ def register_workspace_tools(server: MCPServer, call: BoundCall) -> None:
     ) -> dict[str, Any]:
         return call(mcp_tools.cart_remove, session_id=session_id, mpn=mpn)
 
-    @server.tool(
+    @tools.tool(
         description="Tokens and cost spent, grouped by day, model, agent, user, "
         "step_type or session, between `start` and `end` (default: the last 30 days). "
         "user_id, agent_id and session_id keep only the steps of that user, agent or "
