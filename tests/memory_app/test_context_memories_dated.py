@@ -1,6 +1,6 @@
 """The long-term memories of a context: found for the question asked at `as_of`, each
 labelled with its date, and let through the similarity floors when the search relates
-them to the question by its words or the time it names."""
+them to the question by its words or the time it names, or they state what it asks for."""
 
 from __future__ import annotations
 
@@ -214,3 +214,27 @@ def test_a_memory_is_labelled_in_the_offset_of_the_question(tenant: Tenant, api:
     body = _context(api, session.pk, "Where did I go hiking?", as_of="2026-11-25T12:00:00+05:30")
     # 22:30 UTC is 04:00 the next day at +05:30.
     assert "[2026-11-22 04:00] Went hiking in Gerês" in _memories_message(body)
+
+
+def test_a_memory_stating_what_the_question_asks_for_passes_the_floors(
+    tenant: Tenant, api: APIClient
+) -> None:
+    # "Where do I live?" shares no word with the move, and its cosine to the whole line is
+    # under the floor; the line states the user's home, which the question asks for.
+    moved_on = datetime(2026, 11, 2, 10, tzinfo=UTC)
+    moved = _add(tenant, "I moved to Porto last week for the new job.", moved_on, "fact")
+    employer = _add(
+        tenant, "I work at Acme Robotics.", datetime(2026, 11, 3, 10, tzinfo=UTC), "fact"
+    )
+    assert (moved.subject, employer.subject) == ("home", "employer")
+    session = new_session(tenant)
+
+    body = _context(api, session.pk, "Where do I live?", as_of=AS_OF)
+
+    side, entry = _entry(body, moved)
+    assert side == "included", entry
+    assert entry["score_parts"]["semantic"] < settings.ENGRAM_CONTEXT_SIMILARITY_FLOOR
+    assert "Porto last week" in _memories_message(body)
+    # A memory of another subject is still judged by its cosine alone.
+    side, entry = _entry(body, employer)
+    assert side == "excluded" and entry["reason"] == "evicted_below_similarity", entry
