@@ -1,7 +1,7 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
 functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker,
-latest and superseded parts as the dump recorded them, the lead's thread neighbours
+latest, asked and superseded parts as the dump recorded them, the lead's thread neighbours
 (`apply_thread_neighbours`), the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
@@ -42,6 +42,7 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     """The pool's members in the order the search returns them."""
     from memory_app.selectors.latest import LATEST_WEIGHT
     from memory_app.selectors.search.after_question import weigh_after_question
+    from memory_app.selectors.search.asked_subject import ASKED_WEIGHT
     from memory_app.selectors.search.fusion import WEIGHTS, best_first, fuse_scores
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
@@ -79,7 +80,11 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     scored = [
         (
             pk,
-            (s + LATEST_WEIGHT * pool[pk].get("latest", 0.0))
+            (
+                s
+                + LATEST_WEIGHT * pool[pk].get("latest", 0.0)
+                + ASKED_WEIGHT * pool[pk].get("asked", 0.0)
+            )
             * (0.5 if pool[pk]["superseded"] else 1.0),
             p,
         )

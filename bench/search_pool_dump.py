@@ -69,13 +69,15 @@ def _scored_pool(
     tenant: Any, query: str, user: str, as_of: datetime | None, candidates: int
 ) -> tuple[Any, list[Any]]:
     """The search's pool of `query` for `user` at `candidates` per side, and its members
-    scored as the search scores them (fusion, time scope, speaker, currency), best first."""
+    scored as the search scores them (fusion, time scope, speaker, asked subject,
+    currency), best first."""
     from django.db import connection
     from django.utils import timezone
 
     from memory_app.embedding import embed_query, vector_literal
     from memory_app.selectors.currency import apply_currency
     from memory_app.selectors.memories import Actor
+    from memory_app.selectors.search.asked_subject import apply_asked_subject
     from memory_app.selectors.search.engine import _pool
     from memory_app.selectors.search.filters import search_where
     from memory_app.selectors.search.fusion import score_pool
@@ -97,6 +99,7 @@ def _scored_pool(
         scored = score_pool(pool, mode="hybrid", now=now)
         scope = query_time_scope(query, as_of)
         scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)
+        scored = apply_asked_subject(cursor, query, scored)
         scored = apply_currency(cursor, query, now, scored)
     return pool, scored
 
@@ -119,6 +122,7 @@ def _features(
         "superseded": parts.get("superseded", 0.0),
         "speaker": parts.get("speaker", 0.0),
         "latest": parts.get("latest", 0.0),
+        "asked": parts.get("asked", 0.0),
         "thread": memory.thread_key,
         "order": memory.thread_order,
         "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,

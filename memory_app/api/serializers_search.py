@@ -184,6 +184,13 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
         "after its end; 0.1 times it is added to the score, so that of results about as "
         "relevant the newer comes first. Else 0."
     )
+    asked = serializers.FloatField(
+        help_text="1 when the query asks for an attribute of its user ('where do I live?' "
+        "asks for home, 'who do I work for?' for employer, 'what is my favourite colour?' "
+        "for favourite colour) and the memory states it (its subject: 'I moved to Porto' "
+        "states home); 0.3 times it is added to the score (halved with it when part "
+        "began_after is 1). Else 0."
+    )
     speaker = serializers.FloatField(
         help_text="1 when the memory's text opens with its speaker ('Caroline: …') and the "
         "query names that speaker (one of its capitalised words), else 0."
@@ -210,9 +217,9 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
 class SearchHitSerializer(serializers.Serializer):  # type: ignore[type-arg]  # generic in DRF's stubs only
     score = serializers.FloatField(
         help_text="0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time "
-        "+ 0.2 speaker + thread (part thread) + 0.1 latest; halved for a memory begun after "
-        "the time the query names (part began_after); halved for a memory dated after as_of (part "
-        "after_question); plus "
+        "+ 0.2 speaker + thread (part thread) + 0.1 latest + 0.3 asked; halved for a memory "
+        "begun after the time the query names (part began_after); halved for a memory "
+        "dated after as_of (part after_question); plus "
         "the length prior (part length); halved for a memory that does not hold at the "
         "time the query asks about, now or the time it names (part superseded). Results "
         "are best first by score: for a "

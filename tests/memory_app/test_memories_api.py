@@ -60,6 +60,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "began_after",
         "superseded",
         "latest",
+        "asked",
         "speaker",
         "thread",
         "after_question",

@@ -28,6 +28,7 @@ from psycopg import sql
 from memory_app.selectors import currency, search_time
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import LexicalQuery, MemoryFilters, SearchWhere, search_where
+from memory_app.selectors.search.asked_subject import STATING_SQL
 from memory_app.selectors.search.hydration import HIT_ROWS_SQL
 from memory_app.selectors.search.lexical import terms_sql
 from memory_app.selectors.search.lexical_hits import lexical_hits_sql
@@ -153,6 +154,7 @@ CASES: dict[str, Callable[[Tenant], sql.Composable]] = {
     # After the pool: the time boost, the current-state weighting, the hits' rows.
     "time_boost": lambda tenant: search_time.TIME_PARTS_SQL,
     "not_current": lambda tenant: currency.NOT_CURRENT_SQL,
+    "asked_subject_stating": lambda tenant: STATING_SQL,
     "hit_rows": lambda tenant: HIT_ROWS_SQL,
 }
 

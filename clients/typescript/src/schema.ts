@@ -2286,6 +2286,11 @@ export interface components {
             latest: number;
             /**
              * Format: double
+             * @description 1 when the query asks for an attribute of its user ('where do I live?' asks for home, 'who do I work for?' for employer, 'what is my favourite colour?' for favourite colour) and the memory states it (its subject: 'I moved to Porto' states home); 0.3 times it is added to the score (halved with it when part began_after is 1). Else 0.
+             */
+            asked: number;
+            /**
+             * Format: double
              * @description 1 when the memory's text opens with its speaker ('Caroline: …') and the query names that speaker (one of its capitalised words), else 0.
              */
             speaker: number;
@@ -2308,7 +2313,7 @@ export interface components {
         SearchHit: {
             /**
              * Format: double
-             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker + thread (part thread) + 0.1 latest; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory that does not hold at the time the query asks about, now or the time it names (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
+             * @description 0.6 relevance + 0.2 recency + 0.1 importance + 0.1 access + 0.1 time + 0.2 speaker + thread (part thread) + 0.1 latest + 0.3 asked; halved for a memory begun after the time the query names (part began_after); halved for a memory dated after as_of (part after_question); plus the length prior (part length); halved for a memory that does not hold at the time the query asks about, now or the time it names (part superseded). Results are best first by score: for a query that names a time and nothing else, the memories of that time come first (part time 1, then falling), and a score higher than the result's before it is held just below that one, so the scores never rise down the list.
              */
             score: number;
             /** @description The score's parts, as the search computed them (before a score is held below the result's before it). */

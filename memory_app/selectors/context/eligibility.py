@@ -14,9 +14,8 @@ the reserved window and failures are always offered; the breakdown lists what th
 leaves out with reason `not_relevant`.
 
 Both floors judge by the cosine alone, so neither applies to what the memory search
-relates to the query by more than its vector (`exempt`: a query word in it, or the time
-the query names, `SearchHit.beyond_vector`; or, for a memory, the subject the query asks
-for, memory_app.asked_subjects).
+relates to the query by more than its vector (`exempt`: a query word in it, the time
+the query names, or the subject the query asks for; `SearchHit.beyond_vector`).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from memory_app.embedding import embed_query, vector_literal
 from memory_app.models import Memory
 from memory_app.selectors.currency import apply_currency
 from memory_app.selectors.search.after_question import weigh_after_question
+from memory_app.selectors.search.asked_subject import apply_asked_subject
 from memory_app.selectors.search.bm25 import bm25_params
 from memory_app.selectors.search.filters import MemoryFilters, SearchWhere, search_where
 from memory_app.selectors.search.fusion import Scored, SearchMode, best_first, score_pool
@@ -59,10 +60,11 @@ class SearchHit:
     @property
     def beyond_vector(self) -> bool:
         """Whether the search relates the hit to the query by more than its cosine: it
-        shares a word with the query (BM25 above 0), or it is of the time the query names
-        (part `time`). A vector says little of a detail inside a long text or of a
-        date."""
-        return self.parts.get("lexical", 0.0) > 0 or self.parts.get("time", 0.0) > 0
+        shares a word with the query (BM25 above 0), it is of the time the query names
+        (part `time`), or it states the subject the query asks for (part `asked`). A
+        vector says little of a detail inside a long text, of a date, or of "I moved to
+        Porto" as the answer to "where do I live?"."""
+        return any(self.parts.get(part, 0.0) > 0 for part in ("lexical", "time", "asked"))
 
 
 @dataclass
@@ -266,7 +268,8 @@ def _ranked(
 ) -> list[Scored]:
     """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
     the query's time phrase, the lines around the lead in its thread, the speaker the
-    query names, the memories dated after the question, the length prior, then the
+    query names, the memories dated after the question, the length prior, the memories
+    that state the subject the question asks for (`asked_subject`), then the
     current-state weighting (at `valid_at` for a search filtered by it), which keeps
     each stale memory below its successor and so comes last."""
     scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
@@ -274,6 +277,7 @@ def _ranked(
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)
+    scored = apply_asked_subject(cursor, query, scored)
     return apply_currency(cursor, query, now, scored, scope, valid_at)
 
 

@@ -8,7 +8,6 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_app.asked_subjects import asked_subject
 from memory_app.selectors.context.candidate import Candidate, FoundCandidates
 from memory_app.selectors.context.lines import MAX_LINE_TOKENS, line, memory_label
 from memory_app.selectors.context.recall import TURN_SOURCES
@@ -44,8 +43,8 @@ def memory_candidates(
     as one extracted from a later turn) unless it is dated (`occurred_at`) by then, as
     history imported after the fact is. Each carries the search's cosine as its semantic
     score, and is let through the similarity floors when the search relates it to the
-    query by more (`SearchHit.beyond_vector`) or it states the subject the query asks for
-    (memory_app.asked_subjects: "where do I live?" and "I moved to Porto").
+    query by more (`SearchHit.beyond_vector`: a query word, the time the query names, or
+    the subject it asks for, "where do I live?" and "I moved to Porto").
     The user's conversation turns are left out: they are recalled on their own
     (`candidates.recalled`, `candidates.past`); so are the compaction episodes of the
     context's own session (`session_id`), whose summaries and milestones say the same."""
@@ -63,7 +62,6 @@ def memory_candidates(
         as_of=as_of,
     )
     by_text = _lines(outcome.hits, query, session_id)
-    asked = asked_subject(query)
     out.candidates.extend(
         _related_memory_candidates(
             tenant, actor, list(by_text.values()), as_of, session_id, said_by
@@ -82,8 +80,7 @@ def memory_candidates(
             (index,),
         )
         semantic = outcome.related(hit, float(hit.parts.get("semantic", 0.0)))
-        supported = hit.beyond_vector or (asked is not None and memory.subject == asked)
-        out.add(candidate, semantic=semantic, supported=supported)
+        out.add(candidate, semantic=semantic, supported=hit.beyond_vector)
     return out
 
 
