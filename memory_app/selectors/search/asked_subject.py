@@ -1,4 +1,4 @@
-"""The memories that state what the question asks for rank a little higher.
+"""The memories that state what the question asks for rank higher.
 
 "Where do I live?" asks for the user's home (memory_app.asked_subjects), and "I moved to
 Porto last week for the new job." states it (memory_app.subjects, the memory's

@@ -2,11 +2,12 @@
 
 The round trips of a search: the query's lexical terms (`lexical_query`), the pool
 (`read_pool`: both steps and their union in one statement), then the hits' rows with
-their edges (`hit_rows`); the time boost and the current-state weighting each add one
-when the query has a time phrase or asks about now. The memories dated after the
-question, the speaker the query names and the length prior are read from the pool's
-own rows (no round trip). A query ordered by an event ("before I moved") first searches
-the event's words lexically to date it (`_event_dated`).
+their edges (`hit_rows`); the time boost, the subject the question asks for
+(`asked_subject`) and the current-state weighting each add one when the query has a
+time phrase, asks for an attribute of its user ("where do I live?") or asks about now.
+The memories dated after the question, the speaker the query names and the length prior
+are read from the pool's own rows (no round trip). A query ordered by an event ("before
+I moved") first searches the event's words lexically to date it (`_event_dated`).
 """
 
 from __future__ import annotations
