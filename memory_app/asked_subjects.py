@@ -3,9 +3,10 @@
 
 "Where do I live?" asks for `home`, which "I moved to Porto last week" states; the two
 share no word, and their cosine is low, so a search relates them by vector alone and
-weakly. Knowing the subject asked lets a caller relate them by more (the context's
-similarity floors let such a memory through). The rules mirror the statement rules and
-are as few and deterministic:
+weakly. Knowing the subject asked relates them by more: the search credits such a
+memory (memory_app.selectors.search.asked_subject), and so the context's similarity
+floors let it through. The rules mirror the statement rules and are as few and
+deterministic:
 
 - home: "where do/did I live / stay / reside", "where am I living / based / staying",
   "which city / town / country do I live in", "where did I move (to)", "what is my
