@@ -14,7 +14,11 @@ PyTorch are the same vector (cosine ≥ 0.99999; stored vectors do not change mo
 
 The file is keyed by a digest of the weights and the runtime's version, written to a
 temporary name and renamed into place under an exclusive file lock: gunicorn workers and
-Celery starting together export it once. Tokenisation uses the fast tokenizer's own
+Celery starting together export it once (`memory_app.embedding_cache`). Float32 vectors
+are served from a graph derived from the same weights with each layer's attention fused
+into one operator (`memory_app.embedding_fused`: the same vectors, fewer operators per
+query); this export is the one the int8 graph is quantized from, and the one served when
+the fused graph cannot be had. Tokenisation uses the fast tokenizer's own
 `tokenizer.json` through `tokenizers` with sentence-transformers' settings (strip, truncate
 to the model's 256 tokens, pad to the batch), so web processes never import PyTorch.
 """
@@ -22,7 +26,6 @@ to the model's 256 tokens, pad to the batch), so web processes never import PyTo
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import io
 import json
@@ -36,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from memory_app.embedding_cache import publish_once
+from memory_app.embedding_fused import ensure_fused
 from memory_app.embedding_quantized import ensure_quantized, quantized_model_name
 
 logger = logging.getLogger(__name__)
@@ -60,7 +65,7 @@ def model_dir() -> Path:
     return Path(get_model_path())
 
 
-def _max_seq_length(folder: Path) -> int:
+def max_seq_length(folder: Path) -> int:
     config = folder / "sentence_bert_config.json"
     if config.exists():
         return int(json.loads(config.read_text()).get("max_seq_length", 256))
@@ -94,38 +99,27 @@ def ensure_exported(
     concurrent callers wait for the first one and reuse its file)."""
     folder = folder or model_dir()
     target = onnx_path(cache_dir, folder)
-    if target.exists():
-        return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with open(cache_dir / ".export.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if target.exists():  # another process exported it while we waited
-                return target
-            say = progress or logger.info
-            say(f"exporting {folder.name} to ONNX at {target} (once; ~10 s)")
-            began = time.monotonic()
-            partial = target.with_suffix(f".{os.getpid()}.partial")
-            try:
-                model, module = _sentence_module(folder)
-                _export(folder, module, partial)
-                _verify(folder, model, partial)
-                os.replace(partial, target)
-            finally:
-                partial.unlink(missing_ok=True)
-            say(f"ONNX export verified and published in {time.monotonic() - began:.1f} s")
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return target
+
+    def export(partial: Path) -> None:
+        say = progress or logger.info
+        say(f"exporting {folder.name} to ONNX at {target} (once; ~10 s)")
+        began = time.monotonic()
+        model, module = sentence_module(folder)
+        _export(folder, module, partial)
+        verify_against_pytorch(folder, model, partial)
+        say(f"ONNX export verified and published in {time.monotonic() - began:.1f} s")
+
+    return publish_once(target, export)
 
 
-def _sentence_module(folder: Path) -> Any:
+def sentence_module(folder: Path, attention: str | None = None) -> Any:
     """BERT + mean pooling + L2 normalisation as one torch module, the sentence-transformers
-    pipeline for this model."""
+    pipeline for this model (with transformers' `attention` implementation when given)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(folder), device="cpu")
+    kwargs = {"attn_implementation": attention} if attention else None
+    model = SentenceTransformer(str(folder), device="cpu", model_kwargs=kwargs)
 
     class SentenceVector(torch.nn.Module):
         def __init__(self, bert: torch.nn.Module) -> None:
@@ -153,13 +147,29 @@ def _sentence_module(folder: Path) -> Any:
 def _export(folder: Path, module: Any, destination: Path) -> None:
     import torch
 
-    # Two texts of different lengths: a batch of one would fix the batch dimension at 1.
+    batch = torch.export.Dim("batch")
+    tokens = torch.export.Dim("tokens", max=max_seq_length(folder))
+    export_graph(
+        folder,
+        module,
+        destination,
+        dynamic_shapes={name: {0: batch, 1: tokens} for name in INPUT_NAMES},
+        dynamo=True,
+        external_data=False,
+    )
+
+
+def export_graph(folder: Path, module: Any, destination: Path, **exporter: Any) -> None:
+    """`module` exported by `torch.onnx.export` with the `exporter` options given, traced
+    on two texts of different lengths (a batch of one would fix the batch dimension at 1,
+    and the batch has padding)."""
+    import torch
+
     encoded = Tokenizer(folder).encode(["an example sentence to trace", "and a second one"])
     inputs = tuple(torch.from_numpy(encoded[name]) for name in INPUT_NAMES)
-    batch = torch.export.Dim("batch")
-    tokens = torch.export.Dim("tokens", max=_max_seq_length(folder))
-    # The exporter narrates each pass and warns about axis names; the outcome is checked
-    # by _verify and logged once by ensure_exported.
+    # The exporters narrate each pass and warn (axis names, deprecation, Python-side checks
+    # traced as constants); the outcome is checked by verify_against_pytorch and logged once
+    # by the caller.
     with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         torch.onnx.export(
@@ -168,14 +178,12 @@ def _export(folder: Path, module: Any, destination: Path) -> None:
             str(destination),
             input_names=list(INPUT_NAMES),
             output_names=["sentence_vector"],
-            dynamic_shapes={name: {0: batch, 1: tokens} for name in INPUT_NAMES},
-            dynamo=True,
-            external_data=False,
             verbose=False,
+            **exporter,
         )
 
 
-def _verify(folder: Path, model: Any, candidate: Path) -> None:
+def verify_against_pytorch(folder: Path, model: Any, candidate: Path) -> None:
     import numpy as np
 
     expected = model.encode(
@@ -205,7 +213,7 @@ class Tokenizer:
         # tokenizer.json ships truncation at 128 and fixed padding to 128; the
         # sentence-transformers model truncates at max_seq_length (256) and pads to the
         # longest text of the batch.
-        self._tokenizer.enable_truncation(max_length=_max_seq_length(folder))
+        self._tokenizer.enable_truncation(max_length=max_seq_length(folder))
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
 
     def encode(self, texts: list[str]) -> dict[str, Any]:
@@ -254,9 +262,10 @@ class OnnxEmbedder:
     """The local MiniLM through ONNX Runtime, loaded once per process, lazily, under a
     lock (as LocalEmbedder). Same `model_name` as the PyTorch path: same vectors. If the
     export or the runtime fails, the process logs it and embeds with `fallback` (PyTorch)
-    instead of failing every write and search. With `precision` "int8" it runs the
-    quantized graph (`memory_app.embedding_quantized`), whose vectors carry a name of
-    their own.
+    instead of failing every write and search. With `precision` "fp32" it runs the
+    attention-fused graph (`memory_app.embedding_fused`), or this export if that fails;
+    with "int8" the quantized graph (`memory_app.embedding_quantized`), whose vectors
+    carry a name of their own.
 
     A query (or a few texts) runs as one call whose operators are split across `threads`
     runtime threads. A batch (the drain of recorded turns, a bulk add) is split instead
@@ -299,14 +308,27 @@ class OnnxEmbedder:
                         folder = model_dir()
                         path = ensure_exported(self.cache_dir, folder)
                         if self.precision == "int8":
-                            path = ensure_quantized(path, folder)
-                        self._model = OnnxSentenceModel(path, folder, self.threads)
+                            quantized = ensure_quantized(path, folder)
+                            self._model = OnnxSentenceModel(quantized, folder, self.threads)
+                        else:
+                            self._model = self._fused_or_plain(path, folder)
                     except Exception:
                         logger.exception("ONNX Runtime unavailable for MiniLM; using PyTorch")
                         self.runtime = "torch"
                         self.model_name = self._float_name  # PyTorch's vectors are float32's
                         self._model = self.fallback()
         return self._model
+
+    def _fused_or_plain(self, exported: Path, folder: Path) -> OnnxSentenceModel:
+        """The attention-fused graph (`memory_app.embedding_fused`); the plain export if
+        it cannot be derived or loaded: slower, the same vectors, never a failed search."""
+        try:
+            return OnnxSentenceModel(ensure_fused(exported, folder), folder, self.threads)
+        except Exception:
+            logger.exception(
+                "the attention-fused MiniLM graph is unavailable; serving %s", exported
+            )
+            return OnnxSentenceModel(exported, folder, self.threads)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -361,6 +383,12 @@ class OnnxEmbedder:
                     pool = (os.getpid(), ThreadPoolExecutor(self.threads, "embedding"))
                     self._pool = pool
         return pool[1]
+
+    @property
+    def graph(self) -> str | None:
+        """The name of the ONNX file served (None before loading or on PyTorch)."""
+        model = self._model
+        return model.path.name if isinstance(model, OnnxSentenceModel) else None
 
     @property
     def loaded(self) -> bool:

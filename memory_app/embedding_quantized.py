@@ -16,11 +16,11 @@ into place under the export's file lock.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
+
+from memory_app.embedding_cache import publish_once
 
 logger = logging.getLogger(__name__)
 
@@ -44,24 +44,13 @@ def ensure_quantized(
     """The int8 graph derived from the float32 one at `exported`, quantizing it first if
     no process has (the export's lock: concurrent callers wait and reuse the file)."""
     target = quantized_path(exported)
-    if target.exists():
-        return target
-    with open(exported.parent / ".export.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if target.exists():
-                return target
-            (progress or logger.info)(f"quantizing {exported.name} to int8 at {target}")
-            partial = target.with_suffix(f".{os.getpid()}.partial")
-            try:
-                _quantize(exported, partial)
-                _verify(exported, partial, folder)
-                os.replace(partial, target)
-            finally:
-                partial.unlink(missing_ok=True)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return target
+
+    def quantize(partial: Path) -> None:
+        (progress or logger.info)(f"quantizing {exported.name} to int8 at {target}")
+        _quantize(exported, partial)
+        _verify(exported, partial, folder)
+
+    return publish_once(target, quantize)
 
 
 def _quantize(source: Path, destination: Path) -> None:

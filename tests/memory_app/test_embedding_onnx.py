@@ -1,12 +1,18 @@
-"""MiniLM on ONNX Runtime: the same vectors as sentence-transformers on PyTorch, exported
-once per installation even when processes start together, and a broken export falls back
-to PyTorch instead of failing writes and searches. Real model, real runtimes."""
+"""MiniLM on ONNX Runtime: the same vectors as sentence-transformers on PyTorch, served
+from the attention-fused graph, exported and derived once per installation even when
+processes start together; a fused graph that cannot be had falls back to the plain export,
+a broken export to PyTorch, instead of failing writes and searches. Real model, real
+runtimes."""
 
 from __future__ import annotations
 
+import json
+import logging
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +21,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from memory_app.embedding import LocalEmbedder, embedder
+from memory_app.embedding_fused import ensure_fused, fused_path
 from memory_app.embedding_onnx import (
     PARALLEL_MIN_TEXTS,
     OnnxEmbedder,
@@ -62,6 +69,8 @@ def test_the_default_embedder_runs_on_onnx_and_gives_pytorchs_vectors(
     assert isinstance(current, OnnxEmbedder)
     got = np.array(current.embed(TEXTS))
     assert current.runtime == "onnx"  # loaded the export, not the fallback
+    exported = onnx_path(current.cache_dir, model_dir())
+    assert current.graph == fused_path(exported).name  # the fused graph, not the export
     expected = np.array(torch_embedder.embed(TEXTS))
     assert got.shape == (len(TEXTS), 384)
     cosines = (got * expected).sum(axis=1)
@@ -123,6 +132,7 @@ def test_a_broken_export_falls_back_to_pytorch(
 ) -> None:
     target = onnx_path(tmp_path, model_dir())
     target.write_bytes(b"not an onnx graph")  # a truncated or foreign file at the key
+    fused_path(target).write_bytes(b"not an onnx graph either")
     broken = _onnx(tmp_path)
     vectors = np.array(broken.embed(TEXTS[:2]))
     assert broken.runtime == "torch"
@@ -130,18 +140,81 @@ def test_a_broken_export_falls_back_to_pytorch(
     assert np.abs(vectors - expected).max() < 1e-6
 
 
-def test_processes_starting_together_export_once(tmp_path: Path) -> None:
+def _plain_export_in(cache_dir: Path) -> Path:
+    """This installation's plain export copied into `cache_dir` under its key: the file an
+    export there would publish, without the seconds it takes."""
+    exported = ensure_exported(Path(settings.ENGRAM_EMBEDDING_ONNX_DIR))
+    return Path(shutil.copy(exported, cache_dir / exported.name))
+
+
+def _operators(path: Path) -> Counter[str]:
+    import onnx
+
+    return Counter(node.op_type for node in onnx.load(str(path)).graph.node)
+
+
+def test_the_fused_graph_runs_one_attention_operator_per_layer() -> None:
+    exported = ensure_exported(Path(settings.ENGRAM_EMBEDDING_ONNX_DIR))
+    fused, plain = _operators(ensure_fused(exported, model_dir())), _operators(exported)
+    layers = json.loads((model_dir() / "config.json").read_text())["num_hidden_layers"]
+    assert fused["Attention"] == layers and plain["Attention"] == 0
+    assert fused["Softmax"] == 0 and plain["Softmax"] == layers  # attention's pieces are gone
+    assert fused["EmbedLayerNormalization"] == 1
+    assert sum(fused.values()) < sum(plain.values()) / 3, (fused, plain)
+
+
+def _optimizer_that_fuses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnx
+    from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    monkeypatch.setattr(optimizer, "optimize_model", lambda path, **_: OnnxModel(onnx.load(path)))
+
+
+@pytest.mark.parametrize("failure", ["the optimizer fuses nothing", "a corrupt fused file"])
+def test_without_the_fused_graph_the_plain_export_serves_the_same_vectors(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    torch_embedder: LocalEmbedder,
+    failure: str,
+) -> None:
+    exported = _plain_export_in(tmp_path)
+    if failure == "a corrupt fused file":
+        fused_path(exported).write_bytes(b"half a graph")
+    else:
+        _optimizer_that_fuses_nothing(monkeypatch)
+    plain = _onnx(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="memory_app.embedding_onnx"):
+        got = np.array(plain.embed(TEXTS))
+        plain.embed(TEXTS[:2])
+    assert plain.runtime == "onnx" and plain.graph == exported.name
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 1 and "fused" in messages[0], messages  # once, not at every call
+    cosines = (got * np.array(torch_embedder.embed(TEXTS))).sum(axis=1)
+    assert cosines.min() > 0.99999, cosines
+    assert np.abs(got - np.array(embedder().embed(TEXTS))).max() < 1e-5  # the fused ones
+    if failure == "the optimizer fuses nothing":  # refused: nothing published, nothing left
+        assert [path.name for path in tmp_path.iterdir() if path.name != ".export.lock"] == [
+            exported.name
+        ]
+
+
+def test_processes_starting_together_export_and_fuse_once(tmp_path: Path) -> None:
     """Two processes (gunicorn workers, a Celery worker) load the model at the same time
-    into an empty cache: one exports, the other waits and reuses the file."""
+    into an empty cache: one exports, the other waits and reuses the file; likewise one
+    derives the fused graph."""
     script = textwrap.dedent(
         f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from memory_app.embedding_onnx import ensure_exported
+        from memory_app.embedding_fused import ensure_fused
+        from memory_app.embedding_onnx import ensure_exported, model_dir
         say = lambda line: print("PROGRESS", line)
         path = ensure_exported(Path({str(tmp_path)!r}), progress=say)
         print("PATH", path)
+        print("PATH", ensure_fused(path, model_dir(), progress=say))
         """
     )
     processes = [
@@ -157,13 +230,15 @@ def test_processes_starting_together_export_once(tmp_path: Path) -> None:
     assert [process.returncode for process in processes] == [0, 0], outputs
     stdouts = [out for out, _ in outputs]
     assert sum(out.count("PROGRESS exporting") for out in stdouts) == 1, stdouts
+    assert sum(out.count("PROGRESS deriving the attention-fused") for out in stdouts) == 1
     lines = [line for out in stdouts for line in out.splitlines()]
     paths = {line.split(" ", 1)[1] for line in lines if line.startswith("PATH")}
-    assert len(paths) == 1
+    assert len(paths) == 2  # the export and the fused graph, the same in both processes
     published = sorted(path.name for path in tmp_path.iterdir() if not path.name.startswith("."))
-    assert published == [Path(paths.pop()).name]  # no partial file left behind
-    # And the file serves: a third caller returns it without exporting.
-    assert ensure_exported(tmp_path, progress=pytest.fail) == tmp_path / published[0]
+    assert published == sorted(Path(path).name for path in paths)  # no partial file left
+    # And the files serve: a third caller returns them without exporting or deriving.
+    exported = ensure_exported(tmp_path, progress=pytest.fail)
+    assert ensure_fused(exported, model_dir(), progress=pytest.fail) == fused_path(exported)
 
 
 @pytest.mark.parametrize(
@@ -187,6 +262,7 @@ def test_prepare_embedder_reports_the_runtime(capsys: pytest.CaptureFixture[str]
     call_command("prepare_embedder")
     out = capsys.readouterr().out
     assert "ready on onnx (384 dimensions" in out
+    assert "-fused.onnx)" in out  # names the graph it serves
 
 
 def test_the_int8_precision_runs_a_quantized_graph_whose_vectors_carry_their_own_name(
@@ -201,7 +277,9 @@ def test_the_int8_precision_runs_a_quantized_graph_whose_vectors_carry_their_own
     got = np.array(quantized.embed(texts))
     assert quantized.runtime == "onnx"
     assert quantized.model_name == f"{settings.ENGRAM_EMBEDDING_MODEL}-int8"
-    assert quantized_path(exported).exists()
+    # Quantized from the plain export, as before the fused graph, which int8 never derives.
+    assert quantized.graph == quantized_path(exported).name == f"{exported.stem}-int8.onnx"
+    assert not fused_path(exported).exists()
     float32 = np.array(embedder().embed(texts))
     cosines = (got * float32).sum(axis=1)
     assert cosines.min() > 0.97 and cosines.max() < 0.99999, cosines
