@@ -9,13 +9,14 @@ to run while ratios hold.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -103,9 +104,30 @@ def _memory_gib() -> float:
     return round(psutil.virtual_memory().total / 2**30, 1)
 
 
-def environment(command: str) -> dict[str, Any]:
-    """Machine and versions, read from the running system (the database included)."""
+def environment(
+    command: str, *, database: bool = True, packages: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Machine and versions, read from the running system: the database's unless
+    `database` is off (a benchmark that opens none), and the installed `packages`' (the
+    distributions a benchmark measures, e.g. onnxruntime)."""
     import django
+
+    info: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "cpu": _cpu_model(),
+        "python": platform.python_version(),
+        "django": django.get_version(),
+    }
+    if database:
+        info |= _database_versions()
+    if packages:
+        info["packages"] = {name: importlib.metadata.version(name) for name in packages}
+    return info | {"command": command}
+
+
+def _database_versions() -> dict[str, str]:
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -116,26 +138,19 @@ def environment(command: str) -> dict[str, Any]:
             " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector'))"
         )
         pgvector = cursor.fetchone()[0]
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "nproc": os.cpu_count(),
-        "memory_gib": _memory_gib(),
-        "cpu": _cpu_model(),
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "postgresql": postgres,
-        "pgvector": pgvector,
-        "command": command,
-    }
+    return {"postgresql": postgres, "pgvector": pgvector}
 
 
 def environment_markdown(env: dict[str, Any]) -> str:
+    versions = [f"Python {env['python']}", f"Django {env['django']}"]
+    if "postgresql" in env:
+        versions += [f"PostgreSQL {env['postgresql']}", f"pgvector {env['pgvector']}"]
+    versions += [f"{name} {version}" for name, version in env.get("packages", {}).items()]
     return (
         f"- Date: {env['date']}\n"
         f"- Machine: {env['nproc']} CPUs ({env['cpu']}), {env['memory_gib']} GiB memory; "
         "shared and noisy, so compare ratios, not absolute figures\n"
-        f"- Versions: Python {env['python']}, Django {env['django']}, "
-        f"PostgreSQL {env['postgresql']}, pgvector {env['pgvector']}\n"
+        f"- Versions: {', '.join(versions)}\n"
         f"- Command: `{env['command']}`\n"
     )
 
@@ -161,11 +176,18 @@ def write_json(result: BenchResult, env: dict[str, Any]) -> Path:
     return path
 
 
-def record(result: BenchResult, command: str, *, update: bool = True) -> Path:
+def record(
+    result: BenchResult,
+    command: str,
+    *,
+    update: bool = True,
+    database: bool = True,
+    packages: Sequence[str] = (),
+) -> Path:
     """What a benchmark run by itself (not through `bench.run`) does with its result: the
-    raw JSON under bench/out, and unless `update` is off its section in RESULTS.md.
-    Returns the JSON's path."""
-    info = environment(command)
+    raw JSON under bench/out, and unless `update` is off its section in RESULTS.md, headed
+    by `environment(command, database=…, packages=…)`. Returns the JSON's path."""
+    info = environment(command, database=database, packages=packages)
     path = write_json(result, info)
     if update:
         update_results(result, info)
