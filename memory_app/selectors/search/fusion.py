@@ -88,11 +88,13 @@ def rrf(rankings: list[list[uuid.UUID]]) -> dict[uuid.UUID, float]:
     return {pk: value / best for pk, value in fused.items()}
 
 
-def best_first(hit: Scored) -> tuple[float, float, str]:
+def best_first(hit: Scored) -> tuple[float, float, int]:
     """The search's final order as a sort key: higher score first, then higher
-    relevance, then the lower id, so that equal scores always come in one order."""
+    relevance, then the lower id, so that equal scores always come in one order. The
+    id is compared as its 128-bit integer, which orders ids as their text (fixed-width
+    hex) does, without formatting each one for every sort of the pool."""
     pk, score, parts = hit
-    return (-score, -parts.get("relevance", 0.0), str(pk))
+    return (-score, -parts.get("relevance", 0.0), pk.int)
 
 
 def final_score(

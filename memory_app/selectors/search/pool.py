@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import sql
 
@@ -27,10 +27,10 @@ from memory_app.selectors.search.vector import (
 )
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """What ranking a pool member needs: its two signals and the fields of the final
-    score."""
+    score. A named tuple: the pool builds one a member at every search, several times
+    faster than a frozen dataclass's `__init__`."""
 
     semantic: float
     lexical: float
