@@ -99,7 +99,9 @@ def _scored_pool(
         scored = score_pool(pool, mode="hybrid", now=now)
         scope = query_time_scope(query, as_of)
         scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)
-        scored = apply_asked_subject(cursor, query, scored)
+        scored = apply_asked_subject(
+            cursor, query, scored, timed=scope is not None and scope.has_interval
+        )
         scored = apply_currency(cursor, query, now, scored)
     return pool, scored
 

@@ -79,3 +79,26 @@ def test_the_older_home_is_credited_and_stays_below_its_successor(api: APIClient
     assert hits[lisbon]["parts"]["asked"] == 1.0 and hits[porto]["parts"]["asked"] == 1.0
     assert hits[lisbon]["parts"]["superseded"] == 1.0
     assert _by_content(results)[:2] == ["I moved to Porto.", "I moved to Lisbon."]
+
+
+def test_a_question_of_a_named_time_credits_only_that_time_s_statement(api: APIClient) -> None:
+    # March's line tells of the flat in Lisbon without stating a subject; the move to
+    # Porto, told in May, states home. "Where did I live in March?" asks for March's home.
+    march = add(
+        api,
+        content="I just moved into a flat in Lisbon, near the river.",
+        type="episodic",
+        occurred_at="2026-03-07T10:00:00Z",
+    ).json()["memory"]["id"]
+    may = add(api, content="I moved to Porto last week for the new job.", type="fact",
+              occurred_at="2026-05-30T09:00:00Z").json()["memory"]["id"]  # fmt: skip
+    for day, line in enumerate(("I ran a 10k on Saturday morning.", "We adopted a cat.")):
+        add(api, content=line, type="episodic", occurred_at=f"2026-04-1{day}T18:00:00Z")
+    when = {"user_id": "alice", "limit": 4, "as_of": "2026-06-20T12:00:00Z"}
+    results = search(api, "Where did I live in March?", **when)
+    hits = {hit["memory"]["id"]: hit for hit in results}
+    assert results[0]["memory"]["id"] == march, _by_content(results)
+    assert hits[may]["parts"]["asked"] == 0.0 and hits[may]["parts"]["time"] == 0.0
+    # Asked about now, the move is the answer and is credited.
+    now = search(api, "Where do I live now?", **when)
+    assert now[0]["memory"]["id"] == may and now[0]["parts"]["asked"] == 1.0

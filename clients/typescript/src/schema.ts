@@ -2286,7 +2286,7 @@ export interface components {
             latest: number;
             /**
              * Format: double
-             * @description 1 when the query asks for an attribute of its user ('where do I live?' asks for home, 'who do I work for?' for employer, 'what is my favourite colour?' for favourite colour) and the memory states it (its subject: 'I moved to Porto' states home); 0.3 times it is added to the score (halved with it when part began_after is 1). Else 0.
+             * @description 1 when the query asks for an attribute of its user ('where do I live?' asks for home, 'who do I work for?' for employer, 'what is my favourite colour?' for favourite colour) and the memory states it (its subject: 'I moved to Porto' states home) and, when the query names a time, the memory is of that time (part time above 0: 'where did I live in March?' is not answered by a move told in May); 0.3 times it is added to the score (halved with it when part began_after is 1). Else 0.
              */
             asked: number;
             /**

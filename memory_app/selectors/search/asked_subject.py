@@ -11,7 +11,10 @@ near-certain evidence: the weight lifts the answer over a line that sounds like 
 question, half the pool's relevance range above it (0.6 * 0.5), as over the newer lines
 a question about now credits (part `latest`, at most 0.1). A superseded memory of that
 subject is credited too: the current-state weighting, which comes after, still keeps it
-below its successor.
+below its successor. A question that names a time asks for the subject at that time:
+"where did I live in March?" is not answered by a move told in May, so then only a
+memory of that time (part `time` above 0, search_time) is credited; the line of March
+that tells of the flat in Lisbon keeps its lead.
 
 A question that asks for no subject, and most do not, costs nothing; one that does
 costs one statement: which of the pool's members state it.
@@ -37,9 +40,12 @@ STATING_SQL = sql.SQL(
 )
 
 
-def apply_asked_subject(cursor: Any, query: str, scored: list[Scored]) -> list[Scored]:
+def apply_asked_subject(
+    cursor: Any, query: str, scored: list[Scored], *, timed: bool = False
+) -> list[Scored]:
     """`scored` with part `asked` in every hit's parts (1 when the memory states the
-    subject the query asks for) and ASKED_WEIGHT times it added to the score."""
+    subject the query asks for, and with `timed`, a query that names a time, is of that
+    time) and ASKED_WEIGHT times it added to the score."""
     subject = asked_subject(query) if scored else None
     stating: set[uuid.UUID] = set()
     if subject is not None:
@@ -47,7 +53,8 @@ def apply_asked_subject(cursor: Any, query: str, scored: list[Scored]) -> list[S
         stating = {pk for (pk,) in cursor.fetchall()}
     out: list[Scored] = []
     for pk, score, parts in scored:
-        asked = 1.0 if pk in stating else 0.0
+        of_the_time = not timed or parts.get("time", 0.0) > 0
+        asked = 1.0 if pk in stating and of_the_time else 0.0
         credit = ASKED_WEIGHT * asked * (BEGAN_AFTER_FACTOR if parts.get("began_after") else 1.0)
         out.append((pk, round(score + credit, 6), {**parts, "asked": asked}))
     return out

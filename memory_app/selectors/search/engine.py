@@ -278,7 +278,9 @@ def _ranked(
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
     scored = apply_length_prior(scored, pool.candidates)
-    scored = apply_asked_subject(cursor, query, scored)
+    scored = apply_asked_subject(
+        cursor, query, scored, timed=scope is not None and scope.has_interval
+    )
     return apply_currency(cursor, query, now, scored, scope, valid_at)
 
 
