@@ -8,7 +8,7 @@ that a caller can predict them and a test can hold them:
 - home: "I live in X", "I'm living in X", "I moved / relocated to X", "I'm based in X",
   "I reside in X", "my home is in X", "my address is X", "my home address is X";
 - employer: "I work at / for X", "I'm working at / for X", "I started working at X",
-  "my employer is X";
+  "I started / got / took a (new) job / position / role at / with X", "my employer is X";
 - age: "I am N (years old)", "I'm N years old";
 - occupation: "I work as a X", "I started a (new) job as a X", "I'm (now) a X" where X
   ends on a known occupation ("I'm a terrible cook" states none); the value stops before
@@ -81,7 +81,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "employer",
         re.compile(
-            _I + r"(?:work|working|started\s+working)\s+(?:at|for)\s+" + _VALUE,
+            _I + r"(?:work|working|started\s+working"
+            r"|(?:started|got|took|landed|accepted)\s+(?:a\s+|an\s+|my\s+)?(?:new\s+)?"
+            r"(?:job|position|role))\s+(?:at|for|with)\s+" + _VALUE,
             re.IGNORECASE,
         ),
     ),

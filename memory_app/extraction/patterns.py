@@ -160,6 +160,10 @@ _RULE_SPECS: tuple[tuple[str, str, str, str, str, tuple[str, ...], float, float]
      "User works from home", "none", ("profile", "work"), 0.5, 0.85),
     ("employer", _R, r"I\s+(?:currently\s+|still\s+)?work\s+(?:at|for)\s+(?P<value>.+)",
      "User works at {value}", "place", ("profile", "work"), 0.7, 0.85),
+    ("employer", _R,
+     r"I(?:'ve|\s+have)?\s+(?:just\s+|recently\s+)?(?:started|got|took|landed|accepted)\s+"
+     r"(?:a\s+|an\s+|my\s+)?(?:new\s+)?(?:job|position|role)\s+(?:at|with)\s+(?P<value>.+)",
+     "User works at {value}", "place", ("profile", "work"), 0.7, 0.85),
     ("occupation", _R, r"I\s+(?:currently\s+)?work\s+as\s+(?:a|an)\s+(?P<value>.+)",
      "User works as a {value}", "free", ("profile", "work"), 0.7, 0.85),
     ("occupation", _R, r"I\s+work\s+in\s+(?P<value>.+)",

@@ -108,6 +108,18 @@ def test_a_new_job_supersedes_the_old_occupation(tenant: Tenant) -> None:
     ]
 
 
+def test_a_new_job_at_another_company_supersedes_the_employer(tenant: Tenant) -> None:
+    say(tenant, "I work at Atlas Robotics.", "I started a new job at Nortada Labs.")
+    memories = extracted(tenant)
+    atlas, nortada = (
+        memories["I work at Atlas Robotics"],
+        memories["I started a new job at Nortada Labs"],
+    )
+    assert atlas.subject == nortada.subject == "employer"
+    assert atlas.superseded_by_id == nortada.pk
+    assert current(tenant) == ["I started a new job at Nortada Labs"]
+
+
 def test_a_new_diet_supersedes_the_old(tenant: Tenant) -> None:
     say(tenant, "I'm vegetarian.", "I'm vegan now")
     memories = extracted(tenant)
