@@ -86,30 +86,35 @@ def test_a_connection_prepares_a_shape_once(
     assert again.hits and len(_prepared_pools()) == 1
 
 
-def test_the_pool_is_planned_for_each_run_s_values(
+def test_each_pool_is_planned_as_its_message_says_whatever_the_connection_prefers(
     tenant: Tenant,
     memories: dict[uuid.UUID, str],  # noqa: F811
 ) -> None:
-    # A generic plan, made once for any owner, may read an owner's rows through the HNSW
-    # graph instead of their exact order: the pool's message asks for a custom plan even
-    # on a connection whose setting prefers generic ones.
-    _drop_prepared()
-    with connection.cursor() as cursor:
-        cursor.execute("SET plan_cache_mode = force_generic_plan")
-    try:
-        for actor, user_id in ((Actor(user_id="alice"), "alice"), (Actor(user_id="bob"), None)):
+    # A search of one owner's memories runs a generic plan (its vector branch is that
+    # owner's rows in exact order whatever the plan); a tenant-wide one is planned for
+    # each run's values, since a generic plan may walk a branch of shared or public rows
+    # in the HNSW graph. Each message says so even where the connection prefers the
+    # other (`pool.plan_mode`).
+    def plans(actor: Actor, user_id: str | None, preferred: str) -> tuple[int, int]:
+        _drop_prepared()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET plan_cache_mode = {preferred}")
+        try:
             for _ in range(6):
                 memory_search(tenant=tenant, actor=actor, query="road bike", user_id=user_id)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements"
-                " WHERE name LIKE 'engram_search_pool%%'"
-            )
-            generic, custom = cursor.fetchone()
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET plan_cache_mode")
-    assert (generic, custom) == (0, 12)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements"
+                    " WHERE name LIKE 'engram_search_pool%%'"
+                )
+                generic, custom = cursor.fetchone()
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET plan_cache_mode")
+        return int(generic), int(custom)
+
+    assert plans(Actor(user_id="alice"), "alice", "force_custom_plan") == (6, 0)
+    assert plans(Actor(user_id="bob"), None, "force_generic_plan") == (0, 6)
 
 
 def test_a_query_of_more_terms_than_the_bound_is_not_prepared(

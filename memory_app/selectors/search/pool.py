@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from psycopg import sql
 
-from config.prepared_statements import prepared_statement
+from config.prepared_statements import PlanCacheMode, prepared_statement
 from memory_app.selectors.search.bm25 import bm25_sql
 from memory_app.selectors.search.filters import SearchWhere
 from memory_app.selectors.search.lexical import LexicalQuery
@@ -158,12 +158,15 @@ def pool_sql(
 # more terms than this is sent as it is: it keeps the statements a connection holds
 # bounded, and its run is long.
 PREPARED_MAX_TERMS = 16
-# It is still planned at every run, with its values (`force_custom_plan`): a generic
-# plan, made once for any tenant, owner and filter, may read a branch of one owner's or
-# of shared rows through the HNSW graph instead of their exact order, and choose the
-# graph or an exact order for the public rows without knowing the tenant's size; so it
-# may return other rows than the plan of the same statement for these values
-# (docs/decisions/search-prepared-statements.md).
+# A search of one user's memories without filters of the caller's runs a generic plan,
+# made once a connection (`force_generic_plan`): its one vector branch is that owner's
+# rows in exact order whatever the plan (`vector.nearest_sql`), and planning it for
+# each run's values cost most of its run. Every other statement is planned at every run,
+# with its values (`force_custom_plan`): a generic plan, made once for any tenant and
+# filter, may read a branch of shared rows through the HNSW graph instead of their exact
+# order, and choose the graph or an exact order for the public rows without knowing the
+# tenant's size; so it may return other rows than the plan of the same statement for
+# these values (docs/decisions/search-prepared-statements.md).
 
 
 def pool_statement(
@@ -244,10 +247,18 @@ def _compose_statement(
         # from the first cast it parses, which may be the vector step's halfvec.
         types = (("q", "vector"),) if vector else ()
         prepared = prepared_statement(select, prefix="engram_search_pool_", types=types)
-        select = prepared.message(plan="force_custom_plan")
+        select = prepared.message(plan=plan_mode(where))
     if not vector:
         return select
     return _HNSW_SETTINGS.format(sql.Literal(_ef_search(candidates))) + select
+
+
+def plan_mode(where: SearchWhere) -> PlanCacheMode:
+    """How the pool's prepared statement is planned: once, for a search of one owner's
+    memories without the caller's filters; else at every run, for its values."""
+    one_owner = where.owner is not None and len(where.branches) == 1
+    unfiltered = where.shape is not None and not where.shape.caller
+    return "force_generic_plan" if one_owner and unfiltered else "force_custom_plan"
 
 
 def read_pool(cursor: Any, statement: sql.Composed, params: dict[str, Any]) -> Pool:

@@ -27,8 +27,13 @@ _HALFVEC = sql.SQL("halfvec({})").format(sql.Literal(EMBEDDING_DIMENSIONS))
 _DISTANCE = sql.SQL("m.embedding::{halfvec} <=> %(q)s::{halfvec}").format(halfvec=_HALFVEC)
 _BRANCH = sql.SQL(
     "SELECT m.id, {distance} AS distance, m.embedding FROM memory m"
-    " WHERE {scope} AND {branch} ORDER BY {distance} LIMIT %(k)s"
+    " WHERE {scope} AND {branch} ORDER BY {order} LIMIT %(k)s"
 )
+# A branch of one owner's rows is ordered by the distance plus 0: an order no index
+# provides, so every plan of it, one made for this run's values or a generic one, reads
+# the owner's rows and sorts them exactly; the HNSW graph, whose filtered walk may return
+# fewer rows than asked, never serves it.
+_EXACT_ORDER = sql.SQL("({}) + 0")
 # The owner's rows again (their user_id is `%(owner)s`), as a range whose bounds are
 # InitPlans: unknown when planning, so the planner estimates it at 0.5 % of the owner's
 # rows and reads them from an index that keys the user, the covering one (embeddings
@@ -66,7 +71,14 @@ def nearest_sql(where: SearchWhere) -> sql.Composable:
     the row's TOAST. In the branch's own SELECT list, PostgreSQL would compute it below
     the sort, for every row of the user."""
     selects = [
-        _BRANCH.format(distance=_DISTANCE, scope=where.scope, branch=_owner_rows(where, branch))
+        _BRANCH.format(
+            distance=_DISTANCE,
+            scope=where.scope,
+            branch=_owner_rows(where, branch),
+            order=_DISTANCE
+            if where.branch_owner(branch) is None
+            else _EXACT_ORDER.format(_DISTANCE),
+        )
         for branch in where.branches
     ]
     merged = merged_branches(selects, order=sql.SQL("distance"))

@@ -1,6 +1,6 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_91a2db513eeb') THEN EXECUTE $statement$PREPARE engram_search_pool_91a2db513eeb(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_b0f4f21f6a9d') THEN EXECUTE $statement$PREPARE engram_search_pool_b0f4f21f6a9d(vector) AS 
         WITH 
-            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND ("m"."scope" = 'public' OR ("m"."user_id" = $4 AND "m"."scope" <> 'public') OR ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM $4 AND ("m"."allowed_users" @> ARRAY[$4]::varchar[] OR "m"."allowed_roles" && $5::varchar[]))) AND m.user_id BETWEEN (SELECT $6) AND (SELECT $6) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $7) AS n),
+            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND ("m"."scope" = 'public' OR ("m"."user_id" = $4 AND "m"."scope" <> 'public') OR ("m"."scope" = 'shared' AND "m"."user_id" IS DISTINCT FROM $4 AND ("m"."allowed_users" @> ARRAY[$4]::varchar[] OR "m"."allowed_roles" && $5::varchar[]))) AND m.user_id BETWEEN (SELECT $6) AND (SELECT $6) ORDER BY (m.embedding::halfvec(384) <=> $1::halfvec(384)) + 0 LIMIT $7) AS n),
             vector_ranked AS MATERIALIZED (
                 SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
                 FROM nearest
@@ -32,4 +32,4 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), false, m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_91a2db513eeb"(%(q)s, %(tenant)s, %(user_id)s, %(acting_user)s, %(acting_roles)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_b0f4f21f6a9d"(%(q)s, %(tenant)s, %(user_id)s, %(acting_user)s, %(acting_roles)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)

@@ -1,6 +1,6 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_89eb12084a7c') THEN EXECUTE $statement$PREPARE engram_search_pool_89eb12084a7c(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_fc74ab06e597') THEN EXECUTE $statement$PREPARE engram_search_pool_fc74ab06e597(vector) AS 
         WITH 
-            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $5) AS n),
+            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY (m.embedding::halfvec(384) <=> $1::halfvec(384)) + 0 LIMIT $5) AS n),
             vector_ranked AS MATERIALIZED (
                 SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
                 FROM nearest
@@ -32,4 +32,4 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), coalesce(string_to_array(substring(left("m"."content", 61) from '^([[:upper:]][^:[:space:][:cntrl:]]*(?: [^:[:space:][:cntrl:]]+){0,2}):'), ' ') && $16::text[], false), m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_89eb12084a7c"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(speakers)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_fc74ab06e597"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s, %(speakers)s)

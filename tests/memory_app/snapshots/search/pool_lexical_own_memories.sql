@@ -1,4 +1,4 @@
-SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_2ef1f038edb7') THEN EXECUTE $statement$PREPARE engram_search_pool_2ef1f038edb7 AS 
+SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_2ef1f038edb7') THEN EXECUTE $statement$PREPARE engram_search_pool_2ef1f038edb7 AS 
         WITH 
             vector_ranked AS (
                 SELECT NULL::uuid AS id, NULL::float8 AS semantic, NULL::bigint AS rank

@@ -1,6 +1,6 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_custom_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_af96052a4d4b') THEN EXECUTE $statement$PREPARE engram_search_pool_af96052a4d4b(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_f80dcf0a3bf9') THEN EXECUTE $statement$PREPARE engram_search_pool_f80dcf0a3bf9(vector) AS 
         WITH 
-            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY m.embedding::halfvec(384) <=> $1::halfvec(384) LIMIT $5) AS n),
+            nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY (m.embedding::halfvec(384) <=> $1::halfvec(384)) + 0 LIMIT $5) AS n),
             vector_ranked AS MATERIALIZED (
                 SELECT id, semantic, row_number() OVER (ORDER BY distance) AS rank
                 FROM nearest
@@ -24,4 +24,4 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
                m.updated_at, m.importance, m.access_count, m.occurred_at,
                octet_length(m.content), false, m.thread_key, m.thread_order
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_af96052a4d4b"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_f80dcf0a3bf9"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s)
