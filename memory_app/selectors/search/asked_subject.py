@@ -47,14 +47,15 @@ def apply_asked_subject(
     subject the query asks for, and with `timed`, a query that names a time, is of that
     time) and ASKED_WEIGHT times it added to the score."""
     subject = asked_subject(query) if scored else None
+    # Only the members of the named time may be credited: only they are read.
+    eligible = [pk for pk, _, parts in scored if not timed or parts.get("time", 0.0) > 0]
     stating: set[uuid.UUID] = set()
-    if subject is not None:
-        cursor.execute(STATING_SQL, {"ids": [pk for pk, _, _ in scored], "subject": subject})
+    if subject is not None and eligible:
+        cursor.execute(STATING_SQL, {"ids": eligible, "subject": subject})
         stating = {pk for (pk,) in cursor.fetchall()}
     out: list[Scored] = []
     for pk, score, parts in scored:
-        of_the_time = not timed or parts.get("time", 0.0) > 0
-        asked = 1.0 if pk in stating and of_the_time else 0.0
+        asked = 1.0 if pk in stating else 0.0
         credit = ASKED_WEIGHT * asked * (BEGAN_AFTER_FACTOR if parts.get("began_after") else 1.0)
         out.append((pk, round(score + credit, 6), {**parts, "asked": asked}))
     return out
