@@ -4,14 +4,15 @@ export against the attention-fused graph the fp32 runtime serves
 (`memory_app.embedding_fused`), in the same run.
 
 Both graphs run as `OnnxEmbedder` runs a query: an `OnnxSentenceModel` with
-`embedding_threads()` intra-op threads and spinning off, one text per call. The texts are
-every question of the first `--conversations` LoCoMo dev conversations (the adversarial
-ones too: only their text is used). After `WARM_UP` queries on each graph, each round
-embeds every question on both graphs in turn, query by query, the graph that goes first
-swapping every round, so the two share the machine's moments. Reported: p50 / p95 per
-graph over every round, the ratio fused / plain of each, the per-query difference (the
-same question in the same round: its median, and in how many pairs the fused graph was
-faster), and the largest difference between the two graphs' vectors in any dimension.
+`embedding_threads()` intra-op threads spinning only while a run lasts, one text per
+call. The texts are every question of the first `--conversations` LoCoMo dev
+conversations (the adversarial ones too: only their text is used). After `WARM_UP`
+queries on each graph, each round embeds every question on both graphs in turn, query by
+query, the graph that goes first swapping every round, so the two share the machine's
+moments. Reported: p50 / p95 per graph over every round, the ratio fused / plain of
+each, the per-query difference (the same question in the same round: its median, and in
+how many pairs the fused graph was faster), and the largest difference between the two
+graphs' vectors in any dimension.
 
 The graphs are the installation's, in ENGRAM_EMBEDDING_ONNX_DIR, exported and derived
 first if missing (`ensure_exported`, `ensure_fused`; progress on stderr). No database is
@@ -114,7 +115,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"{data['questions']} LoCoMo dev questions (every question of the first "
         f"{data['conversations']} conversations), {data['rounds']} rounds, one question per "
         f"call through `OnnxSentenceModel` as `OnnxEmbedder` runs a query "
-        f"({data['threads']} intra-op threads, spinning off). The two graphs alternate "
+        f"({data['threads']} intra-op threads, spinning only while a run lasts). The two "
+        f"graphs alternate "
         f"query by query, the one going first swapping every round, after {WARM_UP} "
         f"warm-up queries each. Plain: `{data['plain_graph']}` (the export); fused: "
         f"`{data['fused_graph']}`. Load average (1 min) before / after: "

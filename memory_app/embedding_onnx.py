@@ -227,21 +227,54 @@ class Tokenizer:
         }
 
 
+# How long a runtime thread with nothing to do within a run spins before it sleeps.
+SPIN_MICROSECONDS = 100
+
+
+def session_options(threads: int, *, spin_microseconds: int | None = SPIN_MICROSECONDS) -> Any:
+    """The runtime's options for a query: `threads` intra-op threads that, within a run,
+    spin `spin_microseconds` waiting for work before they sleep (0: they sleep at once;
+    None: ONNX Runtime's own duration), and stop the moment the run returns.
+
+    A query's few tokens make each operator's share of work smaller than waking a
+    sleeping thread for it, so the threads spin between operators. A short spin, because
+    a spinning thread holds a core: when two gunicorn workers embed at once on two cores,
+    the runtime's own duration lets one worker's waiting threads take the cores the other
+    worker's need. And no spin after the run (by default the threads spin on for a
+    while): a web worker embeds one query between database calls, and that core belongs
+    to the other requests and PostgreSQL then (`force_spinning_stop`).
+    bench.query_embedding_threads measures the three;
+    docs/decisions/onnx-embedder.md has the figures."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    spinning = spin_microseconds != 0
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    if spin_microseconds:
+        options.add_session_config_entry(
+            "session.intra_op.spin_duration_us", str(spin_microseconds)
+        )
+    options.add_session_config_entry("session.force_spinning_stop", "1")
+    return options
+
+
 class OnnxSentenceModel:
     """An ONNX Runtime session over an exported graph; thread-safe (`run` is)."""
 
-    def __init__(self, path: Path, folder: Path, threads: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        folder: Path,
+        threads: int,
+        *,
+        spin_microseconds: int | None = SPIN_MICROSECONDS,
+    ) -> None:
         import onnxruntime
 
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # ONNX Runtime's pool threads spin for a while after each run by default: in a
-        # web worker that embeds one query between database calls, on a machine with a
-        # gunicorn process per core, that spinning takes the core the other requests and
-        # PostgreSQL need (docs/decisions/onnx-embedder.md).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options = session_options(threads, spin_microseconds=spin_microseconds)
         self._session = onnxruntime.InferenceSession(
             str(path), options, providers=["CPUExecutionProvider"]
         )

@@ -289,3 +289,45 @@ def test_the_int8_precision_runs_a_quantized_graph_whose_vectors_carry_their_own
     assert np.abs(got - alone).max() < 1e-5
     # The file serves the next process without quantizing again.
     assert ensure_quantized(exported, model_dir(), progress=pytest.fail) == quantized_path(exported)
+
+
+def test_the_runtime_threads_take_no_cpu_between_runs() -> None:
+    """The pool's threads spin while a run lasts and stop when it returns: a web worker
+    embeds one query between database calls, and a thread spinning on after the run
+    would take the core those calls (and the other workers) need. Measured in a process
+    of its own, which runs nothing else: its CPU time over a loop of short runs and
+    pauses is at most two threads busy for the runs' length, plus a small part of the
+    pauses."""
+    graph = ensure_fused(ensure_exported(Path(settings.ENGRAM_EMBEDDING_ONNX_DIR)), model_dir())
+    script = textwrap.dedent(
+        f"""
+        import json, resource, sys, time
+        from pathlib import Path
+        sys.path.insert(0, {str(ROOT)!r})
+        from memory_app.embedding_onnx import OnnxSentenceModel, model_dir
+
+        model = OnnxSentenceModel(Path({str(graph)!r}), model_dir(), threads=2)
+        for _ in range(10):
+            model.embed(["a warm-up question about the weekend"])
+
+        def cpu():
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            return usage.ru_utime + usage.ru_stime
+
+        busy, pauses, began = 0.0, 0.0, cpu()
+        for index in range(60):
+            start = time.perf_counter()
+            model.embed([f"what did I tell you about trip number {{index}}?"])
+            busy += time.perf_counter() - start
+            start = time.perf_counter()
+            time.sleep(0.003)
+            pauses += time.perf_counter() - start
+        print(json.dumps({{"cpu": cpu() - began, "busy": busy, "pauses": pauses}}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    between_runs = measured["cpu"] - 2 * measured["busy"]
+    assert between_runs < 0.25 * measured["pauses"], measured
