@@ -1,7 +1,8 @@
 """`python -m bench.pool_rerank POOL.jsonl [--per-side N]`: the search's ranking replayed
 over a pool dump (`bench.search_pool_dump`), in seconds, with the search's own ranking
-functions: fusion (`fuse_scores`), the final score's weights, the time, began-after, speaker,
-latest, asked and superseded parts as the dump recorded them, the lead's thread neighbours
+functions: fusion (`fuse_scores`) of the cosine, BM25 and the lead's words as the dump
+recorded them, the final score's weights, the time, began-after, speaker, latest, asked
+and superseded parts as the dump recorded them, the lead's thread neighbours
 (`apply_thread_neighbours`), the memories dated after the question
 (`weigh_after_question`) and the length prior (`apply_length_prior`). Prints recall on
 both dev sets: LongMemEval recall_any / recall_all @10 pooled and by type, LoCoMo R@5 /
@@ -38,11 +39,14 @@ def members(row: Row, per_side: int) -> list[Row]:
     ]
 
 
-def rank(row: Row, per_side: int = 30) -> list[Row]:
-    """The pool's members in the order the search returns them."""
+def rank(row: Row, per_side: int = 60, feedback_weight: float | None = None) -> list[Row]:
+    """The pool's members in the order the search returns them; `feedback_weight`, the
+    lead's words' weight in the fusion (FEEDBACK_WEIGHT unless given; the dump recorded
+    each member's BM25 of the words of the lead the search chose)."""
     from memory_app.selectors.latest import LATEST_WEIGHT
     from memory_app.selectors.search.after_question import weigh_after_question
     from memory_app.selectors.search.asked_subject import ASKED_WEIGHT
+    from memory_app.selectors.search.feedback import FEEDBACK_WEIGHT
     from memory_app.selectors.search.fusion import WEIGHTS, best_first, fuse_scores
     from memory_app.selectors.search.length_prior import apply_length_prior
     from memory_app.selectors.search.pool import Candidate
@@ -51,7 +55,11 @@ def rank(row: Row, per_side: int = 30) -> list[Row]:
     from memory_app.selectors.search_time import BEGAN_AFTER_FACTOR, TIME_WEIGHT
 
     pool = {uuid.UUID(m["id"]): m for m in members(row, per_side)}
-    relevance = fuse_scores({pk: (m["semantic"], m["lexical"]) for pk, m in pool.items()}, 0.5)
+    weight = FEEDBACK_WEIGHT if feedback_weight is None else feedback_weight
+    relevance = fuse_scores(
+        {pk: (m["semantic"], m["lexical"], m.get("feedback", 0.0)) for pk, m in pool.items()},
+        ((1 - weight) * 0.5, (1 - weight) * 0.5, weight),
+    )
     candidates = {
         pk: Candidate(
             m["semantic"], m["lexical"], datetime.min, 0.5, 0, _time(m["occurred_at"]),
@@ -115,7 +123,7 @@ def evaluate(rows: list[Row], ranker: Callable[[Row], list[Row]]) -> dict[str, f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pool_rerank", description=__doc__)
     parser.add_argument("pool", type=Path)
-    parser.add_argument("--per-side", type=int, default=30)
+    parser.add_argument("--per-side", type=int, default=60)
     args = parser.parse_args(argv)
     # The ranking functions import the models; no database is opened.
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")

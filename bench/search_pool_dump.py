@@ -79,6 +79,7 @@ def _scored_pool(
     from memory_app.selectors.memories import Actor
     from memory_app.selectors.search.asked_subject import apply_asked_subject
     from memory_app.selectors.search.engine import _pool
+    from memory_app.selectors.search.feedback import apply_feedback
     from memory_app.selectors.search.filters import search_where
     from memory_app.selectors.search.fusion import score_pool
     from memory_app.selectors.search.lexical import lexical_query
@@ -95,10 +96,12 @@ def _scored_pool(
     with connection.cursor() as cursor:
         own = actor.user_id if where.own_branch is not None else None
         lexical = lexical_query(cursor, tenant=tenant, user_id=user, text=query, own_user_id=own)
-        pool = _pool(cursor, where, params, lexical, query, candidates=candidates)
+        pool = _pool(cursor, where, params, lexical, query, candidates=candidates, lexemes=True)
         scored = score_pool(pool, mode="hybrid", now=now)
         scope = query_time_scope(query, as_of)
-        scored = apply_speaker_match(apply_time_scope(cursor, scope, scored), pool.candidates)
+        scored = apply_time_scope(cursor, scope, scored)
+        scored = apply_feedback(scored, pool.candidates, hybrid=True, semantic_weight=0.5)
+        scored = apply_speaker_match(scored, pool.candidates)
         scored = apply_asked_subject(
             cursor, query, scored, timed=scope is not None and scope.has_interval
         )
@@ -125,6 +128,7 @@ def _features(
         "speaker": parts.get("speaker", 0.0),
         "latest": parts.get("latest", 0.0),
         "asked": parts.get("asked", 0.0),
+        "feedback": parts.get("feedback", 0.0),
         "thread": memory.thread_key,
         "order": memory.thread_order,
         "occurred_at": memory.occurred_at.isoformat() if memory.occurred_at else None,

@@ -140,7 +140,18 @@ class ScorePartsSerializer(serializers.Serializer):  # type: ignore[type-arg]  #
     )
     relevance = serializers.FloatField(
         help_text="Cosine and BM25, each z-normalised over the candidates, fused by weight and "
-        "scaled to [0, 1]: 1 = the best candidate of this search."
+        "scaled to [0, 1]: 1 = the best candidate of this search. In a hybrid search whose "
+        "candidates include lines of a conversation, the lead's words (part feedback) are "
+        "fused as a third signal, weight 0.2 beside the other two's 0.8."
+    )
+    feedback = serializers.FloatField(
+        help_text="In a hybrid search, the memory's BM25 (its text and its thread "
+        "neighbours', each word counted once) for the 40 words of the lead that are rarest "
+        "among this search's candidates. The lead is the line of a conversation that ranks "
+        "first by relevance and time (memories outside threads are passed over): the lines "
+        "that answer a question often share the words of the line that matches it best "
+        "more than the question's. >= 0, unbounded; 0 when the search has no lead or is "
+        "not hybrid."
     )
     rrf = serializers.FloatField(
         help_text="Reciprocal rank fusion of the two lists, 1 = first in both (for comparison; "

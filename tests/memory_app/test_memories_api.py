@@ -52,6 +52,7 @@ def test_added_memory_is_searchable_at_once(api: APIClient) -> None:
         "semantic",
         "lexical",
         "relevance",
+        "feedback",
         "rrf",
         "recency",
         "importance",

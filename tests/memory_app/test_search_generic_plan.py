@@ -84,7 +84,7 @@ def test_a_plan_made_at_a_small_user_reads_every_candidate_of_a_large_one(
 ) -> None:
     settings.ENGRAM_MEMORY_MERGE_THRESHOLD = 1.01  # type: ignore[attr-defined] # keep all
     _add(tenant, "tiny", 3)
-    _add(tenant, "large", 90)
+    _add(tenant, "large", 2 * search_engine.POOL_PER_SIDE)
     pools: list[Pool] = []
 
     def keep(*args: Any, **kwargs: Any) -> Pool:
@@ -96,7 +96,7 @@ def test_a_plan_made_at_a_small_user_reads_every_candidate_of_a_large_one(
         _search(tenant, "tiny", QUERIES[0])
     _search(tenant, "large", QUERIES[0])
     assert len(pools[0].vector_ranking) == 3
-    assert len(set(pools[-1].vector_ranking)) == 30  # the pool's candidates a side
+    assert len(set(pools[-1].vector_ranking)) == search_engine.POOL_PER_SIDE
 
 
 def test_the_owner_s_branch_is_never_read_through_the_hnsw_graph(tenant: Tenant) -> None:

@@ -29,6 +29,7 @@ from memory_app.selectors import currency, search_time
 from memory_app.selectors.memories import Actor
 from memory_app.selectors.search import LexicalQuery, MemoryFilters, SearchWhere, search_where
 from memory_app.selectors.search.asked_subject import STATING_SQL
+from memory_app.selectors.search.engine import POOL_PER_SIDE
 from memory_app.selectors.search.hydration import HIT_ROWS_SQL
 from memory_app.selectors.search.lexical import terms_sql
 from memory_app.selectors.search.lexical_hits import lexical_hits_sql
@@ -104,7 +105,8 @@ def _pool(
     speakers: bool = False,
 ) -> Callable[[Tenant], sql.Composable]:
     """The pool's statement (with its HNSW settings when the vector step runs);
-    `speakers`: the query names someone, so each member says whether it is its speaker."""
+    `speakers`: the query names someone, so each member says whether it is its speaker.
+    A hybrid search's pool reads its members' lexemes, as the engine asks it to."""
 
     def build(tenant: Tenant) -> sql.Composable:
         where = _where(tenant, actor, user_id, filters, narrowed)
@@ -112,8 +114,9 @@ def _pool(
             where,
             vector=vector,
             lexical=LEXICAL if lexical else None,
-            candidates=30,
+            candidates=POOL_PER_SIDE,
             speakers=speakers,
+            lexemes=vector and lexical,
         )
 
     return build

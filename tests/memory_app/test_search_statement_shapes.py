@@ -80,6 +80,7 @@ def _statement(
     lexical: LexicalQuery | None,
     vector: bool,
     speakers: bool,
+    lexemes: bool = False,
 ) -> tuple[str, str, Any]:
     """The statement `pool_statement` serves for this search, and the one composed for it."""
     where, params = search_where(
@@ -89,32 +90,36 @@ def _statement(
     if lexical is not None and where.own_branch is None:
         lexical = replace(lexical, own_candidate_lexemes=None)
     served = search_pool.pool_statement(
-        where, vector=vector, lexical=lexical, candidates=30, speakers=speakers
+        where, vector=vector, lexical=lexical, candidates=30, speakers=speakers, lexemes=lexemes
     )
-    composed = search_pool._compose_statement(where, vector, lexical, 30, speakers)
+    composed = search_pool._compose_statement(where, vector, lexical, 30, speakers, lexemes)
     return served.as_string(None), composed.as_string(None), (where, params)
 
 
 def test_a_search_gets_the_statement_of_its_own_shape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_pool, "_STATEMENTS", {})
+    monkeypatch.setattr(search_pool, "_STATEMENTS_KEPT", 10_000)  # every shape kept here
     first_tenant, second_tenant = Tenant(pk=1), Tenant(pk=2)
     cases = itertools.product(
-        ACTORS, USERS, FILTERS, LEXICAL, [True, False], [True, False]
+        ACTORS, USERS, FILTERS, LEXICAL, [True, False], [True, False], [True, False]
     )  # fmt: skip
     texts = set()
-    for (actor, actor2), user, (filters, filters2), (lexical, lexical2), vector, speakers in cases:
+    for case in cases:
+        (actor, actor2), user, (filters, filters2), (lexical, lexical2), vector, speakers = case[:6]
+        lexemes = case[6]
         if lexical is None and not vector:
             continue  # no step runs: the search returns before the pool
         served, composed, _ = _statement(
-            first_tenant, actor, _user(user, actor, "carol"), filters, lexical, vector, speakers
-        )
+            first_tenant, actor, _user(user, actor, "carol"), filters, lexical, vector, speakers,
+            lexemes,
+        )  # fmt: skip
         assert served == composed
         texts.add(served)
         # The same shape with other values: served from the cache, and what composing
         # it would give.
         served2, composed2, (where2, params2) = _statement(
             second_tenant, actor2, _user(user, actor2, "erin"), filters2, lexical2, vector,
-            speakers,
+            speakers, lexemes,
         )  # fmt: skip
         assert served2 == composed2 == served
         assert where2.tenant_id == 2 and params2["tenant"] == 2
@@ -122,7 +127,7 @@ def test_a_search_gets_the_statement_of_its_own_shape(monkeypatch: pytest.Monkey
         assert where2.owner == params2["owner"]
     # One entry a shape; shapes that differ only where the text does not (an operator's
     # roles) hold equal texts.
-    assert 200 < len(texts) <= len(search_pool._STATEMENTS)
+    assert 400 < len(texts) <= len(search_pool._STATEMENTS)
 
 
 def test_the_filters_text_is_composed_once_a_shape() -> None:

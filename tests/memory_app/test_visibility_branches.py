@@ -163,16 +163,16 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
     # Candidates of the vector side bring their cosine from the vector step (from the
     # covering index for one user's rows), a candidate of the lexical side alone computes
     # it from its row: both must be the cosine of the stored embedding at full precision,
-    # not the halfvec distance the vector step orders by. 40 near-identical notes fill the
-    # vector side's 30 candidates; the one rare word brings a far memory in lexically. The
-    # vector is the notes' words alone, so the far memory is far (cosine about 0, not
-    # the 31st of 41 by a hair, which another CPU's float rounding would move). The pool
-    # itself is read, not the hits: whether fusion puts the far memory in the top 10 is
-    # not this test's question.
+    # not the halfvec distance the vector step orders by. Near-identical notes, ten more
+    # than a side's POOL_PER_SIDE candidates, fill the vector side; the one rare word
+    # brings a far memory in lexically. The vector is the notes' words alone, so the far
+    # memory is far (cosine about 0, not just past the side's last by a hair, which another
+    # CPU's float rounding would move). The pool itself is read, not the hits: whether
+    # fusion puts the far memory in the top 10 is not this test's question.
     settings.ENGRAM_MEMORY_MERGE_THRESHOLD = 1.01  # type: ignore[attr-defined] # keep all
     drafts = [
         MemoryDraft(user_id="zed", type="fact", content=f"Zed's note {i}: mild weather in town.")
-        for i in range(40)
+        for i in range(search_engine.POOL_PER_SIDE + 10)
     ]
     drafts.append(
         MemoryDraft(user_id="zed", type="fact", content="Zed's xylophone lesson moved to Thursday.")
@@ -193,7 +193,7 @@ def test_the_pool_reports_the_full_precision_cosine_of_every_candidate(
     )  # fmt: skip
     (pool,) = pools
     lexical_only = set(pool.lexical_ranking) - set(pool.vector_ranking)
-    assert len(pool.vector_ranking) == 30
+    assert len(pool.vector_ranking) == search_engine.POOL_PER_SIDE
     assert lexical_only and lexical_only <= set(pool.candidates)
     with connection.cursor() as cursor:
         for pk, candidate in pool.candidates.items():

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -30,6 +31,7 @@ from memory_app.selectors.currency import apply_currency
 from memory_app.selectors.search.after_question import weigh_after_question
 from memory_app.selectors.search.asked_subject import apply_asked_subject
 from memory_app.selectors.search.bm25 import bm25_params
+from memory_app.selectors.search.feedback import apply_feedback
 from memory_app.selectors.search.filters import MemoryFilters, SearchWhere, search_where
 from memory_app.selectors.search.fusion import Scored, SearchMode, best_first, score_pool
 from memory_app.selectors.search.hydration import hit_rows
@@ -46,6 +48,9 @@ from memory_app.timeq.time_only import asks_only_time
 
 # A score held below the one before it is this much lower (scores have 6 decimals).
 SCORE_STEP = 1e-6
+# The candidates each list brings to the pool (at least; 3 x limit for a long page): the
+# lead's words (search.feedback) lift lines from deep in either list.
+POOL_PER_SIDE = 60
 
 if TYPE_CHECKING:
     from memory_app.selectors.memories import Actor
@@ -195,7 +200,10 @@ def _searched(
         lexical = _lexical_terms(cursor, mode, query, tenant, actor, where, user_id)
         if "q" not in params and lexical is None:
             return SearchOutcome([], [], [], scope)
-        pool = _pool(cursor, where, params, lexical, query, candidates=max(3 * limit, 30))
+        pool = _pool(
+            cursor, where, params, lexical, query,
+            candidates=max(3 * limit, POOL_PER_SIDE), lexemes=mode == "hybrid",
+        )  # fmt: skip
         if not pool.candidates:
             return SearchOutcome([], pool.vector_ranking, pool.lexical_ranking, scope)
         scored = _ranked(
@@ -268,12 +276,17 @@ def _ranked(
     valid_at: datetime | None = None,
 ) -> list[Scored]:
     """The pool's members scored, unsorted: fusion and the final score (`score_pool`),
-    the query's time phrase, the lines around the lead in its thread, the speaker the
-    query names, the memories dated after the question, the length prior, the memories
-    that state the subject the question asks for (`asked_subject`), then the
-    current-state weighting (at `valid_at` for a search filtered by it), which keeps
-    each stale memory below its successor and so comes last."""
+    the query's time phrase, the lead's words fused in (`feedback`), the lines around
+    the lead in its thread, the speaker the query names, the memories dated after the
+    question, the length prior, the memories that state the subject the question asks
+    for (`asked_subject`), then the current-state weighting (at `valid_at` for a search
+    filtered by it), which keeps each stale memory below its successor and so comes
+    last."""
     scored = apply_time_scope(cursor, scope, score_pool(pool, mode=mode, now=now))
+    scored = apply_feedback(
+        scored, pool.candidates, hybrid=mode == "hybrid",
+        semantic_weight=float(settings.ENGRAM_MEMORY_FUSION_SEMANTIC_WEIGHT),
+    )  # fmt: skip
     scored = apply_thread_neighbours(scored, pool.candidates)
     scored = apply_speaker_match(scored, pool.candidates)
     scored = weigh_after_question(scored, pool.candidates, as_of)
@@ -292,10 +305,12 @@ def _pool(
     query: str,
     *,
     candidates: int,
+    lexemes: bool = False,
 ) -> Pool:
     """The candidate pool of a search whose vector step runs when `params` holds the
     query's vector (`q`), its lexical step when `lexical` is given; its members say
-    whether `query` names their speaker when it names someone (`query_speaker_names`)."""
+    whether `query` names their speaker when it names someone (`query_speaker_names`),
+    and bring their lexemes with `lexemes` (a hybrid search's lead's words)."""
     vector = "q" in params
     params = params | {"k": candidates}
     speakers = query_speaker_names(query)
@@ -304,6 +319,7 @@ def _pool(
     if lexical is not None:
         params |= bm25_params(lexical) | lexical_hits_params(where, lexical)
     statement = pool_statement(
-        where, vector=vector, lexical=lexical, candidates=candidates, speakers=bool(speakers)
-    )
+        where, vector=vector, lexical=lexical, candidates=candidates, speakers=bool(speakers),
+        lexemes=lexemes,
+    )  # fmt: skip
     return read_pool(cursor, statement, params)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -41,40 +42,47 @@ def score_pool(pool: Pool, *, mode: SearchMode, now: datetime) -> list[Scored]:
         weight = 1.0
     elif mode == "lexical":
         weight = 0.0
-    signals = {pk: (c.semantic, c.lexical) for pk, c in pool.candidates.items()}
-    relevance = fuse_scores(signals, weight)
+    members = list(pool.candidates.values())
+    relevance = fuse_columns(
+        [[c.semantic for c in members], [c.lexical for c in members]], (weight, 1 - weight)
+    )
     rankings = [ranking for ranking in (pool.vector_ranking, pool.lexical_ranking) if ranking]
     fused_ranks = rrf(rankings)
     return [
-        final_score(pk, candidate, relevance.get(pk, 0.0), fused_ranks.get(pk, 0.0), now)
-        for pk, candidate in pool.candidates.items()
+        final_score(pk, candidate, value, fused_ranks.get(pk, 0.0), now)
+        for (pk, candidate), value in zip(pool.candidates.items(), relevance, strict=True)
     ]
 
 
 def fuse_scores(
-    signals: dict[uuid.UUID, tuple[float, float]], semantic_weight: float
+    signals: Mapping[uuid.UUID, tuple[float, ...]], weights: tuple[float, ...]
 ) -> dict[uuid.UUID, float]:
-    """Cosine and BM25 z-normalised over the pool, weighted, then scaled to [0, 1] (1 =
-    the pool's best). A side that does not vary over the pool contributes nothing."""
+    """`fuse_columns` of each member's signals, by id."""
     ids = list(signals)
-    if not ids:
-        return {}
+    columns = [[signals[pk][index] for pk in ids] for index in range(len(weights))]
+    return dict(zip(ids, fuse_columns(columns, weights), strict=True))
 
-    def z(values: list[float]) -> list[float]:
-        mean = sum(values) / len(values)
-        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-        return [(v - mean) / spread if spread > 1e-12 else 0.0 for v in values]
 
-    semantic = z([signals[pk][0] for pk in ids])
-    lexical = z([signals[pk][1] for pk in ids])
-    fused = [
-        semantic_weight * s + (1 - semantic_weight) * lex
-        for s, lex in zip(semantic, lexical, strict=True)
-    ]
+def fuse_columns(columns: list[list[float]], weights: tuple[float, ...]) -> list[float]:
+    """Each signal's column (cosine, BM25, and the lead's words when `feedback` runs;
+    the i-th value of each is one member's) z-normalised over the pool, weighted, summed,
+    then scaled to [0, 1] (1 = the pool's best). A signal that does not vary over the
+    pool contributes nothing."""
+    if not columns or not columns[0]:
+        return []
+    fused = [0.0] * len(columns[0])
+    for weight, column in zip(weights, columns, strict=True):
+        mean = sum(column) / len(column)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in column) / len(column))
+        if spread > 1e-12:
+            fused = [
+                total + weight * ((v - mean) / spread)
+                for total, v in zip(fused, column, strict=True)
+            ]
     low, high = min(fused), max(fused)
     if high - low <= 1e-12:
-        return dict.fromkeys(ids, 1.0)
-    return {pk: (value - low) / (high - low) for pk, value in zip(ids, fused, strict=True)}
+        return [1.0] * len(fused)
+    return [(value - low) / (high - low) for value in fused]
 
 
 def rrf(rankings: list[list[uuid.UUID]]) -> dict[uuid.UUID, float]:

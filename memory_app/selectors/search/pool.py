@@ -1,7 +1,8 @@
 """The candidate pool: the vector top-k and the BM25 top-k, and for each member of their
-union its rank in either list, its full-precision cosine and BM25, and the fields of the
-final score, in one statement sent with its HNSW settings: one round trip, and a lexical
-hit's BM25 is not computed twice.
+union its rank in either list, its full-precision cosine and BM25, the fields of the
+final score and, for a hybrid search, its lexemes (what the lead's words are matched
+against: search.feedback), in one statement sent with its HNSW settings: one round trip,
+and a lexical hit's BM25 is not computed twice.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from memory_app.selectors.search.filters import SearchWhere
 from memory_app.selectors.search.lexical import LexicalQuery
 from memory_app.selectors.search.lexical_hits import lexical_hits_sql
 from memory_app.selectors.search.speaker import speaker_sql
+from memory_app.selectors.search.tsvector_text import tsvector_lexemes
 from memory_app.selectors.search.vector import (
     EF_SEARCH,
     cosine_sql,
@@ -42,6 +44,9 @@ class Candidate(NamedTuple):
     speaker_named: bool = False  # the query names its speaker (search.speaker)
     thread_key: str = ""  # the conversation it belongs to ("" for none)
     thread_order: int | None = None  # its position in that conversation
+    # The distinct lexemes of its `lexical_vector` (own text and window), in a hybrid
+    # search's pool only (search.feedback); empty otherwise.
+    lexemes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ _POOL = sql.SQL("""
         )
         SELECT m.id, pool.vector_rank, pool.lexical_rank, {semantic}, {bm25},
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content), {speaker}, m.thread_key, m.thread_order
+               octet_length(m.content), {speaker}, m.thread_key, m.thread_order{lexemes}
         FROM pool JOIN memory m ON m.id = pool.id
     """)
 # The HNSW settings for the pool's statement only, in the same query string: several
@@ -115,8 +120,18 @@ _HNSW_SETTINGS = sql.SQL(
 )
 
 
+# A member's distinct lexemes, for the lead's words (search.feedback), as the text of
+# its stripped tsvector (search.tsvector_text).
+_LEXEMES = sql.SQL(", strip(m.lexical_vector)::text")
+
+
 def pool_sql(
-    where: SearchWhere, *, vector: bool, lexical: LexicalQuery | None, speakers: bool = False
+    where: SearchWhere,
+    *,
+    vector: bool,
+    lexical: LexicalQuery | None,
+    speakers: bool = False,
+    lexemes: bool = False,
 ) -> sql.Composed:
     """The pool's SELECT. The lexical step reads the rows that hold a candidate term in
     each visibility branch (`lexical_hits_sql`), so only rows the actor may see; the
@@ -124,7 +139,8 @@ def pool_sql(
     the pool reads an embedding only for a row the lexical side alone found: COALESCE
     stops at its first non-null argument. A member's semantic signal is the greater of
     that cosine and its passages' best (`passage_cosine_sql`), so a memory that says the
-    answer in one sentence among others is weighed by that sentence."""
+    answer in one sentence among others is weighed by that sentence. With `lexemes`,
+    each member's distinct lexemes come last."""
     vector_ranked: sql.Composable = (
         _VECTOR_RANKED.format(nearest=nearest_sql(where)) if vector else _NO_VECTOR
     )
@@ -148,6 +164,7 @@ def pool_sql(
         semantic=semantic,
         bm25=bm25,
         speaker=speaker_sql("m") if speakers else sql.SQL("false"),
+        lexemes=_LEXEMES if lexemes else sql.SQL(""),
     )
 
 
@@ -176,6 +193,7 @@ def pool_statement(
     lexical: LexicalQuery | None,
     candidates: int,
     speakers: bool = False,
+    lexemes: bool = False,
 ) -> sql.Composed:
     """What the search sends: the HNSW settings when the vector step runs (the list at
     least `candidates` long), then the pool's SELECT, as a prepared statement of the
@@ -183,10 +201,10 @@ def pool_statement(
     PREPARED_MAX_TERMS terms. `read_pool` reads the last result.
 
     Composed once per process and shape (`_statement_shape`) when `where` has one."""
-    shape = _statement_shape(where, vector, lexical, candidates, speakers)
+    shape = _statement_shape(where, vector, lexical, candidates, speakers, lexemes)
     statement = _STATEMENTS.get(shape) if shape is not None else None
     if statement is None:
-        statement = _compose_statement(where, vector, lexical, candidates, speakers)
+        statement = _compose_statement(where, vector, lexical, candidates, speakers, lexemes)
         if shape is not None:
             if len(_STATEMENTS) >= _STATEMENTS_KEPT:
                 _STATEMENTS.clear()
@@ -202,13 +220,18 @@ _STATEMENTS_KEPT = 512
 
 
 def _statement_shape(
-    where: SearchWhere, vector: bool, lexical: LexicalQuery | None, candidates: int, speakers: bool
+    where: SearchWhere,
+    vector: bool,
+    lexical: LexicalQuery | None,
+    candidates: int,
+    speakers: bool,
+    lexemes: bool,
 ) -> tuple[Any, ...] | None:
     """Everything the statement's text depends on, no value: the filters' shape (None,
     and so no shape, for filters written by hand), whether they name an owner, the
     steps that run, the number of query terms and which branches have candidate terms
-    to read rows by, the HNSW list, whether the query names a speaker, whether it is
-    prepared."""
+    to read rows by, the HNSW list, whether the query names a speaker, whether the
+    members' lexemes are read, whether it is prepared."""
     if where.shape is None:
         return None
     terms = len(lexical.lexemes) if lexical is not None else 0
@@ -222,7 +245,7 @@ def _statement_shape(
     )
     owner = where.owner is not None
     return (
-        where.shape, owner, vector, terms, reading, _ef_search(candidates), speakers,
+        where.shape, owner, vector, terms, reading, _ef_search(candidates), speakers, lexemes,
         _prepared(lexical),
     )  # fmt: skip
 
@@ -239,9 +262,14 @@ def _ef_search(candidates: int) -> int:
 
 
 def _compose_statement(
-    where: SearchWhere, vector: bool, lexical: LexicalQuery | None, candidates: int, speakers: bool
+    where: SearchWhere,
+    vector: bool,
+    lexical: LexicalQuery | None,
+    candidates: int,
+    speakers: bool,
+    lexemes: bool,
 ) -> sql.Composed:
-    select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers)
+    select = pool_sql(where, vector=vector, lexical=lexical, speakers=speakers, lexemes=lexemes)
     if _prepared(lexical):
         # The query vector is declared full-precision: PostgreSQL would infer its type
         # from the first cast it parses, which may be the vector step's halfvec.
@@ -285,6 +313,7 @@ def read_pool(cursor: Any, statement: sql.Composed, params: dict[str, Any]) -> P
             bool(row[10]),
             row[11],
             row[12],
+            tsvector_lexemes(row[13]) if len(row) > 13 else (),
         )
         for row in rows
     }

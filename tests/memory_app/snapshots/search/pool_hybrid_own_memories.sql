@@ -1,4 +1,4 @@
-SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_fb145459553f') THEN EXECUTE $statement$PREPARE engram_search_pool_fb145459553f(vector) AS 
+SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; SET LOCAL plan_cache_mode = force_generic_plan; DO $prepare$BEGIN IF NOT EXISTS (SELECT FROM pg_prepared_statements WHERE name = 'engram_search_pool_63c8f0c7e60a') THEN EXECUTE $statement$PREPARE engram_search_pool_63c8f0c7e60a(vector) AS 
         WITH 
             nearest AS MATERIALIZED (SELECT n.id, n.distance, 1 - ("n"."embedding" <=> $1::vector) AS semantic FROM (SELECT m.id, m.embedding::halfvec(384) <=> $1::halfvec(384) AS distance, m.embedding FROM memory m WHERE m.tenant_id = $2 AND m.user_id = $3 AND TRUE AND m.user_id BETWEEN (SELECT $4) AND (SELECT $4) ORDER BY (m.embedding::halfvec(384) <=> $1::halfvec(384)) + 0 LIMIT $5) AS n),
             vector_ranked AS MATERIALIZED (
@@ -30,6 +30,6 @@ SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = 200; S
         )
         SELECT m.id, pool.vector_rank, pool.lexical_rank, greatest(coalesce(pool.cosine, 1 - ("m"."embedding" <=> $1::vector)), (SELECT max(1 - (p.embedding <=> $1::vector)) FROM memory_passage p WHERE p.memory_id = "m"."id")), coalesce(pool.bm25, (coalesce($8::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $13::tsquery)::float8) - 0.5), 0)), 0) + coalesce($14::float8 * $9::float8 / (1 + $10::float8 * (1 - $11::float8 + $11::float8 * length("m"."lexical_vector") / $12::float8) / nullif(round(1 / (1.64493406685 - 1.64493406685 * ts_rank('{1,1,1,1}'::float4[], "m"."lexical_vector", $15::tsquery)::float8) - 0.5), 0)), 0))),
                m.updated_at, m.importance, m.access_count, m.occurred_at,
-               octet_length(m.content), false, m.thread_key, m.thread_order
+               octet_length(m.content), false, m.thread_key, m.thread_order, strip(m.lexical_vector)::text
         FROM pool JOIN memory m ON m.id = pool.id
-    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_fb145459553f"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)
+    $statement$; END IF; END$prepare$; EXECUTE "engram_search_pool_63c8f0c7e60a"(%(q)s, %(tenant)s, %(user_id)s, %(owner)s, %(k)s, %(owner_keys)s, %(cap)s, %(bm25_idf0)s, %(k1_plus_one)s, %(k1)s, %(b)s, %(avgdl)s, %(bm25_q0)s, %(bm25_idf1)s, %(bm25_q1)s)
