@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from memory_app.embedding import embedding_threads
     from memory_app.embedding_fused import ensure_fused
-    from memory_app.embedding_onnx import OnnxSentenceModel, ensure_exported, model_dir
+    from memory_app.embedding_onnx import ensure_exported
+    from memory_app.embedding_session import OnnxSentenceModel, model_dir
 
     texts = questions(args.locomo, args.conversations)
     folder = model_dir()

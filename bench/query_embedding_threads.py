@@ -3,7 +3,7 @@
 the served graph under three thread configurations, each alone and with two processes
 embedding at once (two gunicorn workers), in the same run.
 
-The configurations (`memory_app.embedding_onnx.session_options`): one intra-op thread;
+The configurations (`memory_app.embedding_session.session_options`): one intra-op thread;
 two threads that sleep between operators; two threads that spin between operators for
 ONNX Runtime's own duration, and for SPIN_MICROSECONDS (the served one); the spinning
 ones stop when the run returns. Each configuration runs in processes of its own:
@@ -36,7 +36,7 @@ from typing import Any
 from bench.harness import BenchResult, log, record
 from bench.percentiles import percentile
 from bench.query_embedding_graphs import PACKAGES, WARM_UP, questions
-from memory_app.embedding_onnx import SPIN_MICROSECONDS
+from memory_app.embedding_session import SPIN_MICROSECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 ID = "EMBED_THREADS"
@@ -57,7 +57,7 @@ def worker(
     """One configuration in this process: every text once after the warm-up, one a call,
     each call followed by `pause` seconds; prints the milliseconds of each call and the
     process's CPU seconds over the measured loop as JSON."""
-    from memory_app.embedding_onnx import OnnxSentenceModel, model_dir
+    from memory_app.embedding_session import OnnxSentenceModel, model_dir
 
     model = OnnxSentenceModel(graph, model_dir(), threads, spin_microseconds=spin_microseconds)
     for text in texts[:WARM_UP]:
@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     from django.conf import settings
 
     from memory_app.embedding_fused import ensure_fused
-    from memory_app.embedding_onnx import ensure_exported, model_dir
+    from memory_app.embedding_onnx import ensure_exported
+    from memory_app.embedding_session import model_dir
 
     folder = model_dir()
     exported = ensure_exported(Path(settings.ENGRAM_EMBEDDING_ONNX_DIR), folder, progress=log)

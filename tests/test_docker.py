@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -103,3 +104,44 @@ def test_requirements_txt_installs_every_layer() -> None:
     layers = set().union(*(_requirements(p) for p in (ROOT / "requirements").glob("*.txt")))
     assert everything == layers
     assert everything >= TEST_AND_DEV_TOOLS and "torch" in everything
+
+
+def _export_stage() -> str:
+    """The stage that exports the embedding graphs, without comments."""
+    lines = (COMPOSE.parent / "Dockerfile").read_text().splitlines()
+    text = "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+    (stage,) = [
+        s for s in re.split(r"^FROM ", text, flags=re.MULTILINE) if "AS embedding-export" in s
+    ]
+    return stage
+
+
+def _memory_app_imports(path: Path) -> set[str]:
+    """The memory_app modules a module imports, at its top or inside a function."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memory_app."):
+            imported.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names if alias.name.startswith("memory_app.")}
+    return imported
+
+
+def test_the_export_stage_copies_every_module_its_graphs_import() -> None:
+    """The export stage copies a few of memory_app's modules, not the app; the graphs it
+    makes need every memory_app module those import, at the top or inside a function
+    (this suite builds no image, so a module left out would fail only the image's
+    build)."""
+    stage = _export_stage()
+    copies = re.findall(r"^COPY ((?:\\\n|[^\n])+)", stage, flags=re.MULTILINE)
+    copied = {
+        word.removesuffix(".py").replace("/", ".")
+        for copy in copies
+        for word in copy.replace("\\\n", " ").split()[:-1]
+        if word.startswith("memory_app/")
+    }
+    assert {"memory_app.embedding_onnx", "memory_app.embedding_fused"} <= copied
+    for module in copied - {"memory_app.__init__"}:
+        path = ROOT / (module.replace(".", "/") + ".py")
+        missing = _memory_app_imports(path) - copied
+        assert not missing, f"{module} imports {missing}, which the export stage does not copy"

@@ -12,7 +12,7 @@ import pytest
 
 from bench import harness
 from bench.query_embedding_threads import CONFIGS, ID, TITLE, main, markdown
-from memory_app.embedding_onnx import SPIN_MICROSECONDS
+from memory_app.embedding_session import SPIN_MICROSECONDS
 
 LOCOMO = [
     {"qa": [{"question": "When did Caroline go to the support group?", "category": 2}]},

@@ -26,10 +26,10 @@ from memory_app.embedding_onnx import (
     PARALLEL_MIN_TEXTS,
     OnnxEmbedder,
     ensure_exported,
-    model_dir,
     onnx_path,
 )
 from memory_app.embedding_quantized import ensure_quantized, quantized_path
+from memory_app.embedding_session import model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -210,7 +210,8 @@ def test_processes_starting_together_export_and_fuse_once(tmp_path: Path) -> Non
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
         from memory_app.embedding_fused import ensure_fused
-        from memory_app.embedding_onnx import ensure_exported, model_dir
+        from memory_app.embedding_onnx import ensure_exported
+        from memory_app.embedding_session import model_dir
         say = lambda line: print("PROGRESS", line)
         path = ensure_exported(Path({str(tmp_path)!r}), progress=say)
         print("PATH", path)
@@ -304,7 +305,7 @@ def test_the_runtime_threads_take_no_cpu_between_runs() -> None:
         import json, resource, sys, time
         from pathlib import Path
         sys.path.insert(0, {str(ROOT)!r})
-        from memory_app.embedding_onnx import OnnxSentenceModel, model_dir
+        from memory_app.embedding_session import OnnxSentenceModel, model_dir
 
         model = OnnxSentenceModel(Path({str(graph)!r}), model_dir(), threads=2)
         for _ in range(10):
