@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from bench.harness import BenchContext
+from bench.harness import BenchContext, command_line
 from bench.loadgen import HttpPoster, LoadResult, run_load
 from bench.percentiles import rounded_rank_percentile
 
@@ -227,9 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="per phase and round")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.budget_check", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.budget_check", argv)
 
     from bench.harness import BenchResult, log, record
     from bench.run import django_on_data_services

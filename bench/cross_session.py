@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import command_line
 from bench.locomo_data import Conversation, _date, _turn_pairs, load
 from bench.locomo_eval import _ok, normalise, session_context
 from bench.percentiles import percentile
@@ -335,9 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global MISSES
     MISSES = args.misses
-    command = " ".join(
-        ["python -m bench.cross_session", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.cross_session", argv)
     from bench.run import raise_on_sigterm
 
     signal.signal(signal.SIGTERM, raise_on_sigterm)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bench.harness import command_line
 from bench.percentiles import nearest_index_percentile
 
 ID = "GINPENDING"
@@ -262,9 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.gin_pending", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.gin_pending", argv)
 
     from bench.harness import BenchResult, log, record
     from bench.run import django_on_data_services

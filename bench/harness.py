@@ -176,6 +176,12 @@ def write_json(result: BenchResult, env: dict[str, Any]) -> Path:
     return path
 
 
+def command_line(module: str, argv: Sequence[str] | None) -> str:
+    """How a benchmark was run, for its record's header: `python -m <module>` and its
+    arguments (`argv`, else the process's own)."""
+    return " ".join(["python -m " + module, *(argv if argv is not None else sys.argv[1:])])
+
+
 def record(
     result: BenchResult,
     command: str,

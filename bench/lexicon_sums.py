@@ -25,6 +25,8 @@ from typing import Any
 
 from psycopg import sql
 
+from bench.harness import command_line
+
 ID = "LEXSUMS"
 TITLE = "Tenant-wide BM25 figures: per-user rows against the tenant's folded sums"
 SEED = 21
@@ -204,9 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.lexicon_sums", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.lexicon_sums", argv)
     sizes = [int(size) for size in args.users.split(",")]
 
     from bench.harness import BenchResult, log, record

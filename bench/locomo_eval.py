@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import command_line
 from bench.locomo_data import Conversation, _date, _evidence, _turn_pairs, load
 from bench.percentiles import percentile
 from bench.retrieval_baselines import BM25
@@ -288,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=0, help="First N only (0 = all).")
     parser.add_argument("--no-record", action="store_true", help="Do not touch RESULTS.md.")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.locomo_eval", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.locomo_eval", argv)
     protocols = {p.strip() for p in args.protocols.split(",") if p.strip()}
     convs = load(args.data)
     if args.conversations:

@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 
 from bench.cross_session import _lme_date
+from bench.harness import command_line
 from bench.locomo_eval import _evidence, _ok, load, memory_protocol
 from bench.percentiles import percentile
 from bench.retrieval_baselines import BM25, embedded, ranked, zscores
@@ -348,9 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="Do not touch RESULTS.md.")
     parser.add_argument("--dump", type=Path, help="Write each question's top 50 here (JSONL).")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.longmemeval_retrieval", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.longmemeval_retrieval", argv)
     if not (args.longmemeval or args.locomo):
         parser.error("give --longmemeval and/or --locomo")
     from bench.run import raise_on_sigterm

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from bench.harness import BenchResult
+from bench.harness import BenchResult, command_line
 from bench.locomo_data import _evidence, load
 from bench.locomo_eval import memory_protocol, recall_at
 from bench.mem0_oss import Mem0Worker, ensure_mem0_venv, mem0_found, mem0_version
@@ -94,9 +94,7 @@ def side_summary(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    command = " ".join(
-        ["python -m bench.mem0_side_by_side", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.mem0_side_by_side", argv)
     convs = _conversations(args)
 
     from bench.harness import log, record

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BenchResult, log, record
+from bench.harness import BenchResult, command_line, log, record
 from bench.percentiles import percentile
 
 ID = "EMBED_GRAPHS"
@@ -181,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, figures in data["graphs"].items():
         log(f"[graphs] {name}: p50 {figures['p50_ms']} p95 {figures['p95_ms']} ms")
-    command = " ".join(
-        ["python -m bench.query_embedding_graphs", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.query_embedding_graphs", argv)
     result = BenchResult(ID, TITLE, markdown(data), data)
     path = record(result, command, update=not args.no_record, database=False, packages=PACKAGES)
     log(f"[graphs] raw: {path}")

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BenchResult, log, record
+from bench.harness import BenchResult, command_line, log, record
 from bench.percentiles import percentile
 from bench.query_embedding_graphs import PACKAGES, WARM_UP, questions
 from memory_app.embedding_session import SPIN_MICROSECONDS
@@ -193,9 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, modes in data["configurations"].items():
         log(f"[threads] {name}: {modes}")
-    command = " ".join(
-        ["python -m bench.query_embedding_threads", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.query_embedding_threads", argv)
     result = BenchResult(ID, TITLE, markdown(data), data)
     path = record(result, command, update=not args.no_record, database=False, packages=PACKAGES)
     log(f"[threads] raw: {path}")

@@ -32,6 +32,7 @@ import httpx
 from bench.harness import (
     BenchContext,
     Benchmark,
+    command_line,
     environment,
     log,
     update_results,
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="Comma-separated ids, e.g. B1,B3.")
     args = parser.parse_args(argv)
     only = {part.strip().upper() for part in args.only.split(",") if part.strip()} or None
-    command = " ".join(["python -m bench.run", *(argv if argv is not None else sys.argv[1:])])
+    command = command_line("bench.run", argv)
     signal.signal(signal.SIGTERM, raise_on_sigterm)
 
     from bench.servers import data_services

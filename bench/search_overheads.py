@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from bench.harness import command_line
+
 ID = "OVERHEADS"
 TITLE = "Memory search: time outside the index, before / after (in process)"
 
@@ -184,9 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    command = " ".join(
-        ["python -m bench.search_overheads", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.search_overheads", argv)
 
     from bench.harness import BenchResult, log, record
     from bench.run import django_on_data_services

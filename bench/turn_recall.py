@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import command_line
 from bench.turn_recall_steady import LINES, auth_headers, steady, unique_word
 
 ID = "TURN_RECALL"
@@ -167,9 +168,7 @@ def _measure(
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
-    command = " ".join(
-        ["python -m bench.turn_recall", *(argv if argv is not None else sys.argv[1:])]
-    )
+    command = command_line("bench.turn_recall", argv)
     from bench.run import raise_on_sigterm
 
     signal.signal(signal.SIGTERM, raise_on_sigterm)
